@@ -1,0 +1,139 @@
+//! The benchmark control plane (`/control/*`): reset a session, inject facts, inspect memory.
+//!
+//! Every control request is scoped by the `X-Session-Id` header, never by a body field, so the same
+//! header logic guards the data plane and the control plane.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Answer of `POST /control/session/reset`: what was removed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ResetResponse {
+    pub session_id: String,
+    pub working_items_removed: u64,
+    pub facts_removed: u64,
+}
+
+/// Body of `POST /control/memory/inject`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct InjectRequest {
+    pub facts: Vec<InjectFact>,
+}
+
+/// One fact forced into long-term memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct InjectFact {
+    /// The fact as a sentence, for example "My favourite colour is teal.".
+    pub text: String,
+    /// Supersession key: a newer fact with the same key replaces an older one
+    /// (for example `favourite colour`). Without a key the server extracts one where it is evident.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// When the fact was observed; defaults to the request's "now" (`X-Mock-Time` or the clock).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_at: Option<DateTime<Utc>>,
+    /// 0 to 1; defaults to 0.5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub importance: Option<f32>,
+}
+
+/// Answer of `POST /control/memory/inject`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct InjectResponse {
+    pub session_id: String,
+    pub injected: Vec<InjectedFact>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct InjectedFact {
+    pub id: Uuid,
+    pub key: Option<String>,
+    /// False when a newer fact with the same key already existed, so this one was kept out.
+    pub current: bool,
+}
+
+/// What kind of long-term item a fact is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum FactKind {
+    /// Something true about the user or the world ("my favourite colour is teal").
+    Fact,
+    /// A standing instruction ("whenever I say X, reply Y").
+    Rule,
+    /// Something to say or do at a later time or turn.
+    Reminder,
+}
+
+/// How a fact reached long-term memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum FactSource {
+    /// Extracted from a user turn as it arrived.
+    Extracted,
+    /// Promoted from working memory because it was important or repeated.
+    Promoted,
+    /// Forced in through `/control/memory/inject`.
+    Injected,
+}
+
+/// Answer of `GET /control/memory`: the session's memory as the agent sees it at the request's "now".
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct MemoryView {
+    pub session_id: String,
+    pub now: DateTime<Utc>,
+    /// Recent turns that have not expired on the session clock, oldest first.
+    pub working_memory: Vec<WorkingItemView>,
+    /// Long-term facts, newest first.
+    pub facts: Vec<FactView>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct WorkingItemView {
+    pub role: String,
+    pub text: String,
+    pub at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct FactView {
+    pub id: Uuid,
+    pub kind: FactKind,
+    pub key: Option<String>,
+    pub text: String,
+    pub observed_at: DateTime<Utc>,
+    pub importance: f32,
+    pub source: FactSource,
+}
+
+/// Answer of `GET /readyz` (and of `/healthz`, with no dependencies).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct HealthReport {
+    /// `ok` or `unavailable`.
+    pub status: String,
+    pub dependencies: Vec<DependencyHealth>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DependencyHealth {
+    /// `embedded`, `redis`, `postgres`, `upstream`, ...
+    pub name: String,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

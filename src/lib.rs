@@ -1,0 +1,1 @@
+//! Cross-process tests live in tests/.
