@@ -1,0 +1,402 @@
+//! The agent: one turn, start to finish, in two halves around the model.
+//!
+//! [`Agent::prepare`] (before the model):
+//! 1. **recall**: working memory, ranked facts and standing items for the session at its clock;
+//! 2. **extract**: what the new user turn teaches ([`extract`], [`lists`]), before the model runs
+//!    so the reply can acknowledge exactly what was learned, and what standing items require.
+//!
+//! Then the model answers the [`PreparedTurn::prompt`] (standing rules and due reminders
+//! included): as a whole reply ([`Agent::respond`]), or streamed by an upstream model through the
+//! HTTP layer.
+//!
+//! [`Agent::commit`] (after the model):
+//! 4. **promote**: important or repeated statements move to long-term memory ([`promote`]);
+//! 5. **store**: the turn, its facts and the standing-item changes, atomically, guarded by the
+//!    session epoch read in step 1.
+//!
+//! [`Agent::turn`] runs all of it for a whole reply. Callers send a reply (or, when streaming, its
+//! final chunk) only after `commit` returns, so a reply is never completed for a turn that was not
+//! stored.
+
+pub mod dates;
+pub mod extract;
+pub mod language;
+pub mod lists;
+pub mod promote;
+pub mod standing;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use protocol::SessionId;
+use protocol::control::FactKind;
+use protocol::openai::{ChatCompletionRequest, ChatMessage};
+
+use crate::llm::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt};
+use crate::memory::{
+    MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem,
+};
+use crate::telemetry::metrics;
+use extract::{FactExtractor, Learned};
+use language::to_second_person;
+use promote::PromotionEngine;
+use standing::Agenda;
+use tracing::Instrument as _;
+use tracing::field::Empty;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error(transparent)]
+    Model(#[from] LlmError),
+}
+
+/// One validated turn, as the HTTP layer hands it over.
+#[derive(Debug, Clone)]
+pub struct TurnInput {
+    pub session: SessionId,
+    /// The session clock: `X-Mock-Time`, or the real clock.
+    pub now: DateTime<Utc>,
+    /// The new user turn.
+    pub user_text: String,
+    /// Messages before the new turn: the client's context, used but not stored.
+    pub history: Vec<ChatMessage>,
+    pub request: ChatCompletionRequest,
+    /// The request continues a turn already stored: messages (tool results, an assistant message)
+    /// follow the last user message. Nothing is learned from the user text again, standing items
+    /// are not evaluated again, and only the reply is stored.
+    pub continuation: bool,
+}
+
+/// A turn between [`Agent::prepare`] and [`Agent::commit`]: what memory recalled and what the
+/// turn will write once the reply is known.
+#[derive(Debug)]
+pub struct PreparedTurn {
+    pub input: TurnInput,
+    memory: MemoryContext,
+    facts: Vec<NewFact>,
+    acknowledgements: Vec<Acknowledgement>,
+    agenda: Agenda,
+    leftovers: Vec<String>,
+}
+
+impl PreparedTurn {
+    /// What the model sees.
+    pub fn prompt(&self) -> Prompt<'_> {
+        Prompt {
+            now: self.input.now,
+            user_text: &self.input.user_text,
+            history: &self.input.history,
+            memory: &self.memory,
+            learned: &self.acknowledgements,
+            must_say: &self.agenda.must_say,
+            request: &self.input.request,
+        }
+    }
+}
+
+pub struct Agent {
+    store: Arc<dyn MemoryStore>,
+    model: Arc<dyn ChatModel>,
+    memory_enabled: bool,
+    recall_limit: usize,
+    extractor: FactExtractor,
+    promotion: PromotionEngine,
+}
+
+impl Drop for Agent {
+    /// A memory store may need the Tokio runtime to close (the embedded store returns its
+    /// connections through the blocking pool). When the last reference goes away outside any
+    /// runtime (a test's runtime being torn down with the server task still in it), closing it
+    /// would panic inside a destructor and abort; it is left to the process's exit instead.
+    fn drop(&mut self) {
+        if tokio::runtime::Handle::try_current().is_err() && Arc::strong_count(&self.store) == 1 {
+            std::mem::forget(Arc::clone(&self.store));
+        }
+    }
+}
+
+impl Agent {
+    pub fn new(
+        store: Arc<dyn MemoryStore>,
+        model: Arc<dyn ChatModel>,
+        memory_enabled: bool,
+        recall_limit: usize,
+    ) -> Self {
+        Self {
+            store,
+            model,
+            memory_enabled,
+            recall_limit,
+            extractor: FactExtractor,
+            promotion: PromotionEngine::default(),
+        }
+    }
+
+    pub fn store(&self) -> &Arc<dyn MemoryStore> {
+        &self.store
+    }
+
+    pub fn model_name(&self) -> &str {
+        self.model.name()
+    }
+
+    pub fn memory_enabled(&self) -> bool {
+        self.memory_enabled
+    }
+
+    pub fn model(&self) -> &dyn ChatModel {
+        self.model.as_ref()
+    }
+
+    /// The whole pipeline for a whole reply: prepare, respond, commit.
+    pub async fn turn(&self, input: TurnInput) -> Result<ModelReply, AgentError> {
+        let turn = self.prepare(input).await?;
+        let reply = self.respond(&turn).await?;
+        self.commit(turn, &reply.text).await?;
+        Ok(reply)
+    }
+
+    /// Steps 1 and 2: recall, then extract what the turn teaches and what standing items require.
+    pub async fn prepare(&self, input: TurnInput) -> Result<PreparedTurn, AgentError> {
+        // 1. recall
+        let memory = if self.memory_enabled {
+            let span = tracing::info_span!(
+                "recall",
+                session.id = %input.session,
+                memory.backend = self.store.backend(),
+                memory.working = Empty,
+                memory.facts = Empty,
+                memory.standing = Empty,
+            );
+            let query = RecallQuery {
+                now: input.now,
+                text: &input.user_text,
+                limit: self.recall_limit,
+            };
+            let started = Instant::now();
+            let result = self
+                .store
+                .recall(&input.session, query)
+                .instrument(span.clone())
+                .await;
+            self.observe("recall", started, result.is_ok());
+            let memory = result?;
+            span.record("memory.working", memory.working.len());
+            span.record("memory.facts", memory.facts.len());
+            span.record("memory.standing", memory.standing.len());
+            memory
+        } else {
+            MemoryContext::default()
+        };
+
+        // 2. extract (a continuation's user text was learned from when it was new)
+        if input.continuation {
+            return Ok(PreparedTurn {
+                input,
+                memory,
+                facts: Vec::new(),
+                acknowledgements: Vec::new(),
+                agenda: Agenda::default(),
+                leftovers: Vec::new(),
+            });
+        }
+        let extraction = self.extractor.extract_turn(&input.user_text, input.now);
+        let (facts, acknowledgements) = self.resolve(extraction.learned, &memory, input.now);
+        let defined_rules: Vec<String> = facts
+            .iter()
+            .filter(|f| f.kind == FactKind::Rule)
+            .filter_map(|f| f.key.clone())
+            .collect();
+        let agenda = standing::evaluate(
+            &memory.standing,
+            &input.user_text,
+            input.now,
+            &defined_rules,
+        );
+        Ok(PreparedTurn {
+            input,
+            memory,
+            facts,
+            acknowledgements,
+            agenda,
+            leftovers: extraction.leftovers,
+        })
+    }
+
+    /// Step 3 for a whole reply: the model answers the turn's prompt.
+    pub async fn respond(&self, turn: &PreparedTurn) -> Result<ModelReply, LlmError> {
+        if self.model.pass_through().is_some() {
+            // Upstream models open their own model-call span.
+            return self.model.complete(turn.prompt()).await;
+        }
+        let name = self.model.name();
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format!("chat {name}"),
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = "agentwall.builtin",
+            gen_ai.request.model = %name,
+            gen_ai.usage.input_tokens = Empty,
+            gen_ai.usage.output_tokens = Empty,
+            openinference.span.kind = "LLM",
+        );
+        let reply = self
+            .model
+            .complete(turn.prompt())
+            .instrument(span.clone())
+            .await?;
+        span.record("gen_ai.usage.input_tokens", reply.usage.prompt_tokens);
+        span.record("gen_ai.usage.output_tokens", reply.usage.completion_tokens);
+        Ok(reply)
+    }
+
+    /// Steps 4 and 5: promote, then store the turn with the reply that was produced for it.
+    /// Does nothing with memory off.
+    pub async fn commit(&self, turn: PreparedTurn, reply_text: &str) -> Result<(), AgentError> {
+        if !self.memory_enabled {
+            return Ok(());
+        }
+        let PreparedTurn {
+            input,
+            memory,
+            mut facts,
+            agenda,
+            leftovers,
+            ..
+        } = turn;
+
+        // 4. promote
+        facts.extend(
+            self.promotion
+                .promote(&leftovers, &memory.working, input.now),
+        );
+        facts.extend(agenda.renew);
+
+        // 5. store
+        let span = tracing::info_span!(
+            "store",
+            session.id = %input.session,
+            memory.backend = self.store.backend(),
+            memory.facts_written = facts.len(),
+        );
+        let reply = WorkingItem {
+            role: TurnRole::Assistant,
+            text: reply_text.to_owned(),
+            at: input.now,
+        };
+        let items = if input.continuation {
+            vec![reply]
+        } else {
+            let user = WorkingItem {
+                role: TurnRole::User,
+                text: input.user_text,
+                at: input.now,
+            };
+            vec![user, reply]
+        };
+        let write = TurnWrite {
+            items,
+            facts,
+            retire: agenda.retire,
+            expected_epoch: Some(memory.epoch),
+        };
+        let started = Instant::now();
+        let result = self
+            .store
+            .commit_turn(&input.session, write)
+            .instrument(span)
+            .await;
+        self.observe("commit", started, result.is_ok());
+        result?;
+        Ok(())
+    }
+
+    fn observe(&self, operation: &str, started: Instant, ok: bool) {
+        metrics()
+            .memory_duration
+            .with_label_values(&[
+                operation,
+                self.store.backend(),
+                if ok { "ok" } else { "error" },
+            ])
+            .observe(started.elapsed().as_secs_f64());
+    }
+
+    /// Turns what the extractor found into facts to store (list edits applied to the lists'
+    /// current state) and into acknowledgements for the reply.
+    fn resolve(
+        &self,
+        learned: Vec<Learned>,
+        memory: &MemoryContext,
+        now: DateTime<Utc>,
+    ) -> (Vec<NewFact>, Vec<Acknowledgement>) {
+        let mut facts = Vec::new();
+        let mut acks = Vec::new();
+        let mut edits = Vec::new();
+        for l in learned {
+            match l {
+                Learned::Item(fact) => {
+                    acks.push(acknowledgement(&fact));
+                    facts.push(fact);
+                }
+                Learned::ListEdit(edit) => edits.push(edit),
+            }
+        }
+        if !edits.is_empty() {
+            let known: Vec<_> = memory.facts.iter().map(|r| &r.fact).collect();
+            for list in lists::apply_edits(&edits, &known, now) {
+                acks.push(Acknowledgement::List(to_second_person(&list.text)));
+                facts.push(list);
+            }
+        }
+        (facts, acks)
+    }
+}
+
+fn acknowledgement(fact: &NewFact) -> Acknowledgement {
+    let field = |name: &str| {
+        fact.data
+            .as_ref()
+            .and_then(|d| d.get(name))
+            .and_then(|v| v.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    match fact.kind {
+        FactKind::Rule => Acknowledgement::Rule {
+            trigger: field("trigger"),
+            reply: field("reply"),
+        },
+        FactKind::Reminder => Acknowledgement::Reminder(to_second_person(&fact.text)),
+        FactKind::Fact => Acknowledgement::Fact(to_second_person(&fact.text)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::builtin::BuiltinModel;
+    use crate::memory::embedded::EmbeddedStore;
+
+    #[test]
+    fn dropping_the_agent_outside_a_runtime_does_not_abort() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let agent = runtime.block_on(async {
+            let config = crate::config::Config::for_tests(dir.path());
+            let path = dir.path().join("memory.sqlite3");
+            let store = EmbeddedStore::open(&path, config.memory_config())
+                .await
+                .unwrap();
+            let store: Arc<dyn MemoryStore> = Arc::new(store);
+            // A pooled connection now exists; closing it needs the runtime.
+            let _ = store.health().await;
+            Agent::new(store, Arc::new(BuiltinModel::new("builtin")), true, 8)
+        });
+        drop(runtime);
+        drop(agent);
+    }
+}

@@ -1,0 +1,171 @@
+//! PromotionEngine: moves working-memory statements into long-term memory when they are marked
+//! important or said again. Everything else expires with working memory: that difference is what
+//! the benchmark's retention tests measure.
+
+use chrono::{DateTime, Utc};
+use protocol::control::{FactKind, FactSource};
+
+use super::dates;
+use super::language::trim_sentence;
+use crate::memory::ranking::query_terms;
+use crate::memory::{NewFact, TurnRole, WorkingItem};
+
+const IMPORTANCE_MARKERS: &[&str] = &[
+    "important",
+    "importantly",
+    "crucial",
+    "critical",
+    "essential",
+    "urgent",
+    "vital",
+    "must",
+    "never",
+    "always",
+    "key point",
+    "keep this",
+    "note this",
+];
+
+#[derive(Debug, Clone, Copy)]
+pub struct PromotionEngine {
+    /// Share of content words two statements must have in common to count as a repetition.
+    pub repeat_similarity: f64,
+}
+
+impl Default for PromotionEngine {
+    fn default() -> Self {
+        Self {
+            repeat_similarity: 0.6,
+        }
+    }
+}
+
+/// Jaccard similarity of two statements' content words.
+fn similarity(a: &[String], b: &[String]) -> f64 {
+    if a.is_empty() || b.is_empty() {
+        return 0.0;
+    }
+    let shared = a.iter().filter(|t| b.contains(t)).count() as f64;
+    shared / ((a.len() + b.len()) as f64 - shared)
+}
+
+impl PromotionEngine {
+    /// Importance of a statement in 0..=1: markers raise it.
+    pub fn importance(&self, sentence: &str) -> f32 {
+        let lower = sentence.to_lowercase();
+        if IMPORTANCE_MARKERS.iter().any(|m| lower.contains(m)) || sentence.contains("!!") {
+            0.8
+        } else {
+            0.3
+        }
+    }
+
+    /// Promotes `leftovers` (statements the extractor kept nothing from) that are important or
+    /// repeat an earlier user statement still in working memory.
+    pub fn promote(
+        &self,
+        leftovers: &[String],
+        working: &[WorkingItem],
+        now: DateTime<Utc>,
+    ) -> Vec<NewFact> {
+        let earlier: Vec<Vec<String>> = working
+            .iter()
+            .filter(|w| w.role == TurnRole::User)
+            .map(|w| query_terms(&w.text))
+            .collect();
+        leftovers
+            .iter()
+            .filter_map(|sentence| {
+                let terms = query_terms(sentence);
+                let repeated = terms.len() >= 2
+                    && earlier
+                        .iter()
+                        .any(|e| similarity(&terms, e) >= self.repeat_similarity);
+                let importance = self.importance(sentence);
+                (repeated || importance >= 0.7).then(|| NewFact {
+                    kind: FactKind::Fact,
+                    key: None,
+                    text: format!(
+                        "{}.",
+                        trim_sentence(
+                            &dates::absolutize(sentence, now).unwrap_or_else(|| sentence.clone())
+                        )
+                    ),
+                    data: None,
+                    observed_at: now,
+                    importance: importance.max(if repeated { 0.7 } else { 0.0 }),
+                    source: FactSource::Promoted,
+                })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-03-01T09:00:00Z")
+            .unwrap()
+            .to_utc()
+    }
+
+    fn said(text: &str) -> WorkingItem {
+        WorkingItem {
+            role: TurnRole::User,
+            text: text.into(),
+            at: now(),
+        }
+    }
+
+    #[test]
+    fn important_statements_are_promoted() {
+        let p = PromotionEngine::default().promote(
+            &["Important: I parked on level 3.".into()],
+            &[],
+            now(),
+        );
+        assert_eq!(p.len(), 1);
+        assert_eq!(p[0].source, FactSource::Promoted);
+        assert_eq!(p[0].text, "Important: I parked on level 3.");
+    }
+
+    #[test]
+    fn repeated_statements_are_promoted_and_one_offs_are_not() {
+        let engine = PromotionEngine::default();
+        let working = [
+            said("I had pasta for lunch at Luigi's."),
+            said("The weather is nice."),
+        ];
+        assert_eq!(
+            engine
+                .promote(
+                    &["I had pasta for lunch at Luigi's.".into()],
+                    &working,
+                    now()
+                )
+                .len(),
+            1
+        );
+        assert!(
+            engine
+                .promote(&["I had soup for dinner.".into()], &working, now())
+                .is_empty()
+        );
+        // Assistant turns never count as the user repeating themselves.
+        let assistant = [WorkingItem {
+            role: TurnRole::Assistant,
+            ..said("I had pasta for lunch at Luigi's.")
+        }];
+        assert!(
+            engine
+                .promote(
+                    &["I had pasta for lunch at Luigi's.".into()],
+                    &assistant,
+                    now()
+                )
+                .is_empty()
+        );
+    }
+}

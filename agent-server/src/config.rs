@@ -1,0 +1,279 @@
+//! Typed configuration from flags and environment variables (flags win). `agent-server --help`
+//! is generated from the doc comments below, so they are written for users.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+use anyhow::Context as _;
+
+use crate::llm::prompt::DEFAULT_SYSTEM_PROMPT;
+use crate::llm::upstream::UpstreamConfig;
+use crate::memory::MemoryConfig;
+
+/// OpenAI-compatible chat server that gives a model long-term memory, with a control plane for
+/// benchmarks (reset, inject, mock time).
+///
+/// With no flags it needs no other service: memory lives in an embedded database under
+/// --data-dir and replies come from a deterministic builtin model. --llm-base-url answers with an
+/// upstream OpenAI-compatible model instead.
+///
+/// Traces: set OTEL_EXPORTER_OTLP_ENDPOINT (e.g. http://127.0.0.1:4318 for Jaeger, :6006 for
+/// Phoenix) to export spans over OTLP/HTTP; the standard OTEL_* variables apply. Metrics: GET
+/// /metrics (Prometheus text format).
+#[derive(Debug, Clone, Parser)]
+#[command(name = "agent-server", version, about, long_about)]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "AGENT_ADDR", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+
+    /// Directory of the embedded memory database (created if missing).
+    #[arg(long, env = "AGENT_DATA_DIR", default_value = "./data")]
+    pub data_dir: PathBuf,
+
+    /// `off` stores nothing and recalls nothing: the no-memory baseline for benchmarks.
+    #[arg(long, env = "AGENT_MEMORY", value_enum, default_value_t = MemorySwitch::On)]
+    pub memory: MemorySwitch,
+
+    /// Require `Authorization: Bearer <KEY>` on /v1/*.
+    #[arg(long, env = "AGENT_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+
+    /// Require `Authorization: Bearer <TOKEN>` (or `X-Admin-Token: <TOKEN>`) on /control/*.
+    /// Without it the control plane is open to whoever can reach --addr.
+    #[arg(long, env = "AGENT_ADMIN_TOKEN", hide_env_values = true)]
+    pub admin_token: Option<String>,
+
+    /// Refuse requests that carry X-Mock-Time (403) instead of moving the clock. For production.
+    #[arg(long, env = "AGENT_DENY_MOCK_TIME")]
+    pub deny_mock_time: bool,
+
+    /// Largest accepted request body, in bytes; larger bodies get 413.
+    #[arg(long, env = "AGENT_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+
+    /// How long a turn stays in working memory, on the session clock (e.g. 30m, 6h, 2d).
+    #[arg(long, env = "AGENT_WORKING_TTL", default_value = "6h", value_parser = humantime::parse_duration)]
+    pub working_ttl: Duration,
+
+    /// How many recent turns working memory keeps per session.
+    #[arg(long, env = "AGENT_WORKING_CAPACITY", default_value_t = 64)]
+    pub working_capacity: usize,
+
+    /// Age at which a long-term fact's recall weight has halved (e.g. 30d).
+    #[arg(long, env = "AGENT_RECENCY_HALF_LIFE", default_value = "30d", value_parser = humantime::parse_duration)]
+    pub recency_half_life: Duration,
+
+    /// How many long-term facts are recalled per turn.
+    #[arg(long, env = "AGENT_RECALL_LIMIT", default_value_t = 8)]
+    pub recall_limit: usize,
+
+    /// Model id reported by /v1/models and in completions.
+    #[arg(long, env = "AGENT_MODEL_NAME", default_value = "agentwall-builtin")]
+    pub model_name: String,
+
+    /// Redis URL for working memory (with --database-url: the redis+postgres backend).
+    #[arg(long, env = "REDIS_URL", requires = "database_url")]
+    pub redis_url: Option<String>,
+
+    /// Postgres URL for long-term memory (with --redis-url: the redis+postgres backend).
+    #[arg(long, env = "DATABASE_URL", requires = "redis_url")]
+    pub database_url: Option<String>,
+
+    /// Longest wait for Redis or Postgres before a request fails with 503.
+    #[arg(long, env = "AGENT_BACKEND_TIMEOUT", default_value = "2s", value_parser = humantime::parse_duration)]
+    pub backend_timeout: Duration,
+
+    /// HTTP worker threads (default: one per core).
+    #[arg(long, env = "AGENT_WORKERS")]
+    pub workers: Option<usize>,
+
+    /// Log format on stderr.
+    #[arg(long, env = "AGENT_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+
+    /// Answer with an upstream OpenAI-compatible model instead of the builtin one: its base URL up
+    /// to the API version, e.g. http://127.0.0.1:4000/v1 (requests go to <URL>/chat/completions).
+    #[arg(long, env = "LLM_BASE_URL", help_heading = "Upstream model")]
+    pub llm_base_url: Option<String>,
+
+    /// API key for the upstream model, sent as `Authorization: Bearer <KEY>`.
+    #[arg(
+        long,
+        env = "LLM_API_KEY",
+        hide_env_values = true,
+        help_heading = "Upstream model"
+    )]
+    pub llm_api_key: Option<String>,
+
+    /// Model id to ask the upstream for (default: the `model` of each client request).
+    #[arg(long, env = "LLM_MODEL", help_heading = "Upstream model")]
+    pub llm_model: Option<String>,
+
+    /// Longest wait for the upstream's answer (for a stream: for its first byte, and between two
+    /// chunks); past it the client gets 504 (e.g. 30s, 2m).
+    #[arg(long, env = "LLM_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration, help_heading = "Upstream model")]
+    pub llm_timeout: Duration,
+
+    /// File whose text opens every upstream prompt (default: a short memory-aware assistant prompt).
+    #[arg(long, env = "LLM_SYSTEM_PROMPT_FILE", help_heading = "Upstream model")]
+    pub system_prompt_file: Option<PathBuf>,
+
+    /// Put message text on trace spans (gen_ai.input.messages, gen_ai.output.messages). Off by
+    /// default: spans carry the session id and token counts, never what was said.
+    #[arg(long, env = "AGENT_TRACE_CONTENT")]
+    pub trace_content: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MemorySwitch {
+    On,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+impl Config {
+    /// Defaults for tests and embedding: every flag at its default, data in `data_dir`, port 0.
+    pub fn for_tests(data_dir: impl Into<PathBuf>) -> Self {
+        let mut config = Self::parse_from(["agent-server", "--addr", "127.0.0.1:0"]);
+        config.data_dir = data_dir.into();
+        config
+    }
+
+    pub fn memory_config(&self) -> MemoryConfig {
+        MemoryConfig {
+            working_ttl: self.working_ttl,
+            working_capacity: self.working_capacity.max(1),
+            recency_half_life: self.recency_half_life,
+        }
+    }
+
+    pub fn memory_enabled(&self) -> bool {
+        self.memory == MemorySwitch::On
+    }
+
+    /// The upstream model's configuration, when --llm-base-url is set. Reads the system prompt file.
+    pub fn upstream(&self) -> anyhow::Result<Option<UpstreamConfig>> {
+        let Some(base_url) = self.llm_base_url.clone().filter(|u| !u.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let system_prompt = match &self.system_prompt_file {
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --system-prompt-file {}", path.display()))?,
+            None => DEFAULT_SYSTEM_PROMPT.to_owned(),
+        };
+        Ok(Some(UpstreamConfig {
+            base_url,
+            api_key: self.llm_api_key.clone().filter(|k| !k.is_empty()),
+            model: self.llm_model.clone().filter(|m| !m.is_empty()),
+            timeout: self.llm_timeout,
+            system_prompt,
+            trace_content: self.trace_content,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn defaults_need_no_service() {
+        let c = Config::parse_from(["agent-server"]);
+        assert_eq!(c.addr.to_string(), "127.0.0.1:8080");
+        assert_eq!(c.data_dir, PathBuf::from("./data"));
+        assert!(c.memory_enabled());
+        assert!(c.redis_url.is_none() && c.database_url.is_none());
+        assert_eq!(c.working_ttl, Duration::from_secs(6 * 3600));
+    }
+
+    #[test]
+    fn durations_read_like_people_write_them() {
+        let c = Config::parse_from(["agent-server", "--working-ttl", "90m", "--memory", "off"]);
+        assert_eq!(c.working_ttl, Duration::from_secs(5400));
+        assert!(!c.memory_enabled());
+        assert!(Config::try_parse_from(["agent-server", "--working-ttl", "soon"]).is_err());
+    }
+
+    #[test]
+    fn upstream_is_off_by_default_and_reads_its_prompt_file() {
+        assert!(
+            Config::parse_from(["agent-server"])
+                .upstream()
+                .unwrap()
+                .is_none()
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("system.txt");
+        std::fs::write(&file, "Be a pirate.").unwrap();
+        let c = Config::parse_from([
+            "agent-server",
+            "--llm-base-url",
+            "http://127.0.0.1:4000/v1",
+            "--llm-model",
+            "m",
+            "--llm-timeout",
+            "5s",
+            "--system-prompt-file",
+            file.to_str().unwrap(),
+        ]);
+        let up = c.upstream().unwrap().unwrap();
+        assert_eq!(
+            (up.model.as_deref(), up.timeout, up.system_prompt.as_str()),
+            (Some("m"), Duration::from_secs(5), "Be a pirate.")
+        );
+        let missing = Config::parse_from([
+            "agent-server",
+            "--llm-base-url",
+            "http://x/v1",
+            "--system-prompt-file",
+            "/nonexistent",
+        ]);
+        assert!(
+            missing
+                .upstream()
+                .unwrap_err()
+                .to_string()
+                .contains("--system-prompt-file")
+        );
+    }
+
+    #[test]
+    fn redis_and_postgres_go_together() {
+        let err = Config::try_parse_from(["agent-server", "--redis-url", "redis://x"]).unwrap_err();
+        assert!(err.to_string().contains("--database-url"), "{err}");
+    }
+
+    #[test]
+    fn help_names_every_env_variable() {
+        let help = Config::command().render_long_help().to_string();
+        for var in [
+            "AGENT_ADDR",
+            "AGENT_DATA_DIR",
+            "AGENT_MEMORY",
+            "AGENT_API_KEY",
+            "AGENT_ADMIN_TOKEN",
+            "AGENT_DENY_MOCK_TIME",
+            "AGENT_MAX_BODY_BYTES",
+            "REDIS_URL",
+            "DATABASE_URL",
+            "LLM_BASE_URL",
+            "LLM_API_KEY",
+            "LLM_MODEL",
+            "LLM_TIMEOUT",
+            "LLM_SYSTEM_PROMPT_FILE",
+            "AGENT_TRACE_CONTENT",
+        ] {
+            assert!(help.contains(var), "--help does not mention {var}");
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! Every error a client can see, and the one table that maps each to its HTTP status, OpenAI error
+//! type and code. Handlers return [`ApiError`]; nothing else builds an error response.
+
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpResponse, ResponseError};
+use protocol::openai::ErrorBody;
+
+use crate::agent::AgentError;
+use crate::llm::LlmError;
+use crate::memory::MemoryError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// The body or a query parameter is wrong; `param` names the field at fault.
+    #[error("{message}")]
+    InvalidRequest {
+        message: String,
+        param: Option<String>,
+    },
+    #[error("the {header} header is required: {hint}")]
+    MissingHeader {
+        header: &'static str,
+        hint: &'static str,
+    },
+    #[error("the {header} header {reason}")]
+    InvalidHeader {
+        header: &'static str,
+        reason: String,
+    },
+    #[error("request body is {size} bytes; the limit is {limit} bytes (--max-body-bytes)")]
+    PayloadTooLarge { size: usize, limit: usize },
+    #[error("unsupported content type {0:?}; send application/json")]
+    UnsupportedMediaType(String),
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    #[error(
+        "X-Mock-Time is refused by this server (--deny-mock-time); send the request without it"
+    )]
+    MockTimeDenied,
+    #[error("no route for {method} {path}; see GET /openapi.json for the API")]
+    NotFound { method: String, path: String },
+    #[error("{method} is not allowed on {path}; allowed: {allowed}")]
+    MethodNotAllowed {
+        method: String,
+        path: String,
+        allowed: &'static str,
+    },
+    #[error(transparent)]
+    Memory(#[from] MemoryError),
+    #[error(transparent)]
+    Model(#[from] LlmError),
+}
+
+impl From<AgentError> for ApiError {
+    fn from(e: AgentError) -> Self {
+        match e {
+            AgentError::Memory(e) => ApiError::Memory(e),
+            AgentError::Model(e) => ApiError::Model(e),
+        }
+    }
+}
+
+/// One row of the error table.
+struct Row {
+    status: StatusCode,
+    kind: &'static str,
+    code: &'static str,
+}
+
+const fn row(status: StatusCode, kind: &'static str, code: &'static str) -> Row {
+    Row { status, kind, code }
+}
+
+impl ApiError {
+    /// The error table. Types follow OpenAI's (`invalid_request_error`, `authentication_error`, ...);
+    /// codes are stable strings clients may match on.
+    fn row(&self) -> Row {
+        use StatusCode as S;
+        match self {
+            ApiError::InvalidRequest { .. } => {
+                row(S::BAD_REQUEST, "invalid_request_error", "invalid_request")
+            }
+            ApiError::MissingHeader { .. } => {
+                row(S::BAD_REQUEST, "invalid_request_error", "missing_header")
+            }
+            ApiError::InvalidHeader { .. } => {
+                row(S::BAD_REQUEST, "invalid_request_error", "invalid_header")
+            }
+            ApiError::PayloadTooLarge { .. } => row(
+                S::PAYLOAD_TOO_LARGE,
+                "invalid_request_error",
+                "payload_too_large",
+            ),
+            ApiError::UnsupportedMediaType(_) => row(
+                S::UNSUPPORTED_MEDIA_TYPE,
+                "invalid_request_error",
+                "unsupported_media_type",
+            ),
+            ApiError::Unauthorized(_) => {
+                row(S::UNAUTHORIZED, "authentication_error", "invalid_api_key")
+            }
+            ApiError::MockTimeDenied => row(S::FORBIDDEN, "permission_error", "mock_time_denied"),
+            ApiError::NotFound { .. } => row(S::NOT_FOUND, "invalid_request_error", "not_found"),
+            ApiError::MethodNotAllowed { .. } => row(
+                S::METHOD_NOT_ALLOWED,
+                "invalid_request_error",
+                "method_not_allowed",
+            ),
+            ApiError::Memory(MemoryError::Unavailable { .. }) => row(
+                S::SERVICE_UNAVAILABLE,
+                "service_unavailable_error",
+                "dependency_unavailable",
+            ),
+            ApiError::Memory(MemoryError::SessionReset) => {
+                row(S::CONFLICT, "conflict_error", "session_reset")
+            }
+            ApiError::Memory(MemoryError::Corrupt { .. }) => {
+                row(S::INTERNAL_SERVER_ERROR, "server_error", "memory_corrupt")
+            }
+            ApiError::Memory(MemoryError::Backend { .. }) => {
+                row(S::INTERNAL_SERVER_ERROR, "server_error", "memory_error")
+            }
+            ApiError::Model(LlmError::Upstream { .. }) => {
+                row(S::BAD_GATEWAY, "upstream_error", "upstream_error")
+            }
+            ApiError::Model(LlmError::RateLimited { .. }) => row(
+                S::TOO_MANY_REQUESTS,
+                "rate_limit_error",
+                "upstream_rate_limited",
+            ),
+            ApiError::Model(LlmError::Timeout { .. }) => {
+                row(S::GATEWAY_TIMEOUT, "upstream_error", "upstream_timeout")
+            }
+            ApiError::Model(LlmError::Unreachable { .. }) => {
+                row(S::BAD_GATEWAY, "upstream_error", "upstream_unreachable")
+            }
+            ApiError::Model(LlmError::Status { .. }) => {
+                row(S::BAD_GATEWAY, "upstream_error", "upstream_status")
+            }
+            ApiError::Model(LlmError::BadResponse { .. }) => {
+                row(S::BAD_GATEWAY, "upstream_error", "upstream_bad_response")
+            }
+        }
+    }
+
+    fn param(&self) -> Option<String> {
+        match self {
+            ApiError::InvalidRequest { param, .. } => param.clone(),
+            ApiError::MissingHeader { header, .. } | ApiError::InvalidHeader { header, .. } => {
+                Some((*header).to_owned())
+            }
+            ApiError::MockTimeDenied => Some(protocol::headers::MOCK_TIME.to_owned()),
+            _ => None,
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>, param: Option<&str>) -> Self {
+        ApiError::InvalidRequest {
+            message: message.into(),
+            param: param.map(str::to_owned),
+        }
+    }
+
+    /// The body clients receive.
+    pub fn body(&self) -> ErrorBody {
+        let row = self.row();
+        ErrorBody::new(self.to_string(), row.kind, self.param(), Some(row.code))
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.row().status
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let status = self.status_code();
+        if status.is_server_error() {
+            tracing::error!(error = %self, status = status.as_u16(), "request failed");
+        } else {
+            tracing::debug!(error = %self, status = status.as_u16(), "request rejected");
+        }
+        let mut response = HttpResponse::build(status);
+        match self {
+            ApiError::Unauthorized(_) => {
+                response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
+            }
+            ApiError::Memory(MemoryError::Unavailable { .. }) => {
+                response.insert_header((header::RETRY_AFTER, "1"));
+            }
+            // The upstream's own Retry-After, passed on unchanged.
+            ApiError::Model(LlmError::RateLimited {
+                retry_after: Some(after),
+                ..
+            }) => {
+                response.insert_header((header::RETRY_AFTER, after.as_str()));
+            }
+            _ => {}
+        }
+        response.json(self.body())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_gives_openai_shape_with_status_type_code_and_param() {
+        let e = ApiError::MissingHeader {
+            header: "x-session-id",
+            hint: "send a session id",
+        };
+        assert_eq!(e.status_code(), StatusCode::BAD_REQUEST);
+        let body = serde_json::to_value(e.body()).unwrap();
+        assert_eq!(body["error"]["type"], "invalid_request_error");
+        assert_eq!(body["error"]["code"], "missing_header");
+        assert_eq!(body["error"]["param"], "x-session-id");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("x-session-id")
+        );
+    }
+
+    #[test]
+    fn dependency_outage_is_503_naming_the_dependency() {
+        let e = ApiError::from(MemoryError::Unavailable {
+            dependency: "redis",
+            reason: "connection refused".into(),
+        });
+        assert_eq!(e.status_code(), StatusCode::SERVICE_UNAVAILABLE);
+        assert!(e.to_string().starts_with("redis is unavailable"));
+        let response = e.error_response();
+        assert_eq!(response.headers().get(header::RETRY_AFTER).unwrap(), "1");
+    }
+
+    #[test]
+    fn upstream_failures_keep_their_meaning_and_say_it_was_the_upstream() {
+        let cases = [
+            (
+                LlmError::RateLimited {
+                    message: "slow down".into(),
+                    retry_after: Some("7".into()),
+                },
+                429,
+                "upstream_rate_limited",
+            ),
+            (
+                LlmError::Timeout {
+                    after: std::time::Duration::from_secs(3),
+                },
+                504,
+                "upstream_timeout",
+            ),
+            (
+                LlmError::Unreachable {
+                    url: "http://x".into(),
+                    reason: "refused".into(),
+                },
+                502,
+                "upstream_unreachable",
+            ),
+            (
+                LlmError::Status {
+                    status: 500,
+                    message: "boom".into(),
+                },
+                502,
+                "upstream_status",
+            ),
+            (
+                LlmError::BadResponse {
+                    reason: "not JSON".into(),
+                },
+                502,
+                "upstream_bad_response",
+            ),
+        ];
+        for (e, status, code) in cases {
+            let e = ApiError::from(e);
+            assert_eq!(e.status_code().as_u16(), status, "{e}");
+            let body = serde_json::to_value(e.body()).unwrap();
+            assert_eq!(body["error"]["code"], code);
+            assert!(
+                body["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("upstream"),
+                "{body}"
+            );
+        }
+        let response = ApiError::from(LlmError::RateLimited {
+            message: "m".into(),
+            retry_after: Some("7".into()),
+        })
+        .error_response();
+        assert_eq!(response.headers().get(header::RETRY_AFTER).unwrap(), "7");
+    }
+
+    #[test]
+    fn reset_race_is_a_retryable_conflict() {
+        assert_eq!(
+            ApiError::from(MemoryError::SessionReset).status_code(),
+            StatusCode::CONFLICT
+        );
+    }
+}

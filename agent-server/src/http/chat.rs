@@ -1,0 +1,475 @@
+//! `POST /v1/chat/completions`: validate the request, run the turn, answer as JSON or as SSE.
+//!
+//! With the builtin model the turn runs whole ([`crate::agent::Agent::turn`] order: prepare,
+//! respond, commit) and the reply is rendered here. With an upstream model the upstream's own
+//! completion or chunks are passed through; a stream is relayed chunk by chunk as it arrives, and
+//! the turn is committed when the upstream stream ends, before the final chunks and `[DONE]`.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use protocol::openai::{
+    ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage, Choice, ChunkChoice,
+    Delta, Extra, Role,
+};
+use tokio::sync::mpsc;
+use tracing::Instrument as _;
+
+use super::AppState;
+use super::auth::ApiKey;
+use super::body::read_json;
+use super::context::SessionContext;
+use crate::agent::{PreparedTurn, TurnInput};
+use crate::error::ApiError;
+use crate::llm::upstream::reply_text;
+use crate::llm::{ChunkStream, ModelReply};
+
+#[utoipa::path(
+    post,
+    path = "/v1/chat/completions",
+    tag = "chat",
+    request_body = ChatCompletionRequest,
+    params(
+        ("X-Session-Id" = String, Header, description = "Session scope of all memory: 1 to 128 characters of [A-Za-z0-9._:-]"),
+        ("X-Mock-Time" = Option<String>, Header, description = "RFC 3339 time to use as now (time travel)"),
+    ),
+    responses(
+        (status = 200, description = "A chat completion, or with stream=true server-sent chat.completion.chunk events ending with data: [DONE]", body = ChatCompletion),
+        (status = 400, description = "Invalid request or header", body = protocol::openai::ErrorBody),
+        (status = 401, description = "Missing or wrong API key", body = protocol::openai::ErrorBody),
+        (status = 403, description = "X-Mock-Time sent to a server started with --deny-mock-time", body = protocol::openai::ErrorBody),
+        (status = 409, description = "The session was reset while the turn ran; send it again", body = protocol::openai::ErrorBody),
+        (status = 413, description = "Body over --max-body-bytes", body = protocol::openai::ErrorBody),
+        (status = 429, description = "The upstream model is rate limited; its Retry-After is passed on", body = protocol::openai::ErrorBody),
+        (status = 502, description = "The upstream model is unreachable or failed; the message quotes it", body = protocol::openai::ErrorBody),
+        (status = 503, description = "A memory backend is unavailable", body = protocol::openai::ErrorBody),
+        (status = 504, description = "The upstream model did not answer within --llm-timeout", body = protocol::openai::ErrorBody),
+    )
+)]
+pub async fn chat_completions(
+    _key: ApiKey,
+    ctx: SessionContext,
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let request: ChatCompletionRequest = read_json(&req, payload, state.max_body_bytes).await?;
+    let (user_text, history) = split_new_turn(&request)?;
+    // Messages after the last user message (an assistant tool call and its tool results) continue
+    // a turn that is already stored.
+    let continuation = request
+        .messages
+        .last()
+        .is_some_and(|m| m.role != Role::User);
+    validate_parameters(&request)?;
+    let model = request
+        .model
+        .clone()
+        .filter(|m| !m.is_empty())
+        .unwrap_or_else(|| state.agent.model_name().to_owned());
+    let stream = request.is_stream();
+    let include_usage = request.wants_stream_usage();
+    let now = ctx.now;
+    let agent = &state.agent;
+    let turn = agent
+        .prepare(TurnInput {
+            session: ctx.session,
+            now,
+            user_text,
+            history,
+            request,
+            continuation,
+        })
+        .await?;
+    match agent.model().pass_through() {
+        None => {
+            let reply = agent.respond(&turn).await?;
+            agent.commit(turn, &reply.text).await?;
+            let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
+            if stream {
+                Ok(sse_response(&id, &model, now, &reply, include_usage))
+            } else {
+                Ok(HttpResponse::Ok().json(completion(id, model, now, reply)))
+            }
+        }
+        Some(upstream) if !stream => {
+            let completion = upstream.completion(turn.prompt()).await?;
+            let text = completion
+                .choices
+                .first()
+                .map(|c| reply_text(&c.message))
+                .unwrap_or_default();
+            agent.commit(turn, &text).await?;
+            Ok(HttpResponse::Ok().json(completion))
+        }
+        Some(upstream) => {
+            // Errors up to the upstream's response head are still HTTP errors (429, 502, 504).
+            let chunks = upstream.stream(turn.prompt()).await?;
+            Ok(relayed_stream(state.clone(), turn, chunks, include_usage))
+        }
+    }
+}
+
+/// Server-sent events relayed from an upstream stream. The response head goes out now; each
+/// upstream chunk is forwarded as soon as it arrives, by a local task on this worker.
+fn relayed_stream(
+    state: web::Data<AppState>,
+    turn: PreparedTurn,
+    chunks: ChunkStream,
+    include_usage: bool,
+) -> HttpResponse {
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    actix_web::rt::spawn(
+        relay(state, turn, chunks, include_usage, tx).instrument(tracing::Span::current()),
+    );
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|event| (Ok::<_, Infallible>(event), rx))
+    });
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("cache-control", "no-cache"))
+        .streaming(body)
+}
+
+/// Relays one upstream stream to the client.
+///
+/// Chunks pass through unchanged as they arrive, except the final ones (those with a
+/// `finish_reason`, and the usage chunk), which are held back. When the upstream stream ends, the
+/// turn (user text and the assembled reply) is committed to memory, and only then are the held
+/// chunks and `data: [DONE]` sent. So a client that saw `[DONE]` knows the turn is stored.
+///
+/// - If the commit fails, the client gets an SSE error event in OpenAI's error shape (what the
+///   official SDKs raise as an API error) and **no `[DONE]`**: the turn was not stored.
+/// - If the upstream fails mid-stream, the same: an error event, no `[DONE]`, nothing stored.
+/// - If the client goes away, the relay stops (which stops reading the upstream) and nothing is
+///   stored, as for a non-streamed request whose client disconnects before the reply.
+///
+/// The usage chunk (the upstream is always asked for one) is forwarded only when the client asked
+/// for `stream_options.include_usage`; otherwise `usage` is removed from every chunk.
+async fn relay(
+    state: web::Data<AppState>,
+    turn: PreparedTurn,
+    mut chunks: ChunkStream,
+    include_usage: bool,
+    tx: mpsc::Sender<Bytes>,
+) {
+    let mut reply = AssembledReply::default();
+    let mut held = Vec::new();
+    let mut finished = false;
+    while let Some(item) = chunks.recv().await {
+        let mut chunk = match item {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                let _ = tx.send(error_event(&ApiError::from(e))).await;
+                return;
+            }
+        };
+        reply.observe(&chunk);
+        // Final: the chunk with the finish reason and everything after it, and usage chunks
+        // (servers differ: `choices: []`, or an empty delta).
+        finished |= chunk.choices.iter().any(|c| c.finish_reason.is_some());
+        let is_final = finished || chunk.usage.is_some() || chunk.choices.is_empty();
+        if !include_usage && chunk.usage.take().is_some() {
+            let only_usage = chunk
+                .choices
+                .iter()
+                .all(|c| c.finish_reason.is_none() && c.delta == Delta::default());
+            if only_usage {
+                continue;
+            }
+        }
+        if is_final {
+            held.push(chunk);
+        } else if tx.send(event(&chunk)).await.is_err() {
+            return;
+        }
+    }
+    if let Err(e) = state.agent.commit(turn, &reply.text()).await {
+        let _ = tx.send(error_event(&ApiError::from(e))).await;
+        return;
+    }
+    for chunk in &held {
+        if tx.send(event(chunk)).await.is_err() {
+            return;
+        }
+    }
+    let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n")).await;
+}
+
+fn event(chunk: &ChatCompletionChunk) -> Bytes {
+    let mut line = b"data: ".to_vec();
+    serde_json::to_writer(&mut line, chunk).expect("chunks serialise");
+    line.extend_from_slice(b"\n\n");
+    Bytes::from(line)
+}
+
+fn error_event(e: &ApiError) -> Bytes {
+    tracing::error!(error = %e, "stream ended with an error");
+    let mut line = b"data: ".to_vec();
+    serde_json::to_writer(&mut line, &e.body()).expect("errors serialise");
+    line.extend_from_slice(b"\n\n");
+    Bytes::from(line)
+}
+
+/// The reply a stream carried, for memory: its text, or a note of its tool calls.
+#[derive(Default)]
+struct AssembledReply {
+    content: String,
+    /// Tool calls by index: (name, arguments).
+    tool_calls: BTreeMap<u32, (String, String)>,
+}
+
+impl AssembledReply {
+    fn observe(&mut self, chunk: &ChatCompletionChunk) {
+        for choice in chunk.choices.iter().filter(|c| c.index == 0) {
+            if let Some(text) = &choice.delta.content {
+                self.content.push_str(text);
+            }
+            for call in choice.delta.tool_calls.iter().flatten() {
+                let entry = self.tool_calls.entry(call.index).or_default();
+                if let Some(f) = &call.function {
+                    entry.0.push_str(f.name.as_deref().unwrap_or_default());
+                    entry.1.push_str(f.arguments.as_deref().unwrap_or_default());
+                }
+            }
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut message = ChatMessage::assistant(self.content.clone());
+        if !self.tool_calls.is_empty() {
+            message.tool_calls = Some(
+                self.tool_calls
+                    .values()
+                    .map(|(name, arguments)| protocol::openai::ToolCall {
+                        id: String::new(),
+                        kind: "function".into(),
+                        function: protocol::openai::FunctionCall {
+                            name: name.clone(),
+                            arguments: arguments.clone(),
+                        },
+                    })
+                    .collect(),
+            );
+        }
+        reply_text(&message)
+    }
+}
+
+/// The last user message is the new turn; everything before it is the client's own context.
+fn split_new_turn(request: &ChatCompletionRequest) -> Result<(String, Vec<ChatMessage>), ApiError> {
+    if request.messages.is_empty() {
+        return Err(ApiError::invalid(
+            "messages is empty; send at least one message with role \"user\"",
+            Some("messages"),
+        ));
+    }
+    let index = request
+        .messages
+        .iter()
+        .rposition(|m| m.role == Role::User)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "messages has no message with role \"user\"; the last user message is the new turn",
+                Some("messages"),
+            )
+        })?;
+    for (i, message) in request.messages.iter().enumerate() {
+        if let Some(part) = message
+            .content
+            .as_ref()
+            .and_then(|c| c.first_non_text_part())
+        {
+            return Err(ApiError::invalid(
+                format!(
+                    "messages[{i}].content: content part type {:?} is not supported; send text parts only",
+                    part.kind
+                ),
+                Some(&format!("messages[{i}].content")),
+            ));
+        }
+    }
+    let text = request.messages[index]
+        .text_content()
+        .map(|t| t.trim().to_owned())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            ApiError::invalid(
+                format!("messages[{index}].content is empty; the new user turn needs text"),
+                Some(&format!("messages[{index}].content")),
+            )
+        })?;
+    let mut history = request.messages.clone();
+    history.remove(index);
+    Ok((text, history))
+}
+
+fn validate_parameters(request: &ChatCompletionRequest) -> Result<(), ApiError> {
+    if let Some(t) = request.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
+        return Err(ApiError::invalid(
+            format!("temperature is {t}; use a value from 0 to 2"),
+            Some("temperature"),
+        ));
+    }
+    if let Some(p) = request.top_p.filter(|p| !(0.0..=1.0).contains(p)) {
+        return Err(ApiError::invalid(
+            format!("top_p is {p}; use a value from 0 to 1"),
+            Some("top_p"),
+        ));
+    }
+    if request.token_limit() == Some(0) {
+        return Err(ApiError::invalid(
+            "max_tokens must be at least 1",
+            Some("max_tokens"),
+        ));
+    }
+    if let Some(n) = request
+        .extra
+        .get("n")
+        .and_then(|n| n.as_u64())
+        .filter(|n| *n != 1)
+    {
+        return Err(ApiError::invalid(
+            format!("n is {n}; this server returns exactly one choice"),
+            Some("n"),
+        ));
+    }
+    Ok(())
+}
+
+fn completion(id: String, model: String, now: DateTime<Utc>, reply: ModelReply) -> ChatCompletion {
+    ChatCompletion {
+        id,
+        object: "chat.completion".into(),
+        created: now.timestamp(),
+        model,
+        choices: vec![Choice {
+            index: 0,
+            message: ChatMessage::assistant(reply.text),
+            finish_reason: Some(reply.finish_reason),
+            logprobs: None,
+        }],
+        usage: Some(reply.usage),
+        system_fingerprint: None,
+        extra: Extra::new(),
+    }
+}
+
+/// Server-sent events for a finished reply: a role chunk, content chunks of a few words each, a
+/// finish chunk, an optional usage chunk with `choices: []`, then `data: [DONE]`. The reply is
+/// already stored, so the whole stream is written at once.
+fn sse_response(
+    id: &str,
+    model: &str,
+    now: DateTime<Utc>,
+    reply: &ModelReply,
+    include_usage: bool,
+) -> HttpResponse {
+    let chunk = |delta: Delta, finish| ChatCompletionChunk {
+        id: id.to_owned(),
+        object: "chat.completion.chunk".into(),
+        created: now.timestamp(),
+        model: model.to_owned(),
+        choices: vec![ChunkChoice {
+            index: 0,
+            delta,
+            finish_reason: finish,
+            logprobs: None,
+        }],
+        usage: None,
+        system_fingerprint: None,
+        extra: Extra::new(),
+    };
+    let mut events = vec![chunk(
+        Delta {
+            role: Some(Role::Assistant),
+            content: Some(String::new()),
+            ..Delta::default()
+        },
+        None,
+    )];
+    for piece in content_pieces(&reply.text) {
+        events.push(chunk(
+            Delta {
+                content: Some(piece),
+                ..Delta::default()
+            },
+            None,
+        ));
+    }
+    events.push(chunk(Delta::default(), Some(reply.finish_reason.clone())));
+    if include_usage {
+        let mut last = chunk(Delta::default(), None);
+        last.choices.clear();
+        last.usage = Some(reply.usage.clone());
+        events.push(last);
+    }
+    let mut body = String::with_capacity(reply.text.len() * 4 + 512);
+    for event in &events {
+        body.push_str("data: ");
+        body.push_str(&serde_json::to_string(event).expect("chunks serialise"));
+        body.push_str("\n\n");
+    }
+    body.push_str("data: [DONE]\n\n");
+    HttpResponse::Ok()
+        .content_type("text/event-stream")
+        .insert_header(("cache-control", "no-cache"))
+        .body(body)
+}
+
+/// Splits text into pieces of up to four words, each keeping its trailing space, so that the
+/// pieces concatenate back to exactly the original text.
+fn content_pieces(text: &str) -> Vec<String> {
+    let mut pieces = Vec::new();
+    let mut current = String::new();
+    let mut words = 0;
+    for (i, c) in text.char_indices() {
+        current.push(c);
+        let word_ends = c == ' ' && text[..i].chars().last().is_some_and(|p| p != ' ');
+        if word_ends {
+            words += 1;
+            if words == 4 {
+                pieces.push(std::mem::take(&mut current));
+                words = 0;
+            }
+        }
+    }
+    if !current.is_empty() {
+        pieces.push(current);
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn stream_pieces_concatenate_to_the_reply(text in "\\PC{0,200}") {
+            prop_assert_eq!(content_pieces(&text).concat(), text);
+        }
+    }
+
+    #[test]
+    fn new_turn_is_the_last_user_message() {
+        let request = ChatCompletionRequest {
+            messages: vec![
+                ChatMessage::system("s"),
+                ChatMessage::user("first"),
+                ChatMessage::assistant("a"),
+                ChatMessage::user("  second "),
+            ],
+            ..Default::default()
+        };
+        let (text, history) = split_new_turn(&request).unwrap();
+        assert_eq!(text, "second");
+        assert_eq!(history.len(), 3);
+    }
+}

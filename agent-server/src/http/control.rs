@@ -1,0 +1,183 @@
+//! The control plane: reset a session, inject facts, look at memory. Guarded by `--admin-token`.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use protocol::control::{
+    FactKind, FactSource, FactView, InjectRequest, InjectResponse, InjectedFact, MemoryView,
+    ResetResponse, WorkingItemView,
+};
+
+use super::AppState;
+use super::auth::AdminToken;
+use super::body::read_json;
+use super::context::SessionContext;
+use crate::agent::extract::{FactExtractor, Learned};
+use crate::error::ApiError;
+use crate::memory::{NewFact, normalize_key};
+
+/// Most facts one inject request may carry.
+pub const MAX_INJECT_FACTS: usize = 1000;
+
+#[utoipa::path(
+    post,
+    path = "/control/session/reset",
+    tag = "control",
+    params(("X-Session-Id" = String, Header, description = "Session to wipe")),
+    responses(
+        (status = 200, description = "What was removed", body = ResetResponse),
+        (status = 400, description = "Missing or invalid X-Session-Id", body = protocol::openai::ErrorBody),
+        (status = 401, description = "Missing or wrong admin token", body = protocol::openai::ErrorBody),
+    )
+)]
+pub async fn reset(
+    _admin: AdminToken,
+    ctx: SessionContext,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let counts = state.agent.store().reset(&ctx.session).await?;
+    tracing::info!(session = %ctx.session, working = counts.working_items, facts = counts.facts, "session reset");
+    Ok(HttpResponse::Ok().json(ResetResponse {
+        session_id: ctx.session.to_string(),
+        working_items_removed: counts.working_items,
+        facts_removed: counts.facts,
+    }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/control/memory/inject",
+    tag = "control",
+    request_body = InjectRequest,
+    params(
+        ("X-Session-Id" = String, Header, description = "Session to write to"),
+        ("X-Mock-Time" = Option<String>, Header, description = "Default observed_at"),
+    ),
+    responses(
+        (status = 200, description = "Ids of the stored facts; current=false when a newer value of the same key exists", body = InjectResponse),
+        (status = 400, description = "Invalid body or header", body = protocol::openai::ErrorBody),
+    )
+)]
+pub async fn inject(
+    _admin: AdminToken,
+    ctx: SessionContext,
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let body: InjectRequest = read_json(&req, payload, state.max_body_bytes).await?;
+    if body.facts.is_empty() || body.facts.len() > MAX_INJECT_FACTS {
+        return Err(ApiError::invalid(
+            format!(
+                "facts has {} entries; send 1 to {MAX_INJECT_FACTS}",
+                body.facts.len()
+            ),
+            Some("facts"),
+        ));
+    }
+    let mut facts = Vec::with_capacity(body.facts.len());
+    for (i, f) in body.facts.into_iter().enumerate() {
+        let text = f.text.trim().to_owned();
+        if text.is_empty() {
+            return Err(ApiError::invalid(
+                format!("facts[{i}].text is empty"),
+                Some(&format!("facts[{i}].text")),
+            ));
+        }
+        let importance = f.importance.unwrap_or(0.5);
+        if !(0.0..=1.0).contains(&importance) {
+            return Err(ApiError::invalid(
+                format!("facts[{i}].importance is {importance}; use a value from 0 to 1"),
+                Some(&format!("facts[{i}].importance")),
+            ));
+        }
+        let observed_at = f.observed_at.unwrap_or(ctx.now);
+        let key = match f.key.as_deref().map(normalize_key) {
+            Some(k) if k.is_empty() => {
+                return Err(ApiError::invalid(
+                    format!("facts[{i}].key is blank; omit it or send a name"),
+                    Some(&format!("facts[{i}].key")),
+                ));
+            }
+            Some(k) => Some(k),
+            None => evident_key(&text, observed_at),
+        };
+        facts.push(NewFact {
+            kind: FactKind::Fact,
+            key,
+            text,
+            data: None,
+            observed_at,
+            importance,
+            source: FactSource::Injected,
+        });
+    }
+    let stored = state.agent.store().inject(&ctx.session, facts).await?;
+    Ok(HttpResponse::Ok().json(InjectResponse {
+        session_id: ctx.session.to_string(),
+        injected: stored
+            .into_iter()
+            .map(|s| InjectedFact {
+                id: s.id,
+                key: s.key,
+                current: s.current,
+            })
+            .collect(),
+    }))
+}
+
+/// The key the extractor would give the sentence, so injected and told facts supersede each other.
+fn evident_key(text: &str, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
+    FactExtractor
+        .extract(text, now)
+        .into_iter()
+        .find_map(|l| match l {
+            Learned::Item(f) if f.kind == FactKind::Fact => f.key,
+            _ => None,
+        })
+}
+
+#[utoipa::path(
+    get,
+    path = "/control/memory",
+    tag = "control",
+    params(
+        ("X-Session-Id" = String, Header, description = "Session to show"),
+        ("X-Mock-Time" = Option<String>, Header, description = "The now at which working memory is evaluated"),
+    ),
+    responses((status = 200, description = "The session's memory as the agent sees it now", body = MemoryView))
+)]
+pub async fn memory(
+    _admin: AdminToken,
+    ctx: SessionContext,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let store = state.agent.store();
+    let snapshot = store.snapshot(&ctx.session, ctx.now).await?;
+    let config = store.config();
+    Ok(HttpResponse::Ok().json(MemoryView {
+        session_id: ctx.session.to_string(),
+        now: ctx.now,
+        working_memory: snapshot
+            .working
+            .into_iter()
+            .map(|w| WorkingItemView {
+                role: w.role.as_str().to_owned(),
+                expires_at: config.expires_at(w.at),
+                text: w.text,
+                at: w.at,
+            })
+            .collect(),
+        facts: snapshot
+            .facts
+            .into_iter()
+            .map(|f| FactView {
+                id: f.id,
+                kind: f.kind,
+                key: f.key,
+                text: f.text,
+                observed_at: f.observed_at,
+                importance: f.importance,
+                source: f.source,
+            })
+            .collect(),
+    }))
+}

@@ -1,0 +1,49 @@
+//! Liveness, readiness and the model list.
+
+use actix_web::{HttpResponse, web};
+use protocol::control::HealthReport;
+use protocol::openai::{Model, ModelList};
+
+use super::AppState;
+use super::auth::ApiKey;
+
+#[utoipa::path(get, path = "/healthz", tag = "ops", responses((status = 200, description = "The process is up", body = HealthReport)))]
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(HealthReport {
+        status: "ok".into(),
+        dependencies: Vec::new(),
+    })
+}
+
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "ops",
+    responses(
+        (status = 200, description = "Every memory dependency answers", body = HealthReport),
+        (status = 503, description = "At least one dependency is down; the report names it", body = HealthReport),
+    )
+)]
+pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    let dependencies = state.agent.store().health().await;
+    let ok = dependencies.iter().all(|d| d.ok);
+    let report = HealthReport {
+        status: if ok { "ok" } else { "unavailable" }.into(),
+        dependencies,
+    };
+    if ok {
+        HttpResponse::Ok().json(report)
+    } else {
+        HttpResponse::ServiceUnavailable().json(report)
+    }
+}
+
+#[utoipa::path(get, path = "/v1/models", tag = "chat", responses((status = 200, description = "The served model", body = ModelList)))]
+pub async fn models(_key: ApiKey, state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok().json(ModelList::new(vec![Model {
+        id: state.agent.model_name().to_owned(),
+        object: "model".into(),
+        created: state.started_at,
+        owned_by: "agentwall".into(),
+    }]))
+}

@@ -1,0 +1,61 @@
+//! The HTTP surface: routes, extractors and handlers. Handlers only translate between HTTP and the
+//! agent; every error goes through [`crate::error::ApiError`].
+
+pub mod auth;
+pub mod body;
+pub mod chat;
+pub mod context;
+pub mod control;
+pub mod health;
+pub mod metrics;
+pub mod openapi;
+
+use actix_web::{HttpRequest, web};
+
+use crate::agent::Agent;
+use crate::error::ApiError;
+
+/// Shared by all handlers.
+pub struct AppState {
+    pub agent: Agent,
+    pub api_key: Option<String>,
+    pub admin_token: Option<String>,
+    pub deny_mock_time: bool,
+    pub max_body_bytes: usize,
+    /// Unix seconds, reported as the model's `created`.
+    pub started_at: i64,
+}
+
+/// Registers every route. Each resource answers other methods with 405 in OpenAI's error shape.
+pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
+    cfg.app_data(state)
+        .service(
+            resource("/v1/chat/completions", "POST").route(web::post().to(chat::chat_completions)),
+        )
+        .service(resource("/v1/models", "GET").route(web::get().to(health::models)))
+        .service(resource("/control/session/reset", "POST").route(web::post().to(control::reset)))
+        .service(resource("/control/memory/inject", "POST").route(web::post().to(control::inject)))
+        .service(resource("/control/memory", "GET").route(web::get().to(control::memory)))
+        .service(resource("/healthz", "GET").route(web::get().to(health::healthz)))
+        .service(resource("/readyz", "GET").route(web::get().to(health::readyz)))
+        .service(resource("/metrics", "GET").route(web::get().to(metrics::metrics_text)))
+        .service(resource("/openapi.json", "GET").route(web::get().to(openapi::openapi_json)))
+        .default_service(web::to(not_found));
+}
+
+fn resource(path: &'static str, allowed: &'static str) -> actix_web::Resource {
+    web::resource(path).default_service(web::to(move |req: HttpRequest| async move {
+        Err::<actix_web::HttpResponse, _>(ApiError::MethodNotAllowed {
+            method: req.method().to_string(),
+            path: path.to_owned(),
+            allowed,
+        })
+    }))
+}
+
+async fn not_found(req: HttpRequest) -> Result<actix_web::HttpResponse, ApiError> {
+    Err(ApiError::NotFound {
+        method: req.method().to_string(),
+        path: req.path().to_owned(),
+    })
+}

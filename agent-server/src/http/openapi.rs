@@ -1,0 +1,27 @@
+//! `GET /openapi.json`, generated from the handlers' annotations and the protocol types.
+
+use actix_web::HttpResponse;
+use utoipa::OpenApi;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "agent-server",
+        description = "OpenAI-compatible chat with long-term memory, and a benchmark control plane."
+    ),
+    paths(
+        super::chat::chat_completions,
+        super::health::models,
+        super::health::healthz,
+        super::health::readyz,
+        super::metrics::metrics_text,
+        super::control::reset,
+        super::control::inject,
+        super::control::memory,
+    )
+)]
+pub struct ApiDoc;
+
+pub async fn openapi_json() -> HttpResponse {
+    HttpResponse::Ok().json(ApiDoc::openapi())
+}

@@ -1,0 +1,569 @@
+//! The builtin model: a deterministic, offline responder. It exists so the whole system works with
+//! no model and no network, and so benchmarks can tell memory on from memory off. It never invents:
+//! an answer either quotes memory back to the user or says it does not know.
+//!
+//! Reply = what standing items require (rule replies, due reminders), then an answer to each
+//! question from memory, or else an acknowledgement of what was learned.
+
+use std::borrow::Cow;
+
+use async_trait::async_trait;
+use protocol::openai::{FinishReason, Role, Usage};
+
+use super::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt, approximate_tokens};
+use crate::agent::extract::FactExtractor;
+use crate::agent::language::{is_question, sentences, to_second_person, trim_sentence};
+use crate::agent::standing::Obligation;
+use crate::memory::TurnRole;
+use crate::memory::ranking::query_terms;
+
+/// Said when memory holds nothing relevant.
+pub const DONT_KNOW: &str = "I don't know; you haven't told me that.";
+
+#[derive(Debug, Clone)]
+pub struct BuiltinModel {
+    name: String,
+}
+
+impl BuiltinModel {
+    pub fn new(name: impl Into<String>) -> Self {
+        Self { name: name.into() }
+    }
+}
+
+#[async_trait]
+impl ChatModel for BuiltinModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn complete(&self, prompt: Prompt<'_>) -> Result<ModelReply, LlmError> {
+        let text = respond(&prompt);
+        let prompt_tokens = approximate_tokens(prompt.user_text)
+            + prompt
+                .history
+                .iter()
+                .filter_map(|m| m.text_content())
+                .map(|t| approximate_tokens(&t))
+                .sum::<u32>();
+        let (text, finish_reason) = truncate(text, prompt.request.token_limit());
+        Ok(ModelReply {
+            usage: Usage::new(prompt_tokens, approximate_tokens(&text)),
+            text,
+            finish_reason,
+        })
+    }
+}
+
+/// Honours `max_tokens` the way real models do: cut the reply and say `length`.
+fn truncate(text: String, limit: Option<u32>) -> (String, FinishReason) {
+    let Some(limit) = limit else {
+        return (text, FinishReason::Stop);
+    };
+    if approximate_tokens(&text) <= limit {
+        return (text, FinishReason::Stop);
+    }
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut kept = Vec::new();
+    for word in words {
+        kept.push(word);
+        if approximate_tokens(&kept.join(" ")) >= limit {
+            break;
+        }
+    }
+    (kept.join(" "), FinishReason::Length)
+}
+
+/// The reply text for a prompt. Pure: same prompt, same reply.
+pub fn respond(prompt: &Prompt<'_>) -> String {
+    let mut parts: Vec<String> = prompt
+        .must_say
+        .iter()
+        .map(|o| match o {
+            Obligation::RuleReply(t) | Obligation::Say(t) => t.clone(),
+            Obligation::Reminder(t) => format!("Reminder: {t}."),
+        })
+        .collect();
+
+    let questions: Vec<&str> = sentences(prompt.user_text)
+        .into_iter()
+        .filter(|s| is_question(s))
+        .collect();
+    let rule_fired = prompt
+        .must_say
+        .iter()
+        .any(|o| matches!(o, Obligation::RuleReply(_)));
+    if !questions.is_empty() {
+        let knowledge = Knowledge::gather(prompt);
+        parts.extend(
+            questions
+                .iter()
+                .take(3)
+                .map(|q| match clock_question(q, prompt.now) {
+                    Some(answer) => answer,
+                    None => knowledge.answer(q),
+                }),
+        );
+    } else if !prompt.learned.is_empty() {
+        parts.extend(prompt.learned.iter().map(acknowledge));
+    } else if !rule_fired && parts.is_empty() {
+        parts.push(small_talk(prompt.user_text));
+    }
+    parts.join(" ")
+}
+
+/// "What is today's date?", "What day is it?": answered from the session clock, which is how a
+/// client can see that `X-Mock-Time` moved it.
+fn clock_question(question: &str, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
+    let q = question.to_lowercase();
+    let asks_date = q.contains("today's date")
+        || q.contains("todays date")
+        || q.contains("date today")
+        || q.contains("what day is it")
+        || q.contains("what is the date")
+        || q.contains("what's the date");
+    asks_date.then(|| format!("Today is {}.", crate::agent::dates::describe_date(now)))
+}
+
+fn acknowledge(learned: &Acknowledgement) -> String {
+    match learned {
+        Acknowledgement::Fact(s) => format!("Noted: {}", lowercase_first(&ensure_period(s))),
+        Acknowledgement::Rule { trigger, reply } => {
+            format!("Understood: whenever you say \"{trigger}\", I will reply \"{reply}\".")
+        }
+        // The reminder's content is not repeated: it is to be said when due, not before.
+        Acknowledgement::Reminder(_) => "OK, I will remind you when it is due.".to_owned(),
+        Acknowledgement::List(s) => format!("Updated. {}", ensure_period(s)),
+    }
+}
+
+/// "You have visited Oslo." → "you have visited Oslo.", for use after "Noted: ".
+fn lowercase_first(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(first) if !s.starts_with("I ") => first.to_lowercase().chain(chars).collect(),
+        _ => s.to_owned(),
+    }
+}
+
+fn ensure_period(s: &str) -> String {
+    format!("{}.", trim_sentence(s))
+}
+
+fn small_talk(text: &str) -> String {
+    let lower = text.trim().to_lowercase();
+    let greeting = [
+        "hello",
+        "hi",
+        "hey",
+        "good morning",
+        "good evening",
+        "good afternoon",
+    ]
+    .iter()
+    .any(|g| {
+        lower == *g
+            || lower.starts_with(&format!("{g} "))
+            || lower.starts_with(&format!("{g},"))
+            || lower.starts_with(&format!("{g}!"))
+    });
+    if greeting {
+        "Hello! Tell me anything you want me to remember, or ask me about what you told me.".into()
+    } else if lower.is_empty() {
+        "I'm listening.".into()
+    } else {
+        "Noted.".into()
+    }
+}
+
+/// What the model can answer from: recalled facts, plus statements from working memory and the
+/// client's history that the extractor kept nothing from (keyed statements are answered from
+/// long-term memory, where only their current value lives).
+struct Knowledge<'p> {
+    facts: Vec<Candidate<'p>>,
+    statements: Vec<Candidate<'p>>,
+}
+
+struct Candidate<'p> {
+    text: Cow<'p, str>,
+    key: Option<Cow<'p, str>>,
+    score: f64,
+}
+
+impl<'p> Knowledge<'p> {
+    fn gather(prompt: &'p Prompt<'p>) -> Self {
+        let facts = prompt
+            .memory
+            .facts
+            .iter()
+            .map(|r| Candidate {
+                text: r.fact.text.as_str().into(),
+                key: r.fact.key.as_deref().map(Cow::Borrowed),
+                score: r.score,
+            })
+            .collect();
+        // The client's own history: with memory off and `--history full`, this is all there is.
+        // Keyed statements in it supersede in order, like long-term memory would.
+        let mut history_facts: Vec<(Option<String>, String)> = Vec::new();
+        let user_history = prompt
+            .history
+            .iter()
+            .filter(|m| m.role == Role::User)
+            .filter_map(|m| m.text_content());
+        let working = prompt
+            .memory
+            .working
+            .iter()
+            .filter(|w| w.role == TurnRole::User)
+            .map(|w| w.text.clone());
+        for text in working.chain(user_history) {
+            let extraction = FactExtractor.extract_turn(&text, prompt.now);
+            for learned in extraction.learned {
+                if let crate::agent::extract::Learned::Item(f) = learned
+                    && f.kind == protocol::control::FactKind::Fact
+                {
+                    history_facts.retain(|(k, _)| f.key.is_none() || k != &f.key);
+                    history_facts.push((f.key, f.text));
+                }
+            }
+            history_facts.extend(extraction.leftovers.into_iter().map(|s| (None, s)));
+        }
+        let statements = history_facts
+            .into_iter()
+            .map(|(key, text)| Candidate {
+                text: text.into(),
+                key: key.map(Cow::Owned),
+                score: 0.0,
+            })
+            .collect();
+        Self { facts, statements }
+    }
+
+    fn answer(&self, question: &str) -> String {
+        let q_terms = query_terms(question);
+        if q_terms.is_empty() {
+            return DONT_KNOW.to_owned();
+        }
+        let overlap = |text: &str| {
+            let t = query_terms(text);
+            q_terms
+                .iter()
+                .filter(|q| t.iter().any(|w| same_word(w, q)))
+                .count()
+        };
+        // Facts whose key is fully named in the question answer it first.
+        let key_match = |c: &Candidate<'_>| {
+            c.key.as_deref().is_some_and(|k| {
+                let k_terms = query_terms(k.trim_start_matches("list:"));
+                !k_terms.is_empty()
+                    && k_terms
+                        .iter()
+                        .all(|k| q_terms.iter().any(|q| same_word(q, k)))
+            })
+        };
+        let mut ranked: Vec<(usize, f64, &Candidate<'_>)> = self
+            .facts
+            .iter()
+            .chain(&self.statements)
+            .filter_map(|c| {
+                let words = overlap(&c.text);
+                // A keyed fact answers when the question names its key, or when it covers every
+                // content word of the question ("where do I live" → "I live in Lisbon"). An
+                // unkeyed statement needs at least half of them. Sharing one word ("favourite")
+                // is not enough: answering "favourite band" with the favourite colour is invention.
+                let qualifies = key_match(c)
+                    || (c.key.is_some() && words == q_terms.len())
+                    || (c.key.is_none() && words > 0 && words * 2 >= q_terms.len());
+                let bonus = if key_match(c) { 10 } else { 0 };
+                qualifies.then_some((words + bonus, c.score, c))
+            })
+            .collect();
+        // Most words in common first, then the store's ranking; the order of `facts` then
+        // `statements` (newest last) breaks the remaining ties deterministically.
+        ranked.sort_by(|a, b| b.0.cmp(&a.0).then(b.1.total_cmp(&a.1)));
+        let Some(best) = ranked.first().map(|r| r.0) else {
+            return DONT_KNOW.to_owned();
+        };
+        let chosen: Vec<&Candidate<'_>> = ranked
+            .iter()
+            .filter(|r| r.0 * 2 >= best)
+            .take(MAX_ANSWER_LINES)
+            .map(|r| r.2)
+            .collect();
+        let mut said: Vec<String> = Vec::new();
+        let mut say = |text: &str| {
+            let line = to_second_person(&ensure_period(text));
+            if !said.contains(&line) {
+                said.push(line);
+            }
+        };
+        for c in &chosen {
+            say(&c.text);
+        }
+        // One hop: "my sister is called Ana" answers "where does my sister live?" together with
+        // "Ana lives in Oslo". Follow names in the key-matched facts to facts about those names
+        // that share a remaining word of the question.
+        for c in chosen.iter().filter(|c| key_match(c)) {
+            for name in proper_names(&c.text) {
+                let hop = self.facts.iter().chain(&self.statements).find(|other| {
+                    !std::ptr::eq(*c, *other)
+                        && crate::agent::language::contains_phrase(&other.text, &name)
+                        && overlap(&other.text) > 0
+                });
+                if let Some(hop) = hop {
+                    say(&hop.text);
+                }
+            }
+        }
+        said.join(" ")
+    }
+}
+
+/// At most this many memories in one answer (an accumulated list can be long).
+const MAX_ANSWER_LINES: usize = 8;
+
+/// Capitalised words that are not the first word of the text: the names a statement mentions.
+fn proper_names(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| !w.is_empty())
+        .skip(1)
+        .filter(|w| w.chars().next().is_some_and(char::is_uppercase) && *w != "I")
+        .map(str::to_owned)
+        .collect()
+}
+
+/// "lives" matches "live", "colours" matches "colour": a crude stem, enough for recall wording.
+fn same_word(a: &str, b: &str) -> bool {
+    let stem = |w: &str| -> String {
+        let w = w.trim_end_matches("ing").trim_end_matches("ed");
+        w.trim_end_matches('s').to_owned()
+    };
+    a == b || stem(a) == stem(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{Fact, MemoryContext, NewFact, Recalled, WorkingItem};
+    use chrono::{DateTime, Utc};
+    use protocol::control::{FactKind, FactSource};
+    use protocol::openai::{ChatCompletionRequest, ChatMessage};
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-03-01T09:00:00Z")
+            .unwrap()
+            .to_utc()
+    }
+
+    fn recalled(key: Option<&str>, text: &str) -> Recalled {
+        Recalled {
+            fact: Fact::from_new(NewFact {
+                kind: FactKind::Fact,
+                key: key.map(str::to_owned),
+                text: text.into(),
+                data: None,
+                observed_at: now(),
+                importance: 0.5,
+                source: FactSource::Extracted,
+            }),
+            score: 1.0,
+        }
+    }
+
+    fn reply(
+        user: &str,
+        memory: &MemoryContext,
+        history: &[ChatMessage],
+        must_say: &[Obligation],
+        learned: &[Acknowledgement],
+    ) -> String {
+        let request = ChatCompletionRequest::default();
+        respond(&Prompt {
+            now: now(),
+            user_text: user,
+            history,
+            memory,
+            learned,
+            must_say,
+            request: &request,
+        })
+    }
+
+    #[test]
+    fn answers_from_recalled_facts_in_second_person() {
+        let memory = MemoryContext {
+            facts: vec![recalled(
+                Some("favourite colour"),
+                "My favourite colour is teal.",
+            )],
+            ..Default::default()
+        };
+        let r = reply("What is my favourite colour?", &memory, &[], &[], &[]);
+        assert_eq!(r, "Your favourite colour is teal.");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_gets_a_deterministic_reply(text in "\\PC{0,200}") {
+            let memory = MemoryContext { facts: vec![recalled(Some("favourite colour"), "My favourite colour is teal.")], ..Default::default() };
+            let a = reply(&text, &memory, &[], &[], &[]);
+            proptest::prop_assert_eq!(&a, &reply(&text, &memory, &[], &[], &[]));
+        }
+    }
+
+    #[test]
+    fn multi_hop_follows_a_name_to_the_fact_about_it() {
+        let memory = MemoryContext {
+            facts: vec![
+                recalled(Some("sister"), "My sister is called Ana."),
+                recalled(Some("brother"), "My brother is called Bruno."),
+                recalled(Some("ana home"), "Ana lives in Oslo."),
+                recalled(Some("bruno home"), "Bruno lives in Kyoto."),
+            ],
+            ..Default::default()
+        };
+        let r = reply("In which city does my sister live?", &memory, &[], &[], &[]);
+        assert!(r.contains("Oslo") && !r.contains("Kyoto"), "{r}");
+    }
+
+    #[test]
+    fn accumulated_statements_are_all_named() {
+        let memory = MemoryContext {
+            facts: ["Lisbon", "Oslo", "Quito", "Hanoi"]
+                .iter()
+                .map(|c| recalled(None, &format!("I have visited {c}.")))
+                .collect(),
+            ..Default::default()
+        };
+        let r = reply("Which cities have I visited?", &memory, &[], &[], &[]);
+        for c in ["Lisbon", "Oslo", "Quito", "Hanoi"] {
+            assert!(r.contains(c), "{c} missing: {r}");
+        }
+    }
+
+    #[test]
+    fn the_date_comes_from_the_session_clock() {
+        assert_eq!(
+            reply(
+                "What is today's date?",
+                &MemoryContext::default(),
+                &[],
+                &[],
+                &[]
+            ),
+            "Today is 2026-03-01 (Sunday, 1 March 2026)."
+        );
+    }
+
+    #[test]
+    fn says_it_does_not_know_instead_of_inventing() {
+        let memory = MemoryContext {
+            facts: vec![recalled(
+                Some("favourite colour"),
+                "My favourite colour is teal.",
+            )],
+            ..Default::default()
+        };
+        assert_eq!(
+            reply("What is my dog's name?", &memory, &[], &[], &[]),
+            DONT_KNOW
+        );
+        assert_eq!(
+            reply("What is my favourite band?", &memory, &[], &[], &[]),
+            DONT_KNOW
+        );
+        assert_eq!(
+            reply(
+                "What is my favourite colour?",
+                &MemoryContext::default(),
+                &[],
+                &[],
+                &[]
+            ),
+            DONT_KNOW
+        );
+    }
+
+    #[test]
+    fn answers_from_working_memory_and_client_history() {
+        let memory = MemoryContext {
+            working: vec![WorkingItem {
+                role: TurnRole::User,
+                text: "I had pasta for lunch.".into(),
+                at: now(),
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            reply("What did I have for lunch?", &memory, &[], &[], &[]),
+            "You had pasta for lunch."
+        );
+        let history = [
+            ChatMessage::user("My car is a red Volvo."),
+            ChatMessage::assistant("Noted."),
+            ChatMessage::user("My car is a blue Fiat."),
+        ];
+        assert_eq!(
+            reply(
+                "What car do I have?",
+                &MemoryContext::default(),
+                &history,
+                &[],
+                &[]
+            ),
+            "Your car is a blue Fiat."
+        );
+    }
+
+    #[test]
+    fn obligations_lead_and_acknowledgements_follow_statements() {
+        let r = reply(
+            "banana",
+            &MemoryContext::default(),
+            &[],
+            &[Obligation::RuleReply("mango".into())],
+            &[],
+        );
+        assert_eq!(r, "mango");
+        let r = reply(
+            "My cat is Tom.",
+            &MemoryContext::default(),
+            &[],
+            &[Obligation::Reminder("call mum".into())],
+            &[Acknowledgement::Fact("your cat is Tom".into())],
+        );
+        assert_eq!(r, "Reminder: call mum. Noted: your cat is Tom.");
+        let r = reply(
+            "I have visited Oslo.",
+            &MemoryContext::default(),
+            &[],
+            &[],
+            &[Acknowledgement::Fact("You have visited Oslo.".into())],
+        );
+        assert_eq!(r, "Noted: you have visited Oslo.");
+    }
+
+    #[tokio::test]
+    async fn honours_max_tokens_with_length_finish() {
+        let memory = MemoryContext::default();
+        let request = ChatCompletionRequest {
+            max_tokens: Some(3),
+            ..Default::default()
+        };
+        let model = BuiltinModel::new("m");
+        let out = model
+            .complete(Prompt {
+                now: now(),
+                user_text: "hello",
+                history: &[],
+                memory: &memory,
+                learned: &[],
+                must_say: &[],
+                request: &request,
+            })
+            .await
+            .unwrap();
+        assert_eq!(out.finish_reason, FinishReason::Length);
+        assert!(approximate_tokens(&out.text) <= 4, "{}", out.text);
+    }
+}

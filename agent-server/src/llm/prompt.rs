@@ -1,0 +1,153 @@
+//! The messages an upstream model sees for one turn, built from a [`Prompt`]:
+//!
+//! 1. one system message: the system prompt (`--system-prompt-file`), the session clock, recalled
+//!    long-term memories, standing rules and reminders, and what this turn's reply must say;
+//! 2. working memory: the session's recent turns, as user and assistant messages;
+//! 3. the client's own messages, unchanged and in their order (its system messages, tool calls and
+//!    tool results included), ending with the new turn.
+//!
+//! Working-memory turns the client also sent itself are left out, so nothing appears twice.
+
+use std::collections::HashSet;
+
+use protocol::openai::{ChatMessage, Role};
+
+use super::Prompt;
+use super::upstream::reply_text;
+use crate::memory::TurnRole;
+
+/// Used when no `--system-prompt-file` is given.
+pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant with long-term memory. \
+Use what you remember about the user when it is relevant, prefer newer facts over older ones, \
+and say so when you do not know something rather than guessing.";
+
+/// The upstream request's messages for `prompt`.
+pub fn messages(system_prompt: &str, prompt: &Prompt<'_>) -> Vec<ChatMessage> {
+    let mut out =
+        Vec::with_capacity(prompt.request.messages.len() + prompt.memory.working.len() + 1);
+    out.push(ChatMessage::system(system_message(system_prompt, prompt)));
+    // As working memory holds them: text, or the note of an assistant message's tool calls.
+    let sent: HashSet<String> = prompt
+        .request
+        .messages
+        .iter()
+        .map(|m| reply_text(m).trim().to_owned())
+        .collect();
+    for item in &prompt.memory.working {
+        if sent.contains(item.text.trim()) {
+            continue;
+        }
+        let role = match item.role {
+            TurnRole::User => Role::User,
+            TurnRole::Assistant => Role::Assistant,
+        };
+        out.push(ChatMessage::text(role, item.text.clone()));
+    }
+    out.extend(prompt.request.messages.iter().cloned());
+    out
+}
+
+fn system_message(system_prompt: &str, prompt: &Prompt<'_>) -> String {
+    let mut text = system_prompt.trim().to_owned();
+    text.push_str(&format!(
+        "\n\nThe current date and time is {}.",
+        prompt.now.format("%A %Y-%m-%d %H:%M UTC")
+    ));
+    let memory = prompt.memory;
+    if !memory.facts.is_empty() {
+        text.push_str("\n\nWhat you remember about the user from earlier conversations (most relevant first):");
+        for recalled in &memory.facts {
+            let f = &recalled.fact;
+            text.push_str(&format!(
+                "\n- {} (noted {})",
+                f.text,
+                f.observed_at.format("%Y-%m-%d")
+            ));
+        }
+    }
+    if !memory.standing.is_empty() {
+        text.push_str("\n\nStanding instructions and reminders the user gave you:");
+        for f in &memory.standing {
+            text.push_str(&format!("\n- {}", f.text));
+        }
+    }
+    if !prompt.must_say.is_empty() {
+        text.push_str("\n\nBecause of those instructions your reply must include, in this order:");
+        for o in prompt.must_say {
+            text.push_str(&format!("\n- {}", o.text()));
+        }
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeZone, Utc};
+    use protocol::openai::ChatCompletionRequest;
+
+    use super::*;
+    use crate::agent::standing::Obligation;
+    use crate::memory::{MemoryContext, WorkingItem};
+
+    #[test]
+    fn memory_goes_first_then_working_memory_then_the_clients_messages() {
+        let now = Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap();
+        let memory = MemoryContext {
+            working: vec![
+                WorkingItem {
+                    role: TurnRole::User,
+                    text: "I live in Oslo.".into(),
+                    at: now,
+                },
+                WorkingItem {
+                    role: TurnRole::Assistant,
+                    text: "Noted.".into(),
+                    at: now,
+                },
+                WorkingItem {
+                    role: TurnRole::User,
+                    text: "Sent again by the client".into(),
+                    at: now,
+                },
+            ],
+            ..MemoryContext::default()
+        };
+        let request = ChatCompletionRequest {
+            messages: vec![
+                ChatMessage::system("Be brief."),
+                ChatMessage::user("Sent again by the client"),
+                ChatMessage::user("Where do I live?"),
+            ],
+            ..Default::default()
+        };
+        let must_say = [Obligation::Reminder("Call mum.".into())];
+        let prompt = Prompt {
+            now,
+            user_text: "Where do I live?",
+            history: &request.messages[..2],
+            memory: &memory,
+            learned: &[],
+            must_say: &must_say,
+            request: &request,
+        };
+        let out = messages("SYSTEM", &prompt);
+        let texts: Vec<String> = out.iter().map(|m| m.text_content().unwrap()).collect();
+        assert!(texts[0].starts_with("SYSTEM"), "{}", texts[0]);
+        assert!(
+            texts[0].contains("2026-03-01") && texts[0].contains("Call mum."),
+            "{}",
+            texts[0]
+        );
+        assert_eq!(
+            texts[1..],
+            [
+                "I live in Oslo.",
+                "Noted.",
+                "Be brief.",
+                "Sent again by the client",
+                "Where do I live?"
+            ]
+        );
+        assert_eq!(out[2].role, Role::Assistant);
+    }
+}

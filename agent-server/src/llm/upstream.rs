@@ -1,0 +1,689 @@
+//! The upstream model: any OpenAI-compatible `/chat/completions` endpoint (OpenAI, vLLM, Ollama,
+//! LiteLLM, ...). The agent's [`Prompt`] becomes the request's messages ([`super::prompt`]); every
+//! other field of the client's request (tools, tool_choice, temperature, max_tokens, seed, unknown
+//! fields) goes along unchanged, and the upstream's completions and chunks come back unchanged.
+//!
+//! awc is `!Send` and needs the actix runtime, while [`ChatModel`] futures must be `Send`. So each
+//! call runs as a local task on the current actix worker ([`actix_rt::spawn`]) with that worker's
+//! own client (built lazily in a thread-local: one connection pool per worker thread), and results
+//! come back over Tokio channels, which are `Send`. A streamed call keeps running in its local task
+//! and forwards chunks as they arrive; when the receiver is dropped (the client went away) it stops
+//! reading and the upstream connection is closed.
+//!
+//! Errors keep their meaning: 429 stays 429 (with `Retry-After`), a timeout is a timeout, an
+//! unreachable upstream is unreachable; see [`LlmError`] and the error table in `crate::error`.
+
+use std::cell::OnceCell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use actix_service::ServiceExt as _;
+use async_trait::async_trait;
+use awc::http::header::RETRY_AFTER;
+use bytes::Bytes;
+use eventsource_stream::Eventsource as _;
+use futures_util::{Stream, StreamExt as _};
+use protocol::openai::{
+    ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage, FinishReason, Usage,
+};
+use tokio::sync::{mpsc, oneshot};
+use tracing::field::Empty;
+use tracing::{Instrument as _, Span};
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+use super::{ChatModel, ChunkStream, LlmError, ModelReply, PassThrough, Prompt, prompt};
+use crate::telemetry::metrics;
+
+/// Largest upstream response body read (a whole completion, or an error body).
+const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+/// Longest upstream message quoted in an error.
+const MAX_MESSAGE_CHARS: usize = 500;
+
+#[derive(Debug, Clone)]
+pub struct UpstreamConfig {
+    /// Base URL of the OpenAI-compatible API, up to and including its version (`.../v1`).
+    pub base_url: String,
+    /// Sent as `Authorization: Bearer <key>`.
+    pub api_key: Option<String>,
+    /// Model id sent upstream; without it the client's `model` goes through.
+    pub model: Option<String>,
+    /// Longest wait for the upstream's response headers, for a whole completion, and between two
+    /// chunks of a stream.
+    pub timeout: Duration,
+    /// The system prompt that opens every upstream request.
+    pub system_prompt: String,
+    /// Put message text on spans (`gen_ai.input.messages`, `gen_ai.output.messages`).
+    pub trace_content: bool,
+}
+
+pub struct UpstreamModel {
+    config: UpstreamConfig,
+    /// `<base_url>/chat/completions`.
+    url: String,
+    /// Model id reported by `/v1/models`.
+    name: String,
+    host: String,
+    port: u16,
+}
+
+impl UpstreamModel {
+    pub fn new(config: UpstreamConfig) -> anyhow::Result<Self> {
+        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        let uri: awc::http::Uri = url.parse().map_err(|e| {
+            anyhow::anyhow!("--llm-base-url {:?} is not a URL: {e}", config.base_url)
+        })?;
+        let scheme = uri.scheme_str().unwrap_or_default();
+        anyhow::ensure!(
+            scheme == "http" || scheme == "https",
+            "--llm-base-url {:?}: use an http:// or https:// URL",
+            config.base_url
+        );
+        let host = uri.host().unwrap_or_default().to_owned();
+        let port = uri
+            .port_u16()
+            .unwrap_or(if scheme == "https" { 443 } else { 80 });
+        let name = config
+            .model
+            .clone()
+            .unwrap_or_else(|| "agentwall-upstream".to_owned());
+        Ok(Self {
+            config,
+            url,
+            name,
+            host,
+            port,
+        })
+    }
+
+    /// The request sent upstream: the client's, with the agent's messages and our stream options.
+    fn request(&self, prompt: &Prompt<'_>, stream: bool) -> ChatCompletionRequest {
+        let mut request = prompt.request.clone();
+        request.messages = prompt::messages(&self.config.system_prompt, prompt);
+        request.model = self
+            .config
+            .model
+            .clone()
+            .or(request.model)
+            .filter(|m| !m.is_empty());
+        if stream {
+            request.stream = Some(true);
+            // Always ask for usage: spans and logs report it; the client gets the usage chunk
+            // only when it asked for it (see `http::chat`).
+            let mut options = request.stream_options.take().unwrap_or_default();
+            options.include_usage = Some(true);
+            request.stream_options = Some(options);
+        } else {
+            request.stream = None;
+            request.stream_options = None;
+        }
+        request
+    }
+
+    fn span(&self, request: &ChatCompletionRequest) -> Span {
+        let model = request.model.as_deref().unwrap_or_default();
+        let span = tracing::info_span!(
+            "chat",
+            otel.name = %format!("chat {model}"),
+            otel.kind = "client",
+            otel.status_code = Empty,
+            gen_ai.operation.name = "chat",
+            gen_ai.provider.name = "openai",
+            gen_ai.request.model = %model,
+            gen_ai.request.stream = request.is_stream(),
+            gen_ai.request.max_tokens = Empty,
+            gen_ai.request.temperature = Empty,
+            gen_ai.response.id = Empty,
+            gen_ai.response.model = Empty,
+            gen_ai.response.finish_reasons = Empty,
+            gen_ai.usage.input_tokens = Empty,
+            gen_ai.usage.output_tokens = Empty,
+            gen_ai.input.messages = Empty,
+            gen_ai.output.messages = Empty,
+            server.address = %self.host,
+            server.port = self.port,
+            http.response.status_code = Empty,
+            error.type = Empty,
+            openinference.span.kind = "LLM",
+            llm.model_name = %model,
+            llm.token_count.prompt = Empty,
+            llm.token_count.completion = Empty,
+        );
+        if let Some(limit) = request.token_limit() {
+            span.record("gen_ai.request.max_tokens", limit);
+        }
+        if let Some(t) = request.temperature {
+            span.record("gen_ai.request.temperature", t);
+        }
+        if self.config.trace_content {
+            span.record(
+                "gen_ai.input.messages",
+                serde_json::to_string(&request.messages).unwrap_or_default(),
+            );
+        }
+        span
+    }
+
+    /// Everything the local task needs, owned. The `traceparent` comes from the model-call span, so
+    /// the upstream's own spans (if it traces) continue the caller's trace under this call.
+    fn call(&self, request: &ChatCompletionRequest, span: &Span) -> Call {
+        let mut headers = HashMap::new();
+        let cx = span.context();
+        opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut headers));
+        if let Some(key) = &self.config.api_key {
+            headers.insert("authorization".to_owned(), format!("Bearer {key}"));
+        }
+        Call {
+            url: self.url.clone(),
+            body: Bytes::from(serde_json::to_vec(request).expect("requests serialise")),
+            headers,
+            timeout: self.config.timeout,
+        }
+    }
+}
+
+#[async_trait]
+impl ChatModel for UpstreamModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn complete(&self, prompt: Prompt<'_>) -> Result<ModelReply, LlmError> {
+        let completion = self.completion(prompt).await?;
+        let choice = completion.choices.into_iter().next();
+        let usage = completion.usage.unwrap_or_default();
+        Ok(ModelReply {
+            text: choice
+                .as_ref()
+                .map(|c| reply_text(&c.message))
+                .unwrap_or_default(),
+            finish_reason: choice
+                .and_then(|c| c.finish_reason)
+                .unwrap_or(FinishReason::Stop),
+            usage,
+        })
+    }
+
+    fn pass_through(&self) -> Option<&dyn PassThrough> {
+        Some(self)
+    }
+}
+
+#[async_trait]
+impl PassThrough for UpstreamModel {
+    async fn completion(&self, prompt: Prompt<'_>) -> Result<ChatCompletion, LlmError> {
+        let request = self.request(&prompt, false);
+        let span = self.span(&request);
+        let call = self.call(&request, &span);
+        let started = Instant::now();
+        let result = on_this_worker(run_completion(call))
+            .instrument(span.clone())
+            .await;
+        observe(&span, "json", started, result.as_ref().err());
+        let completion = result?;
+        record_response(
+            &span,
+            &completion.id,
+            &completion.model,
+            completion.usage.as_ref(),
+            completion
+                .choices
+                .iter()
+                .filter_map(|c| c.finish_reason.as_ref()),
+        );
+        if self.config.trace_content {
+            let messages: Vec<_> = completion.choices.iter().map(|c| &c.message).collect();
+            span.record(
+                "gen_ai.output.messages",
+                serde_json::to_string(&messages).unwrap_or_default(),
+            );
+        }
+        Ok(completion)
+    }
+
+    async fn stream(&self, prompt: Prompt<'_>) -> Result<ChunkStream, LlmError> {
+        let request = self.request(&prompt, true);
+        let span = self.span(&request);
+        let call = self.call(&request, &span);
+        let (ready_tx, ready_rx) = oneshot::channel();
+        spawn_stream(call, ready_tx, span, self.config.trace_content);
+        ready_rx.await.unwrap_or_else(|_| Err(cancelled()))
+    }
+}
+
+/// The text stored in working memory for an assistant message: its content, or a note of the
+/// tool calls it made.
+pub fn reply_text(message: &ChatMessage) -> String {
+    let text = message.text_content().unwrap_or_default();
+    if !text.is_empty() {
+        return text;
+    }
+    let calls: Vec<String> = message
+        .tool_calls
+        .iter()
+        .flatten()
+        .map(|c| format!("{}({})", c.function.name, c.function.arguments))
+        .collect();
+    if calls.is_empty() {
+        text
+    } else {
+        format!("(called {})", calls.join(", "))
+    }
+}
+
+struct Call {
+    url: String,
+    body: Bytes,
+    headers: HashMap<String, String>,
+    timeout: Duration,
+}
+
+fn cancelled() -> LlmError {
+    LlmError::Upstream {
+        reason: "the upstream call was cancelled (the server is shutting down)".into(),
+    }
+}
+
+thread_local! {
+    /// This worker's client: awc clients are `!Send` and pool connections per thread.
+    static CLIENT: OnceCell<awc::Client> = const { OnceCell::new() };
+}
+
+fn client() -> awc::Client {
+    CLIENT.with(|c| c.get_or_init(build_client).clone())
+}
+
+fn build_client() -> awc::Client {
+    // TCP_NODELAY on upstream connections: requests are written at once and streamed chunks are
+    // small, so Nagle's algorithm would only add delay.
+    let tcp = actix_tls::connect::Connector::default().service().map(
+        |conn: actix_tls::connect::Connection<awc::http::Uri, actix_rt::net::TcpStream>| {
+            let _ = conn.io_ref().set_nodelay(true);
+            conn
+        },
+    );
+    awc::Client::builder()
+        .connector(awc::Connector::new().connector(tcp))
+        // Deadlines are ours (`--llm-timeout`), applied per phase below.
+        .disable_timeout()
+        .finish()
+}
+
+/// Runs `task` as a local task on this actix worker; the returned future (which is `Send`) waits
+/// for its result.
+fn on_this_worker<T: Send + 'static>(
+    task: impl Future<Output = Result<T, LlmError>> + 'static,
+) -> impl Future<Output = Result<T, LlmError>> + Send {
+    let rx = spawn_local(task);
+    async move { rx.await.unwrap_or_else(|_| Err(cancelled())) }
+}
+
+fn spawn_local<T: 'static>(task: impl Future<Output = T> + 'static) -> oneshot::Receiver<T> {
+    let (tx, rx) = oneshot::channel();
+    actix_rt::spawn(async move {
+        let _ = tx.send(task.await);
+    });
+    rx
+}
+
+async fn send(
+    call: &Call,
+    deadline: Instant,
+) -> Result<
+    awc::ClientResponse<impl Stream<Item = Result<Bytes, awc::error::PayloadError>> + Unpin>,
+    LlmError,
+> {
+    let mut request = client()
+        .post(&call.url)
+        .insert_header(("content-type", "application/json"))
+        // No compression: chunks must not wait in a decompressor's buffer.
+        .insert_header(("accept-encoding", "identity"));
+    for (name, value) in &call.headers {
+        request = request.insert_header((name.as_str(), value.as_str()));
+    }
+    let sent = tokio::time::timeout_at(deadline.into(), request.send_body(call.body.clone())).await;
+    match sent {
+        Err(_) => Err(LlmError::Timeout {
+            after: call.timeout,
+        }),
+        Ok(Ok(response)) => Ok(response),
+        Ok(Err(e)) => Err(send_error(&call.url, call.timeout, e)),
+    }
+}
+
+fn send_error(url: &str, timeout: Duration, e: awc::error::SendRequestError) -> LlmError {
+    use awc::error::SendRequestError as E;
+    match e {
+        E::Timeout => LlmError::Timeout { after: timeout },
+        E::Connect(e) => LlmError::Unreachable {
+            url: url.to_owned(),
+            reason: e.to_string(),
+        },
+        E::Send(e) => LlmError::Unreachable {
+            url: url.to_owned(),
+            reason: e.to_string(),
+        },
+        other => LlmError::Upstream {
+            reason: other.to_string(),
+        },
+    }
+}
+
+/// The error for a non-2xx upstream answer, quoting the upstream's own message.
+async fn status_error<S>(response: &mut awc::ClientResponse<S>, deadline: Instant) -> LlmError
+where
+    S: Stream<Item = Result<Bytes, awc::error::PayloadError>> + Unpin,
+{
+    let status = response.status();
+    let retry_after = response
+        .headers()
+        .get(RETRY_AFTER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = tokio::time::timeout_at(deadline.into(), response.body().limit(64 * 1024))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
+    let message = upstream_message(&body);
+    if status.as_u16() == 429 {
+        LlmError::RateLimited {
+            message,
+            retry_after,
+        }
+    } else {
+        LlmError::Status {
+            status: status.as_u16(),
+            message,
+        }
+    }
+}
+
+/// The message of an error body, in OpenAI's shape or the common variants of it.
+fn upstream_message(body: &[u8]) -> String {
+    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) {
+        for pointer in ["/error/message", "/error", "/message", "/detail"] {
+            if let Some(message) = value.pointer(pointer).and_then(|v| v.as_str()) {
+                return clip(message);
+            }
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    if text.trim().is_empty() {
+        "(no message)".to_owned()
+    } else {
+        clip(text.trim())
+    }
+}
+
+fn clip(text: &str) -> String {
+    if text.chars().count() <= MAX_MESSAGE_CHARS {
+        return text.to_owned();
+    }
+    let mut clipped: String = text.chars().take(MAX_MESSAGE_CHARS).collect();
+    clipped.push_str("...");
+    clipped
+}
+
+async fn run_completion(call: Call) -> Result<ChatCompletion, LlmError> {
+    let deadline = Instant::now() + call.timeout;
+    let mut response = send(&call, deadline).await?;
+    Span::current().record("http.response.status_code", response.status().as_u16());
+    if !response.status().is_success() {
+        return Err(status_error(&mut response, deadline).await);
+    }
+    let body = match tokio::time::timeout_at(deadline.into(), response.body().limit(MAX_BODY_BYTES))
+        .await
+    {
+        Err(_) => {
+            return Err(LlmError::Timeout {
+                after: call.timeout,
+            });
+        }
+        Ok(Err(e)) => {
+            return Err(LlmError::BadResponse {
+                reason: format!("cannot read the body: {e}"),
+            });
+        }
+        Ok(Ok(body)) => body,
+    };
+    let completion: ChatCompletion =
+        serde_json::from_slice(&body).map_err(|e| LlmError::BadResponse {
+            reason: format!(
+                "{e}; the body starts with {:?}",
+                clip(&String::from_utf8_lossy(&body[..body.len().min(200)]))
+            ),
+        })?;
+    if completion.choices.is_empty() {
+        return Err(LlmError::BadResponse {
+            reason: "the completion has no choices".into(),
+        });
+    }
+    Ok(completion)
+}
+
+fn spawn_stream(
+    call: Call,
+    ready: oneshot::Sender<Result<ChunkStream, LlmError>>,
+    span: Span,
+    trace_content: bool,
+) {
+    actix_rt::spawn(run_stream(call, ready, span.clone(), trace_content).instrument(span));
+}
+
+/// The local task of a streamed call: sends the request, reports the outcome of the response
+/// head on `ready`, then forwards every chunk until the upstream's `[DONE]` (or the end of its
+/// body), an error, or the receiver going away.
+async fn run_stream(
+    call: Call,
+    ready: oneshot::Sender<Result<ChunkStream, LlmError>>,
+    span: Span,
+    trace_content: bool,
+) {
+    let started = Instant::now();
+    let deadline = started + call.timeout;
+    let mut response = match send(&call, deadline).await {
+        Ok(r) => r,
+        Err(e) => {
+            observe(&span, "stream", started, Some(&e));
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    span.record("http.response.status_code", response.status().as_u16());
+    if !response.status().is_success() {
+        let e = status_error(&mut response, deadline).await;
+        observe(&span, "stream", started, Some(&e));
+        let _ = ready.send(Err(e));
+        return;
+    }
+    let (tx, rx) = mpsc::channel(64);
+    if ready.send(Ok(rx)).is_err() {
+        return;
+    }
+    let mut events = response.eventsource();
+    let mut seen = Seen::default();
+    let mut failure = None;
+    loop {
+        let item = match tokio::time::timeout(call.timeout, events.next()).await {
+            Err(_) => Err(LlmError::Timeout {
+                after: call.timeout,
+            }),
+            Ok(None) => break,
+            Ok(Some(Err(e))) => Err(LlmError::BadResponse {
+                reason: format!("the event stream broke off: {e}"),
+            }),
+            Ok(Some(Ok(event))) => {
+                let data = event.data.trim();
+                if data == "[DONE]" {
+                    break;
+                }
+                if data.is_empty() {
+                    continue;
+                }
+                parse_chunk(data)
+            }
+        };
+        match &item {
+            Ok(chunk) => seen.observe(chunk, trace_content),
+            Err(e) => failure = Some(e.clone()),
+        }
+        if tx.send(item).await.is_err() || failure.is_some() {
+            // The client went away, or the stream failed: stop reading; dropping the response
+            // closes the upstream connection.
+            break;
+        }
+    }
+    observe(&span, "stream", started, failure.as_ref());
+    record_response(
+        &span,
+        &seen.id,
+        &seen.model,
+        seen.usage.as_ref(),
+        seen.finish.iter(),
+    );
+    if trace_content {
+        let output = serde_json::json!([{"role": "assistant", "content": seen.content}]);
+        span.record("gen_ai.output.messages", output.to_string());
+    }
+}
+
+fn parse_chunk(data: &str) -> Result<ChatCompletionChunk, LlmError> {
+    let value: serde_json::Value =
+        serde_json::from_str(data).map_err(|e| LlmError::BadResponse {
+            reason: format!("an event is not JSON ({e}): {}", clip(data)),
+        })?;
+    if value.get("error").is_some() {
+        return Err(LlmError::Upstream {
+            reason: upstream_message(data.as_bytes()),
+        });
+    }
+    serde_json::from_value(value).map_err(|e| LlmError::BadResponse {
+        reason: format!(
+            "an event is not a chat.completion.chunk ({e}): {}",
+            clip(data)
+        ),
+    })
+}
+
+/// What a stream said, for its span.
+#[derive(Default)]
+struct Seen {
+    id: String,
+    model: String,
+    usage: Option<Usage>,
+    finish: Vec<FinishReason>,
+    content: String,
+}
+
+impl Seen {
+    fn observe(&mut self, chunk: &ChatCompletionChunk, keep_content: bool) {
+        if self.id.is_empty() {
+            self.id.clone_from(&chunk.id);
+            self.model.clone_from(&chunk.model);
+        }
+        if let Some(usage) = &chunk.usage {
+            self.usage = Some(usage.clone());
+        }
+        for choice in &chunk.choices {
+            if let Some(reason) = &choice.finish_reason {
+                self.finish.push(reason.clone());
+            }
+            if keep_content && let Some(text) = &choice.delta.content {
+                self.content.push_str(text);
+            }
+        }
+    }
+}
+
+fn record_response<'a>(
+    span: &Span,
+    id: &str,
+    model: &str,
+    usage: Option<&Usage>,
+    finish: impl Iterator<Item = &'a FinishReason>,
+) {
+    span.record("gen_ai.response.id", id);
+    span.record("gen_ai.response.model", model);
+    if let Some(u) = usage {
+        span.record("gen_ai.usage.input_tokens", u.prompt_tokens);
+        span.record("gen_ai.usage.output_tokens", u.completion_tokens);
+        span.record("llm.token_count.prompt", u.prompt_tokens);
+        span.record("llm.token_count.completion", u.completion_tokens);
+    }
+    let reasons: Vec<String> = finish
+        .map(|r| {
+            serde_json::to_value(r)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        })
+        .collect();
+    if !reasons.is_empty() {
+        span.record("gen_ai.response.finish_reasons", format!("{reasons:?}"));
+    }
+}
+
+/// Records the call's latency and outcome (metrics and span status).
+fn observe(span: &Span, mode: &'static str, started: Instant, error: Option<&LlmError>) {
+    let outcome = error.map_or("ok", LlmError::kind);
+    metrics()
+        .upstream_duration
+        .with_label_values(&[mode, outcome])
+        .observe(started.elapsed().as_secs_f64());
+    if let Some(e) = error {
+        span.record("otel.status_code", "error");
+        span.record("error.type", outcome);
+        tracing::warn!(parent: span, error = %e, "upstream call failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages_are_taken_from_common_shapes() {
+        assert_eq!(
+            upstream_message(br#"{"error":{"message":"slow down","type":"x"}}"#),
+            "slow down"
+        );
+        assert_eq!(upstream_message(br#"{"error":"bad key"}"#), "bad key");
+        assert_eq!(upstream_message(br#"{"detail":"nope"}"#), "nope");
+        assert_eq!(upstream_message(b"  plain text "), "plain text");
+        assert_eq!(upstream_message(b""), "(no message)");
+        assert!(upstream_message("x".repeat(2000).as_bytes()).len() < 600);
+    }
+
+    #[test]
+    fn chunks_with_an_error_are_errors_and_garbage_is_a_bad_response() {
+        assert!(
+            matches!(parse_chunk(r#"{"error":{"message":"overloaded"}}"#), Err(LlmError::Upstream { reason }) if reason == "overloaded")
+        );
+        assert!(matches!(
+            parse_chunk("<html>"),
+            Err(LlmError::BadResponse { .. })
+        ));
+        let chunk = parse_chunk(r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}"#).unwrap();
+        assert_eq!(chunk.choices[0].delta.content.as_deref(), Some("hi"));
+    }
+
+    #[test]
+    fn http_and_https_base_urls_are_accepted() {
+        let config = |url: &str| UpstreamConfig {
+            base_url: url.into(),
+            api_key: None,
+            model: None,
+            timeout: Duration::from_secs(1),
+            system_prompt: String::new(),
+            trace_content: false,
+        };
+        let model = UpstreamModel::new(config("http://127.0.0.1:4000/v1/")).unwrap();
+        assert_eq!(model.url, "http://127.0.0.1:4000/v1/chat/completions");
+        assert_eq!((model.host.as_str(), model.port), ("127.0.0.1", 4000));
+        let tls = UpstreamModel::new(config("https://api.openai.com/v1")).unwrap();
+        assert_eq!((tls.host.as_str(), tls.port), ("api.openai.com", 443));
+        assert!(UpstreamModel::new(config("not a url")).is_err());
+        assert!(UpstreamModel::new(config("ftp://x/v1")).is_err());
+    }
+}

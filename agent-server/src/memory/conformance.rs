@@ -1,0 +1,686 @@
+//! The memory contract as executable checks. Every backend runs all of them, unchanged, through
+//! [`memory_conformance_tests!`](crate::memory_conformance_tests), against a store opened with
+//! [`config()`].
+//!
+//! Each check uses fresh random session ids, so checks may share one store and run concurrently.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use protocol::SessionId;
+use protocol::control::{FactKind, FactSource};
+use uuid::Uuid;
+
+use super::{
+    MemoryConfig, MemoryContext, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite,
+    WorkingItem, normalize_key,
+};
+
+/// The configuration every store under test must be opened with.
+pub fn config() -> MemoryConfig {
+    MemoryConfig {
+        working_ttl: Duration::from_secs(3600),
+        working_capacity: 8,
+        recency_half_life: Duration::from_secs(86_400),
+    }
+}
+
+/// Generates one `#[tokio::test]` per conformance check. `$make` is an expression (may use
+/// `.await`) that yields something dereferencing to a `dyn MemoryStore` opened with [`config()`].
+#[macro_export]
+macro_rules! memory_conformance_tests {
+    ($make:expr) => {
+        $crate::memory_conformance_tests!(@tests $make;
+            recall_finds_matching_facts_only,
+            newer_value_supersedes_older_for_same_key,
+            older_observation_does_not_supersede_newer,
+            working_memory_expires_on_the_session_clock,
+            working_memory_keeps_the_newest_items,
+            sessions_are_isolated,
+            reset_removes_everything_of_one_session,
+            recency_breaks_ties_between_equal_matches,
+            standing_items_are_always_loaded_and_retire,
+            facts_round_trip_every_field,
+            recall_respects_limit_and_ignores_query_syntax,
+            concurrent_turns_are_all_stored,
+            snapshot_lists_facts_newest_first,
+            a_turn_racing_a_reset_writes_nothing,
+        );
+    };
+    (@tests $make:expr; $($check:ident),+ $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $check() {
+                let store = $make;
+                $crate::memory::conformance::$check(&*store).await;
+            }
+        )+
+    };
+}
+
+fn t0() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2030-01-01T09:00:00Z")
+        .unwrap()
+        .to_utc()
+}
+
+fn minutes(m: i64) -> chrono::Duration {
+    chrono::Duration::minutes(m)
+}
+
+fn session() -> SessionId {
+    SessionId::parse(&format!("conformance-{}", Uuid::new_v4())).unwrap()
+}
+
+fn fact(key: Option<&str>, text: &str, at: DateTime<Utc>) -> NewFact {
+    NewFact {
+        kind: FactKind::Fact,
+        key: key.map(normalize_key),
+        text: text.to_owned(),
+        data: None,
+        observed_at: at,
+        importance: 0.5,
+        source: FactSource::Extracted,
+    }
+}
+
+fn user(text: &str, at: DateTime<Utc>) -> WorkingItem {
+    WorkingItem {
+        role: TurnRole::User,
+        text: text.to_owned(),
+        at,
+    }
+}
+
+async fn recall(
+    store: &dyn MemoryStore,
+    s: &SessionId,
+    at: DateTime<Utc>,
+    q: &str,
+) -> MemoryContext {
+    store
+        .recall(
+            s,
+            RecallQuery {
+                now: at,
+                text: q,
+                limit: 10,
+            },
+        )
+        .await
+        .expect("recall")
+}
+
+fn texts(ctx: &MemoryContext) -> Vec<&str> {
+    ctx.facts.iter().map(|r| r.fact.text.as_str()).collect()
+}
+
+async fn commit_facts(store: &dyn MemoryStore, s: &SessionId, facts: Vec<NewFact>) {
+    store
+        .commit_turn(
+            s,
+            TurnWrite {
+                facts,
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .expect("commit_turn");
+}
+
+pub async fn recall_finds_matching_facts_only(store: &dyn MemoryStore) {
+    let s = session();
+    commit_facts(
+        store,
+        &s,
+        vec![
+            fact(
+                Some("favourite colour"),
+                "My favourite colour is teal.",
+                t0(),
+            ),
+            fact(Some("home city"), "I live in Lisbon.", t0()),
+        ],
+    )
+    .await;
+    let ctx = recall(store, &s, t0() + minutes(1), "What is my favourite colour?").await;
+    assert_eq!(texts(&ctx), ["My favourite colour is teal."]);
+    assert!(
+        ctx.facts[0].score > 0.0,
+        "a match must have a positive score"
+    );
+
+    let ctx = recall(store, &s, t0() + minutes(1), "Which city do I live in?").await;
+    assert_eq!(texts(&ctx), ["I live in Lisbon."]);
+
+    let ctx = recall(store, &s, t0() + minutes(1), "What is the capital of Peru?").await;
+    assert!(
+        ctx.facts.is_empty(),
+        "unrelated query recalled {:?}",
+        texts(&ctx)
+    );
+}
+
+pub async fn newer_value_supersedes_older_for_same_key(store: &dyn MemoryStore) {
+    let s = session();
+    commit_facts(
+        store,
+        &s,
+        vec![fact(
+            Some("favourite colour"),
+            "My favourite colour is teal.",
+            t0(),
+        )],
+    )
+    .await;
+    let stored = store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                facts: vec![fact(
+                    Some("Favourite Colour"),
+                    "My favourite colour is green now.",
+                    t0() + minutes(5),
+                )],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    assert!(stored[0].current);
+    assert_eq!(stored[0].key.as_deref(), Some("favourite colour"));
+
+    let ctx = recall(store, &s, t0() + minutes(6), "favourite colour").await;
+    assert_eq!(texts(&ctx), ["My favourite colour is green now."]);
+    let snap = store.snapshot(&s, t0() + minutes(6)).await.unwrap();
+    assert_eq!(snap.facts.len(), 1, "the superseded fact must be gone");
+}
+
+pub async fn older_observation_does_not_supersede_newer(store: &dyn MemoryStore) {
+    let s = session();
+    commit_facts(
+        store,
+        &s,
+        vec![fact(
+            Some("car"),
+            "My car is a red Volvo.",
+            t0() + minutes(60),
+        )],
+    )
+    .await;
+    let stored = store
+        .inject(&s, vec![fact(Some("car"), "My car is a blue Fiat.", t0())])
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 1);
+    assert!(
+        !stored[0].current,
+        "an older observation must not become current"
+    );
+    let ctx = recall(store, &s, t0() + minutes(61), "Which car do I drive?").await;
+    assert_eq!(texts(&ctx), ["My car is a red Volvo."]);
+
+    // A later injected value does win.
+    let stored = store
+        .inject(
+            &s,
+            vec![fact(
+                Some("car"),
+                "My car is a green Skoda.",
+                t0() + minutes(90),
+            )],
+        )
+        .await
+        .unwrap();
+    assert!(stored[0].current);
+    let ctx = recall(store, &s, t0() + minutes(91), "car").await;
+    assert_eq!(texts(&ctx), ["My car is a green Skoda."]);
+}
+
+pub async fn working_memory_expires_on_the_session_clock(store: &dyn MemoryStore) {
+    let s = session();
+    let ttl = store.config().ttl();
+    store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                items: vec![user("I had pasta for lunch.", t0())],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    let ctx = recall(
+        store,
+        &s,
+        t0() + ttl - chrono::Duration::seconds(1),
+        "lunch",
+    )
+    .await;
+    assert_eq!(
+        ctx.working.len(),
+        1,
+        "item must be live just before its TTL"
+    );
+    assert_eq!(ctx.working[0], user("I had pasta for lunch.", t0()));
+
+    // The session clock jumps past the TTL although no real time passed.
+    let ctx = recall(
+        store,
+        &s,
+        t0() + ttl + chrono::Duration::seconds(1),
+        "lunch",
+    )
+    .await;
+    assert!(
+        ctx.working.is_empty(),
+        "item must expire on the session clock"
+    );
+    let snap = store
+        .snapshot(&s, t0() + ttl + chrono::Duration::seconds(1))
+        .await
+        .unwrap();
+    assert!(snap.working.is_empty());
+    // Going back in time makes it visible again: expiry is a view, not a deletion, until capacity or
+    // the backend's own clean-up removes it.
+    let ctx = recall(store, &s, t0() + minutes(1), "lunch").await;
+    assert_eq!(ctx.working.len(), 1);
+}
+
+pub async fn working_memory_keeps_the_newest_items(store: &dyn MemoryStore) {
+    let s = session();
+    let capacity = store.config().working_capacity;
+    let total = capacity + 3;
+    for i in 0..total {
+        store
+            .commit_turn(
+                &s,
+                TurnWrite {
+                    items: vec![user(&format!("turn {i}"), t0() + minutes(i as i64))],
+                    ..TurnWrite::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let ctx = recall(store, &s, t0() + minutes(total as i64), "turn").await;
+    let got: Vec<&str> = ctx.working.iter().map(|w| w.text.as_str()).collect();
+    let want: Vec<String> = (total - capacity..total)
+        .map(|i| format!("turn {i}"))
+        .collect();
+    assert_eq!(got, want, "newest {capacity} items, oldest first");
+}
+
+pub async fn sessions_are_isolated(store: &dyn MemoryStore) {
+    let (a, b) = (session(), session());
+    store
+        .commit_turn(
+            &a,
+            TurnWrite {
+                items: vec![user("My dog is called Rex.", t0())],
+                facts: vec![fact(Some("dog name"), "My dog is called Rex.", t0())],
+                retire: vec![],
+                expected_epoch: None,
+            },
+        )
+        .await
+        .unwrap();
+    let ctx_b = recall(store, &b, t0() + minutes(1), "What is my dog called?").await;
+    assert_eq!(
+        ctx_b,
+        MemoryContext::default(),
+        "session B must see nothing of A"
+    );
+
+    commit_facts(
+        store,
+        &b,
+        vec![fact(
+            Some("dog name"),
+            "My dog is called Bella.",
+            t0() + minutes(2),
+        )],
+    )
+    .await;
+    let ctx_a = recall(store, &a, t0() + minutes(3), "dog called").await;
+    assert_eq!(
+        texts(&ctx_a),
+        ["My dog is called Rex."],
+        "same key in B must not supersede A"
+    );
+}
+
+pub async fn reset_removes_everything_of_one_session(store: &dyn MemoryStore) {
+    let (a, b) = (session(), session());
+    for s in [&a, &b] {
+        store
+            .commit_turn(
+                s,
+                TurnWrite {
+                    items: vec![
+                        user("I like chess.", t0()),
+                        user("I play on Sundays.", t0() + minutes(1)),
+                    ],
+                    facts: vec![
+                        fact(Some("hobby"), "My hobby is chess.", t0()),
+                        fact(None, "I play chess on Sundays.", t0()),
+                    ],
+                    retire: vec![],
+                    expected_epoch: None,
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let counts = store.reset(&a).await.unwrap();
+    assert_eq!(counts.working_items, 2);
+    assert_eq!(counts.facts, 2);
+
+    let snap = store.snapshot(&a, t0() + minutes(2)).await.unwrap();
+    assert!(snap.working.is_empty() && snap.facts.is_empty());
+    let ctx = recall(store, &a, t0() + minutes(2), "chess").await;
+    assert!(ctx.working.is_empty() && ctx.facts.is_empty() && ctx.standing.is_empty());
+    assert!(ctx.epoch > 0, "a reset must advance the session epoch");
+    assert_eq!(
+        store.reset(&a).await.unwrap(),
+        super::ResetCounts::default()
+    );
+
+    let snap_b = store.snapshot(&b, t0() + minutes(2)).await.unwrap();
+    assert_eq!(
+        (snap_b.working.len(), snap_b.facts.len()),
+        (2, 2),
+        "reset of A touched B"
+    );
+}
+
+pub async fn recency_breaks_ties_between_equal_matches(store: &dyn MemoryStore) {
+    let s = session();
+    commit_facts(
+        store,
+        &s,
+        vec![
+            fact(
+                None,
+                "I ate pasta in the garden.",
+                t0() - chrono::Duration::days(10),
+            ),
+            fact(None, "I ate sushi in the garden.", t0()),
+        ],
+    )
+    .await;
+    let ctx = recall(store, &s, t0() + minutes(1), "garden").await;
+    assert_eq!(
+        texts(&ctx),
+        ["I ate sushi in the garden.", "I ate pasta in the garden."]
+    );
+    assert!(ctx.facts[0].score > ctx.facts[1].score);
+}
+
+pub async fn standing_items_are_always_loaded_and_retire(store: &dyn MemoryStore) {
+    let s = session();
+    let rule = NewFact {
+        kind: FactKind::Rule,
+        key: Some("rule:banana".into()),
+        text: "Whenever I say banana, reply mango.".into(),
+        data: Some(serde_json::json!({"trigger": "banana", "reply": "mango"})),
+        observed_at: t0(),
+        importance: 0.9,
+        source: FactSource::Extracted,
+    };
+    let reminder = NewFact {
+        kind: FactKind::Reminder,
+        key: None,
+        text: "Remind me to call mum.".into(),
+        data: Some(serde_json::json!({"due": "2030-01-01T11:00:00Z"})),
+        observed_at: t0() + minutes(1),
+        importance: 0.8,
+        source: FactSource::Extracted,
+    };
+    let stored = store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                facts: vec![rule, reminder],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(stored.len(), 2);
+
+    let ctx = recall(store, &s, t0() + minutes(2), "completely unrelated words").await;
+    let standing: Vec<FactKind> = ctx.standing.iter().map(|f| f.kind).collect();
+    assert_eq!(
+        standing,
+        [FactKind::Rule, FactKind::Reminder],
+        "oldest first, whatever the query"
+    );
+    assert!(ctx.facts.is_empty(), "standing items are not ranked facts");
+
+    store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                retire: vec![stored[1].id],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    let ctx = recall(store, &s, t0() + minutes(3), "anything").await;
+    assert_eq!(ctx.standing.len(), 1);
+    assert_eq!(ctx.standing[0].id, stored[0].id);
+}
+
+pub async fn facts_round_trip_every_field(store: &dyn MemoryStore) {
+    let s = session();
+    let at = DateTime::parse_from_rfc3339("2030-01-01T09:00:00.123Z")
+        .unwrap()
+        .to_utc();
+    let new = NewFact {
+        kind: FactKind::Fact,
+        key: Some("flight date".into()),
+        text: "My flight is on 2030-01-04 — gate «B12».".into(),
+        data: Some(serde_json::json!({"date": "2030-01-04", "n": [1, 2.5, null]})),
+        observed_at: at,
+        importance: 0.75,
+        source: FactSource::Injected,
+    };
+    let stored = store.inject(&s, vec![new.clone()]).await.unwrap();
+    let snap = store.snapshot(&s, at).await.unwrap();
+    assert_eq!(snap.facts.len(), 1);
+    let got = &snap.facts[0];
+    assert_eq!(got.id, stored[0].id);
+    assert_eq!(
+        (
+            got.kind,
+            &got.key,
+            &got.text,
+            &got.data,
+            got.observed_at,
+            got.source
+        ),
+        (
+            new.kind,
+            &new.key,
+            &new.text,
+            &new.data,
+            new.observed_at,
+            new.source
+        )
+    );
+    assert!((got.importance - new.importance).abs() < 1e-6);
+}
+
+pub async fn recall_respects_limit_and_ignores_query_syntax(store: &dyn MemoryStore) {
+    let s = session();
+    let facts = (0..15)
+        .map(|i| {
+            fact(
+                None,
+                &format!("Note {i} mentions the lighthouse."),
+                t0() + minutes(i),
+            )
+        })
+        .collect();
+    commit_facts(store, &s, facts).await;
+    let ctx = store
+        .recall(
+            &s,
+            RecallQuery {
+                now: t0() + minutes(20),
+                text: "lighthouse",
+                limit: 4,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(ctx.facts.len(), 4);
+    assert_eq!(ctx.facts[0].fact.text, "Note 14 mentions the lighthouse.");
+
+    for hostile in [
+        "\"lighthouse",
+        "lighthouse*",
+        "NEAR(lighthouse",
+        "lighthouse AND OR NOT",
+        "-lighthouse",
+        "'; DROP TABLE facts; --",
+        "light:house",
+        "((()))",
+        "",
+        "?!",
+        "lighthouse & | ! <->",
+    ] {
+        store
+            .recall(
+                &s,
+                RecallQuery {
+                    now: t0(),
+                    text: hostile,
+                    limit: 4,
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("query {hostile:?} failed: {e}"));
+    }
+}
+
+pub async fn concurrent_turns_are_all_stored(store: &dyn MemoryStore) {
+    let sessions: Vec<SessionId> = (0..8).map(|_| session()).collect();
+    let mut turns = Vec::new();
+    for (i, s) in sessions.iter().enumerate() {
+        for j in 0..4 {
+            turns.push(async move {
+                store
+                    .commit_turn(
+                        s,
+                        TurnWrite {
+                            items: vec![user(&format!("s{i} turn {j}"), t0() + minutes(j))],
+                            facts: vec![fact(
+                                None,
+                                &format!("Session {i} fact {j} about zebras."),
+                                t0() + minutes(j),
+                            )],
+                            retire: vec![],
+                            expected_epoch: None,
+                        },
+                    )
+                    .await
+                    .unwrap()
+            });
+        }
+    }
+    futures_util::future::join_all(turns).await;
+    for (i, s) in sessions.iter().enumerate() {
+        let snap = store.snapshot(s, t0() + minutes(5)).await.unwrap();
+        assert_eq!(snap.working.len(), 4, "session {i}");
+        assert_eq!(snap.facts.len(), 4, "session {i}");
+        assert!(
+            snap.facts
+                .iter()
+                .all(|f| f.text.starts_with(&format!("Session {i} ")))
+        );
+    }
+}
+
+pub async fn snapshot_lists_facts_newest_first(store: &dyn MemoryStore) {
+    let s = session();
+    commit_facts(
+        store,
+        &s,
+        vec![
+            fact(None, "First.", t0()),
+            fact(None, "Third.", t0() + minutes(2)),
+            fact(None, "Second.", t0() + minutes(1)),
+        ],
+    )
+    .await;
+    store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                items: vec![user("one", t0()), user("two", t0() + minutes(1))],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    let snap = store.snapshot(&s, t0() + minutes(3)).await.unwrap();
+    let facts: Vec<&str> = snap.facts.iter().map(|f| f.text.as_str()).collect();
+    assert_eq!(facts, ["Third.", "Second.", "First."]);
+    let working: Vec<&str> = snap.working.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(working, ["one", "two"]);
+}
+
+pub async fn a_turn_racing_a_reset_writes_nothing(store: &dyn MemoryStore) {
+    let s = session();
+    commit_facts(store, &s, vec![fact(Some("pet"), "My pet is a cat.", t0())]).await;
+    let before = recall(store, &s, t0() + minutes(1), "pet").await;
+
+    // A reset lands between the turn's recall and its commit.
+    store.reset(&s).await.unwrap();
+    let err = store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                items: vec![user("My pet is a cat.", t0() + minutes(1))],
+                facts: vec![fact(Some("pet"), "My pet is a cat.", t0() + minutes(1))],
+                retire: vec![],
+                expected_epoch: Some(before.epoch),
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, super::MemoryError::SessionReset), "{err}");
+    let snap = store.snapshot(&s, t0() + minutes(2)).await.unwrap();
+    assert!(
+        snap.working.is_empty() && snap.facts.is_empty(),
+        "the stale turn was written"
+    );
+
+    // A turn that read its context after the reset goes through.
+    let after = recall(store, &s, t0() + minutes(2), "pet").await;
+    assert_ne!(after.epoch, before.epoch);
+    store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                items: vec![user("My pet is a dog.", t0() + minutes(2))],
+                expected_epoch: Some(after.epoch),
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        store
+            .snapshot(&s, t0() + minutes(3))
+            .await
+            .unwrap()
+            .working
+            .len(),
+        1
+    );
+}

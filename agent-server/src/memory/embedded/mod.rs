@@ -1,0 +1,300 @@
+//! Embedded backend: one SQLite file, no server. The agent-server's default store.
+//!
+//! - Working memory, facts and each session's epoch are tables of one database ([`schema`]); facts
+//!   have an FTS5 index (`porter unicode61`) that recall ranks with `bm25`, re-ranked by
+//!   [`ranking::combined_score`](crate::memory::ranking::combined_score) on the session clock.
+//! - Every operation is one transaction; writes are `BEGIN IMMEDIATE`, so a turn's epoch check,
+//!   supersession and inserts see no other writer in between, also across processes.
+//! - SQLite calls block, so they run on the pool's blocking threads (`interact`), never on the
+//!   async executor.
+//! - Durability: WAL with `synchronous = NORMAL`; a write that returned `Ok` survives the process
+//!   being killed (see [`schema`] for why, and what it does not cover).
+//!
+//! Limits worth knowing:
+//! - One writer at a time per file (SQLite's rule); writes are short transactions, so this caps
+//!   write throughput rather than correctness. Other processes may share the file; they wait up
+//!   to [`BUSY_TIMEOUT`] for the write lock, then get [`MemoryError::Unavailable`].
+//! - `bm25` takes its statistics (document count, term frequencies across documents, average
+//!   length) from the whole index, i.e. from every session. Which facts a session can recall
+//!   never depends on other sessions, but the relative weight of two different query terms, and
+//!   so the order of two facts matching different terms, can.
+//! - The file must be on a local disk: WAL needs shared memory between the processes using it,
+//!   which network file systems do not provide.
+
+mod ops;
+mod schema;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use deadpool_sqlite::rusqlite::{self, Connection, ErrorCode};
+use deadpool_sqlite::{Hook, HookError, InteractError, Pool, PoolError, Runtime};
+use protocol::SessionId;
+use protocol::control::DependencyHealth;
+
+pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, SCHEMA_VERSION};
+
+use super::{
+    MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, ResetCounts,
+    Snapshot, StoredFact, TurnWrite, ranking,
+};
+
+/// The dependency name in errors and health reports.
+const DEPENDENCY: &str = "embedded";
+
+/// Connections per store. SQLite runs one writer at a time whatever the pool size (and this
+/// process's writers queue on `write_gate` first), so the pool mostly serves concurrent readers.
+const POOL_SIZE: usize = 4;
+
+/// How long a request waits for a free connection before the store reports itself unavailable.
+const POOL_WAIT: Duration = Duration::from_secs(10);
+
+/// A memory store in a single SQLite file.
+pub struct EmbeddedStore {
+    pool: Pool,
+    config: MemoryConfig,
+    path: PathBuf,
+    /// Serialises this process's writers before they take a connection. SQLite admits one writer
+    /// at a time anyway; queueing here in FIFO order keeps waiting writers off the blocking
+    /// threads and out of the busy handler's sleep-and-retry loop, which then only arbitrates
+    /// between processes sharing the file.
+    write_gate: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for EmbeddedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedStore")
+            .field("path", &self.path)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EmbeddedStore {
+    /// Opens (creating it and its parent directories if needed) the database at `path`, and
+    /// migrates it to [`SCHEMA_VERSION`].
+    ///
+    /// Fails with [`MemoryError::Corrupt`] when the file is not an agentwall memory database or
+    /// was written by a newer server, and with [`MemoryError::Unavailable`] when it cannot be
+    /// created or opened. Several stores, in this process or others, may open the same file.
+    pub async fn open(path: &Path, config: MemoryConfig) -> Result<Self, MemoryError> {
+        // Every pooled connection opens the path anew: an in-memory database would be a different,
+        // empty one per connection, and a temporary ("") one is not durable.
+        if path.as_os_str().is_empty() || path == Path::new(":memory:") {
+            return Err(MemoryError::Backend {
+                dependency: DEPENDENCY,
+                reason: format!("{path:?} is not a file path; the embedded store needs one"),
+            });
+        }
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            tokio::fs::create_dir_all(parent)
+                .await
+                .map_err(|e| MemoryError::Unavailable {
+                    dependency: DEPENDENCY,
+                    reason: format!("cannot create directory {}: {e}", parent.display()),
+                })?;
+        }
+
+        let pool = deadpool_sqlite::Config::new(path)
+            .builder(Runtime::Tokio1)
+            .unwrap_or_else(|never| match never {})
+            .max_size(POOL_SIZE)
+            .wait_timeout(Some(POOL_WAIT))
+            .create_timeout(Some(POOL_WAIT))
+            .recycle_timeout(Some(POOL_WAIT))
+            .post_create(Hook::async_fn(|conn, _| {
+                Box::pin(async move {
+                    conn.interact(schema::configure_connection)
+                        .await
+                        .map_err(|e| HookError::message(e.to_string()))?
+                        .map_err(HookError::Backend)
+                })
+            }))
+            .build()
+            .map_err(|e| MemoryError::Backend {
+                dependency: DEPENDENCY,
+                reason: format!("cannot build the connection pool: {e}"),
+            })?;
+
+        let store = Self {
+            pool,
+            config,
+            path: path.to_owned(),
+            write_gate: tokio::sync::Mutex::new(()),
+        };
+        store.write(schema::migrate).await?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The schema version recorded in the file.
+    pub async fn schema_version(&self) -> Result<u32, MemoryError> {
+        let version: i64 = self
+            .read(|conn| {
+                conn.pragma_query_value(None, "user_version", |row| row.get(0))
+                    .map_err(sqlite_error)
+            })
+            .await?;
+        u32::try_from(version).map_err(|_| corrupt(format!("invalid schema version {version}")))
+    }
+
+    /// Runs `f` on a pooled connection, on a blocking thread.
+    async fn read<T, F>(&self, f: F) -> Result<T, MemoryError>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, MemoryError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let conn = self.pool.get().await.map_err(pool_error)?;
+        conn.interact(f).await.map_err(interact_error)?
+    }
+
+    /// [`Self::read`] for a function that writes: one writer of this process at a time.
+    async fn write<T, F>(&self, f: F) -> Result<T, MemoryError>
+    where
+        F: FnOnce(&mut Connection) -> Result<T, MemoryError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let _gate = self.write_gate.lock().await;
+        self.read(f).await
+    }
+}
+
+#[async_trait]
+impl MemoryStore for EmbeddedStore {
+    fn backend(&self) -> &'static str {
+        DEPENDENCY
+    }
+
+    fn config(&self) -> &MemoryConfig {
+        &self.config
+    }
+
+    async fn recall(
+        &self,
+        session: &SessionId,
+        query: RecallQuery<'_>,
+    ) -> Result<MemoryContext, MemoryError> {
+        let (config, session) = (self.config, session.as_str().to_owned());
+        let terms = ranking::query_terms(query.text);
+        let (now, limit) = (query.now, query.limit);
+        self.read(move |conn| ops::recall(conn, &config, &session, now, &terms, limit))
+            .await
+    }
+
+    async fn commit_turn(
+        &self,
+        session: &SessionId,
+        turn: TurnWrite,
+    ) -> Result<Vec<StoredFact>, MemoryError> {
+        let (config, session) = (self.config, session.as_str().to_owned());
+        self.write(move |conn| ops::commit_turn(conn, &config, &session, turn))
+            .await
+    }
+
+    async fn inject(
+        &self,
+        session: &SessionId,
+        facts: Vec<NewFact>,
+    ) -> Result<Vec<StoredFact>, MemoryError> {
+        let session = session.as_str().to_owned();
+        self.write(move |conn| ops::inject(conn, &session, facts))
+            .await
+    }
+
+    async fn reset(&self, session: &SessionId) -> Result<ResetCounts, MemoryError> {
+        let session = session.as_str().to_owned();
+        self.write(move |conn| ops::reset(conn, &session)).await
+    }
+
+    async fn snapshot(
+        &self,
+        session: &SessionId,
+        now: DateTime<Utc>,
+    ) -> Result<Snapshot, MemoryError> {
+        let (config, session) = (self.config, session.as_str().to_owned());
+        self.read(move |conn| ops::snapshot(conn, &config, &session, now))
+            .await
+    }
+
+    async fn health(&self) -> Vec<DependencyHealth> {
+        // A real round trip through the pool and the file, so a deleted directory, a full pool or
+        // a corrupt header show up here rather than on the next turn.
+        let result = self
+            .read(|conn| {
+                conn.query_row("SELECT EXISTS (SELECT 1 FROM sessions)", [], |row| {
+                    row.get::<_, i64>(0)
+                })
+                .map_err(sqlite_error)
+            })
+            .await;
+        vec![DependencyHealth {
+            name: DEPENDENCY.to_owned(),
+            ok: result.is_ok(),
+            error: result.err().map(|e| e.to_string()),
+        }]
+    }
+}
+
+fn corrupt(reason: String) -> MemoryError {
+    MemoryError::Corrupt {
+        dependency: DEPENDENCY,
+        reason,
+    }
+}
+
+/// Classifies a SQLite error: damaged or foreign files are `Corrupt`, contention and I/O trouble
+/// (retryable, or fixed by an operator) are `Unavailable`, the rest are `Backend` failures.
+fn sqlite_error(error: rusqlite::Error) -> MemoryError {
+    let reason = error.to_string();
+    match error.sqlite_error_code() {
+        Some(ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt) => corrupt(reason),
+        Some(
+            ErrorCode::DatabaseBusy
+            | ErrorCode::DatabaseLocked
+            | ErrorCode::CannotOpen
+            | ErrorCode::SystemIoFailure
+            | ErrorCode::DiskFull
+            | ErrorCode::ReadOnly
+            | ErrorCode::PermissionDenied
+            | ErrorCode::FileLockingProtocolFailed,
+        ) => MemoryError::Unavailable {
+            dependency: DEPENDENCY,
+            reason,
+        },
+        _ => MemoryError::Backend {
+            dependency: DEPENDENCY,
+            reason,
+        },
+    }
+}
+
+fn pool_error(error: PoolError) -> MemoryError {
+    match error {
+        PoolError::Backend(e) | PoolError::PostCreateHook(HookError::Backend(e)) => sqlite_error(e),
+        other => MemoryError::Unavailable {
+            dependency: DEPENDENCY,
+            reason: format!("no database connection: {other}"),
+        },
+    }
+}
+
+fn interact_error(error: InteractError) -> MemoryError {
+    match error {
+        // A panic inside a transaction unwinds through its guard, which rolls it back; the
+        // poisoned connection is then discarded by the pool's recycle check.
+        InteractError::Panic(_) => MemoryError::Backend {
+            dependency: DEPENDENCY,
+            reason: "a database task panicked; its transaction was rolled back".to_owned(),
+        },
+        InteractError::Cancelled => MemoryError::Unavailable {
+            dependency: DEPENDENCY,
+            reason: "the database task was cancelled (the server is shutting down)".to_owned(),
+        },
+    }
+}

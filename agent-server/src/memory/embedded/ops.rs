@@ -1,0 +1,499 @@
+//! The store's operations as plain synchronous functions over one connection. The async shell in
+//! `mod.rs` runs each of them on a blocking thread through the pool's `interact`.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use deadpool_sqlite::rusqlite::{
+    Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params,
+};
+use protocol::control::{FactKind, FactSource};
+use uuid::Uuid;
+
+use super::{corrupt, sqlite_error};
+use crate::memory::{
+    Fact, MemoryConfig, MemoryContext, MemoryError, NewFact, Recalled, ResetCounts, Snapshot,
+    StoredFact, TurnRole, TurnWrite, WorkingItem, ranking,
+};
+
+/// Columns of `facts` in the order [`RawFact::from_row`] reads them, prefixed by the alias `f.`.
+const FACT_COLUMNS: &str =
+    "f.id, f.kind, f.key, f.text, f.data, f.observed_at, f.importance, f.source";
+
+pub(super) fn recall(
+    conn: &mut Connection,
+    config: &MemoryConfig,
+    session: &str,
+    now: DateTime<Utc>,
+    terms: &[String],
+    limit: usize,
+) -> Result<MemoryContext, MemoryError> {
+    // One read transaction, so the epoch, working memory and facts are one consistent snapshot
+    // (WAL gives readers a stable view while a writer commits).
+    let tx = conn.transaction().map_err(sqlite_error)?;
+    let epoch = read_epoch(&tx, session)?;
+    let working = live_working(&tx, config, session, now)?;
+
+    let mut facts = Vec::new();
+    if let Some(expression) = match_expression(terms).filter(|_| limit > 0) {
+        // `candidate_pool` multiplies; capping its input keeps an absurd limit from overflowing.
+        let pool = ranking::candidate_pool(limit.min(usize::MAX / 8));
+        let pool = i64::try_from(pool).unwrap_or(i64::MAX);
+        // bm25() is smaller for better matches, so it is negated into "larger is better". The
+        // secondary keys only make the cut at the pool boundary deterministic.
+        let mut stmt = tx
+            .prepare_cached(&format!(
+                "SELECT {FACT_COLUMNS}, -bm25(facts_fts) AS lexical
+                 FROM facts_fts JOIN facts AS f ON f.pk = facts_fts.rowid
+                 WHERE facts_fts MATCH ?1 AND f.session_id = ?2 AND f.kind = 'fact'
+                 ORDER BY bm25(facts_fts), f.observed_at DESC, f.id
+                 LIMIT ?3"
+            ))
+            .map_err(sqlite_error)?;
+        let rows = stmt
+            .query_map(params![expression, session, pool], |row| {
+                Ok((RawFact::from_row(row)?, row.get::<_, f64>(8)?))
+            })
+            .map_err(sqlite_error)?;
+        for row in rows {
+            let (raw, lexical) = row.map_err(sqlite_error)?;
+            let fact = raw.into_fact()?;
+            let score =
+                ranking::combined_score(lexical, fact.observed_at, now, config.recency_half_life);
+            facts.push(Recalled { fact, score });
+        }
+    }
+    facts.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| b.fact.observed_at.cmp(&a.fact.observed_at))
+            .then_with(|| a.fact.id.cmp(&b.fact.id))
+    });
+    facts.truncate(limit);
+
+    let standing = select_facts(
+        &tx,
+        "WHERE f.session_id = ?1 AND f.kind IN ('rule', 'reminder')
+         ORDER BY f.observed_at, f.pk",
+        session,
+    )?;
+    Ok(MemoryContext {
+        working,
+        facts,
+        standing,
+        epoch,
+    })
+}
+
+pub(super) fn snapshot(
+    conn: &mut Connection,
+    config: &MemoryConfig,
+    session: &str,
+    now: DateTime<Utc>,
+) -> Result<Snapshot, MemoryError> {
+    let tx = conn.transaction().map_err(sqlite_error)?;
+    let working = live_working(&tx, config, session, now)?;
+    // Newest first; among equal times the later write first.
+    let facts = select_facts(
+        &tx,
+        "WHERE f.session_id = ?1 ORDER BY f.observed_at DESC, f.pk DESC",
+        session,
+    )?;
+    Ok(Snapshot { working, facts })
+}
+
+pub(super) fn commit_turn(
+    conn: &mut Connection,
+    config: &MemoryConfig,
+    session: &str,
+    turn: TurnWrite,
+) -> Result<Vec<StoredFact>, MemoryError> {
+    // IMMEDIATE takes the write lock up front: the epoch check and every write below happen with
+    // no other writer (a reset included) in between, and a busy database is waited for here
+    // rather than failing half-way when a read would upgrade to a write.
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sqlite_error)?;
+    if let Some(expected) = turn.expected_epoch
+        && read_epoch(&tx, session)? != expected
+    {
+        // Dropping the transaction rolls it back; nothing was written yet anyway.
+        return Err(MemoryError::SessionReset);
+    }
+    register_session(&tx, session)?;
+
+    for id in &turn.retire {
+        tx.execute(
+            "DELETE FROM facts WHERE session_id = ?1 AND id = ?2",
+            params![session, id.to_string()],
+        )
+        .map_err(sqlite_error)?;
+    }
+    let stored = write_facts(&tx, session, turn.facts)?;
+
+    if !turn.items.is_empty() {
+        let next_seq: i64 = tx
+            .query_row(
+                "SELECT coalesce(max(seq), 0) + 1 FROM working_items WHERE session_id = ?1",
+                [session],
+                |row| row.get(0),
+            )
+            .map_err(sqlite_error)?;
+        let mut insert = tx
+            .prepare_cached(
+                "INSERT INTO working_items (session_id, seq, role, text, at)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )
+            .map_err(sqlite_error)?;
+        for (seq, item) in (next_seq..).zip(&turn.items) {
+            insert
+                .execute(params![
+                    session,
+                    seq,
+                    item.role.as_str(),
+                    item.text,
+                    item.at.timestamp_micros()
+                ])
+                .map_err(sqlite_error)?;
+        }
+        drop(insert);
+        // Capacity: keep the newest items by (at, seq), whatever their liveness.
+        let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
+        tx.execute(
+            "DELETE FROM working_items WHERE session_id = ?1 AND seq NOT IN (
+                 SELECT seq FROM working_items WHERE session_id = ?1
+                 ORDER BY at DESC, seq DESC LIMIT ?2)",
+            params![session, capacity],
+        )
+        .map_err(sqlite_error)?;
+    }
+    tx.commit().map_err(sqlite_error)?;
+    Ok(stored)
+}
+
+pub(super) fn inject(
+    conn: &mut Connection,
+    session: &str,
+    facts: Vec<NewFact>,
+) -> Result<Vec<StoredFact>, MemoryError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sqlite_error)?;
+    register_session(&tx, session)?;
+    let stored = write_facts(&tx, session, facts)?;
+    tx.commit().map_err(sqlite_error)?;
+    Ok(stored)
+}
+
+pub(super) fn reset(conn: &mut Connection, session: &str) -> Result<ResetCounts, MemoryError> {
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sqlite_error)?;
+    let working_items = tx
+        .execute("DELETE FROM working_items WHERE session_id = ?1", [session])
+        .map_err(sqlite_error)?;
+    // The delete trigger removes each row from the full-text index in the same transaction.
+    let facts = tx
+        .execute("DELETE FROM facts WHERE session_id = ?1", [session])
+        .map_err(sqlite_error)?;
+    tx.execute(
+        "INSERT INTO sessions (session_id, epoch) VALUES (?1, 1)
+         ON CONFLICT (session_id) DO UPDATE SET epoch = epoch + 1",
+        [session],
+    )
+    .map_err(sqlite_error)?;
+    tx.commit().map_err(sqlite_error)?;
+    Ok(ResetCounts {
+        working_items: working_items as u64,
+        facts: facts as u64,
+    })
+}
+
+/// The FTS5 query for `terms`: each term a quoted string, OR-joined; `None` when there is nothing
+/// to search for. Terms come from [`ranking::query_terms`] (alphanumeric only), and quoting makes
+/// even a term such as `near` or `or` a plain string, so user text never becomes query syntax.
+pub(super) fn match_expression(terms: &[String]) -> Option<String> {
+    if terms.is_empty() {
+        return None;
+    }
+    let quoted: Vec<String> = terms
+        .iter()
+        .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
+        .collect();
+    Some(quoted.join(" OR "))
+}
+
+/// Writes `facts` in order with supersession by key; one [`StoredFact`] per input.
+fn write_facts(
+    tx: &Transaction<'_>,
+    session: &str,
+    facts: Vec<NewFact>,
+) -> Result<Vec<StoredFact>, MemoryError> {
+    let mut stored: Vec<StoredFact> = Vec::with_capacity(facts.len());
+    // Facts written earlier in this same call, by id, so that one superseded by a later entry of
+    // the batch is reported as not current: `current` describes the state after the commit.
+    let mut written: HashMap<String, usize> = HashMap::new();
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO facts
+                 (id, session_id, kind, key, text, data, observed_at, importance, source)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        )
+        .map_err(sqlite_error)?;
+    for new in facts {
+        let fact = Fact::from_new(new);
+        let id = fact.id.to_string();
+        let observed_at = fact.observed_at.timestamp_micros();
+        if let Some(key) = &fact.key {
+            let existing: Option<(String, i64)> = tx
+                .query_row(
+                    "SELECT id, observed_at FROM facts WHERE session_id = ?1 AND key = ?2",
+                    params![session, key],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+                .optional()
+                .map_err(sqlite_error)?;
+            if let Some((existing_id, existing_at)) = existing {
+                if existing_at > observed_at {
+                    // The stored value was observed later: this one is kept out, not stored.
+                    stored.push(StoredFact {
+                        id: fact.id,
+                        key: fact.key,
+                        current: false,
+                    });
+                    continue;
+                }
+                // Same or older observation time: the later write wins.
+                tx.execute("DELETE FROM facts WHERE id = ?1", [&existing_id])
+                    .map_err(sqlite_error)?;
+                if let Some(&index) = written.get(&existing_id) {
+                    stored[index].current = false;
+                }
+            }
+        }
+        let data = fact
+            .data
+            .as_ref()
+            .map(serde_json::to_string)
+            .transpose()
+            .map_err(|e| MemoryError::Backend {
+                dependency: super::DEPENDENCY,
+                reason: format!("cannot serialise fact data: {e}"),
+            })?;
+        insert
+            .execute(params![
+                id,
+                session,
+                kind_str(fact.kind),
+                fact.key,
+                fact.text,
+                data,
+                observed_at,
+                f64::from(fact.importance),
+                source_str(fact.source),
+            ])
+            .map_err(sqlite_error)?;
+        written.insert(id, stored.len());
+        stored.push(StoredFact {
+            id: fact.id,
+            key: fact.key,
+            current: true,
+        });
+    }
+    Ok(stored)
+}
+
+/// Records that the session exists (its epoch starts at 0); a no-op when it already does.
+fn register_session(tx: &Transaction<'_>, session: &str) -> Result<(), MemoryError> {
+    tx.execute(
+        "INSERT INTO sessions (session_id) VALUES (?1) ON CONFLICT (session_id) DO NOTHING",
+        [session],
+    )
+    .map_err(sqlite_error)?;
+    Ok(())
+}
+
+fn read_epoch(conn: &Connection, session: &str) -> Result<u64, MemoryError> {
+    let epoch: Option<i64> = conn
+        .query_row(
+            "SELECT epoch FROM sessions WHERE session_id = ?1",
+            [session],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(sqlite_error)?;
+    let epoch = epoch.unwrap_or(0);
+    u64::try_from(epoch).map_err(|_| corrupt(format!("negative epoch {epoch}")))
+}
+
+/// The session's live working memory at `now`, oldest first.
+fn live_working(
+    conn: &Connection,
+    config: &MemoryConfig,
+    session: &str,
+    now: DateTime<Utc>,
+) -> Result<Vec<WorkingItem>, MemoryError> {
+    // Capacity is enforced on commit; limiting here as well keeps the view right if the store is
+    // reopened with a smaller capacity. Liveness is decided by `MemoryConfig::is_live` itself
+    // rather than re-derived in SQL, so it is the same rule, saturation included, as elsewhere.
+    let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT role, text, at FROM working_items WHERE session_id = ?1
+             ORDER BY at DESC, seq DESC LIMIT ?2",
+        )
+        .map_err(sqlite_error)?;
+    let rows = stmt
+        .query_map(params![session, capacity], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, i64>(2)?,
+            ))
+        })
+        .map_err(sqlite_error)?;
+    let mut items = Vec::new();
+    for row in rows {
+        let (role, text, at) = row.map_err(sqlite_error)?;
+        let role =
+            TurnRole::parse(&role).ok_or_else(|| corrupt(format!("unknown turn role {role:?}")))?;
+        let at = timestamp(at)?;
+        if config.is_live(at, now) {
+            items.push(WorkingItem { role, text, at });
+        }
+    }
+    items.reverse();
+    Ok(items)
+}
+
+/// Facts of `session` selected and ordered by `clause` (which binds the session as `?1`).
+fn select_facts(conn: &Connection, clause: &str, session: &str) -> Result<Vec<Fact>, MemoryError> {
+    let mut stmt = conn
+        .prepare_cached(&format!("SELECT {FACT_COLUMNS} FROM facts AS f {clause}"))
+        .map_err(sqlite_error)?;
+    let rows = stmt
+        .query_map([session], RawFact::from_row)
+        .map_err(sqlite_error)?;
+    rows.map(|row| row.map_err(sqlite_error)?.into_fact())
+        .collect()
+}
+
+/// A `facts` row as SQLite types; [`RawFact::into_fact`] validates it.
+struct RawFact {
+    id: String,
+    kind: String,
+    key: Option<String>,
+    text: String,
+    data: Option<String>,
+    observed_at: i64,
+    importance: f64,
+    source: String,
+}
+
+impl RawFact {
+    fn from_row(row: &Row<'_>) -> deadpool_sqlite::rusqlite::Result<Self> {
+        Ok(Self {
+            id: row.get(0)?,
+            kind: row.get(1)?,
+            key: row.get(2)?,
+            text: row.get(3)?,
+            data: row.get(4)?,
+            observed_at: row.get(5)?,
+            importance: row.get(6)?,
+            source: row.get(7)?,
+        })
+    }
+
+    fn into_fact(self) -> Result<Fact, MemoryError> {
+        let id = Uuid::parse_str(&self.id)
+            .map_err(|e| corrupt(format!("fact id {:?}: {e}", self.id)))?;
+        let data = self
+            .data
+            .map(|d| serde_json::from_str(&d))
+            .transpose()
+            .map_err(|e| corrupt(format!("data of fact {id}: {e}")))?;
+        Ok(Fact {
+            id,
+            kind: parse_kind(&self.kind)?,
+            key: self.key,
+            text: self.text,
+            data,
+            observed_at: timestamp(self.observed_at)?,
+            // Stored from an f32, so this narrowing is exact.
+            importance: self.importance as f32,
+            source: parse_source(&self.source)?,
+        })
+    }
+}
+
+fn timestamp(micros: i64) -> Result<DateTime<Utc>, MemoryError> {
+    DateTime::from_timestamp_micros(micros)
+        .ok_or_else(|| corrupt(format!("timestamp {micros} µs is out of range")))
+}
+
+fn kind_str(kind: FactKind) -> &'static str {
+    match kind {
+        FactKind::Fact => "fact",
+        FactKind::Rule => "rule",
+        FactKind::Reminder => "reminder",
+    }
+}
+
+fn parse_kind(s: &str) -> Result<FactKind, MemoryError> {
+    match s {
+        "fact" => Ok(FactKind::Fact),
+        "rule" => Ok(FactKind::Rule),
+        "reminder" => Ok(FactKind::Reminder),
+        other => Err(corrupt(format!("unknown fact kind {other:?}"))),
+    }
+}
+
+fn source_str(source: FactSource) -> &'static str {
+    match source {
+        FactSource::Extracted => "extracted",
+        FactSource::Promoted => "promoted",
+        FactSource::Injected => "injected",
+    }
+}
+
+fn parse_source(s: &str) -> Result<FactSource, MemoryError> {
+    match s {
+        "extracted" => Ok(FactSource::Extracted),
+        "promoted" => Ok(FactSource::Promoted),
+        "injected" => Ok(FactSource::Injected),
+        other => Err(corrupt(format!("unknown fact source {other:?}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn match_expression_quotes_and_or_joins_terms() {
+        let terms = [
+            "near".to_owned(),
+            "lighthouse".to_owned(),
+            "a\"b".to_owned(),
+        ];
+        assert_eq!(
+            match_expression(&terms).as_deref(),
+            Some("\"near\" OR \"lighthouse\" OR \"a\"\"b\"")
+        );
+        assert_eq!(match_expression(&[]), None);
+    }
+
+    #[test]
+    fn kinds_and_sources_round_trip() {
+        for kind in [FactKind::Fact, FactKind::Rule, FactKind::Reminder] {
+            assert_eq!(parse_kind(kind_str(kind)).unwrap(), kind);
+        }
+        for source in [
+            FactSource::Extracted,
+            FactSource::Promoted,
+            FactSource::Injected,
+        ] {
+            assert_eq!(parse_source(source_str(source)).unwrap(), source);
+        }
+    }
+}

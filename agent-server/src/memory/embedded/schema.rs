@@ -1,0 +1,178 @@
+//! The embedded database's schema, its migrations and the settings every connection runs with.
+//!
+//! Versioning uses SQLite's own header fields rather than a table: `PRAGMA user_version` holds the
+//! number of migrations applied and `PRAGMA application_id` marks the file as ours. Both live in
+//! the database header, are written inside the migration's transaction, and so can never disagree
+//! with the tables they describe.
+
+use std::time::Duration;
+
+use deadpool_sqlite::rusqlite::{Connection, TransactionBehavior};
+
+use super::{corrupt, sqlite_error};
+use crate::memory::MemoryError;
+
+/// The schema version this binary writes: the number of entries in [`MIGRATIONS`].
+pub const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// `PRAGMA application_id` of an agentwall memory database ("AWM1"), so that pointing the server
+/// at somebody else's SQLite file is refused instead of adding our tables to it.
+pub const APPLICATION_ID: i32 = 0x4157_4D31;
+
+/// How long a connection waits for another writer (in this or another process) before giving up
+/// with SQLITE_BUSY, which the store reports as [`MemoryError::Unavailable`].
+pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Migration `i` takes the schema from version `i` to `i + 1`. Append only: never edit an entry
+/// that has shipped, since databases in the field already ran it.
+const MIGRATIONS: &[&str] = &[V1_INITIAL];
+
+/// Timestamps are i64 microseconds since the Unix epoch (UTC): the precision of Postgres
+/// `timestamptz`, so both backends round-trip the same values, and integer comparisons in SQL.
+const V1_INITIAL: &str = "
+CREATE TABLE sessions (
+    session_id TEXT PRIMARY KEY NOT NULL,
+    -- Reset counter; the row outlives the session's data so a reset is never undone.
+    epoch INTEGER NOT NULL DEFAULT 0 CHECK (epoch >= 0)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE working_items (
+    session_id TEXT NOT NULL,
+    -- Per-session write order; breaks ties between items with the same `at`.
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+    text TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) STRICT;
+CREATE INDEX working_items_by_time ON working_items (session_id, at, seq);
+
+CREATE TABLE facts (
+    -- Integer key for the full-text index (FTS5 content tables are addressed by rowid); also
+    -- records write order.
+    pk INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('fact', 'rule', 'reminder')),
+    key TEXT,
+    text TEXT NOT NULL,
+    data TEXT CHECK (data IS NULL OR json_valid(data)),
+    observed_at INTEGER NOT NULL,
+    importance REAL NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('extracted', 'promoted', 'injected'))
+) STRICT;
+-- At most one fact per (session, key); unkeyed facts (NULL key) are unconstrained.
+CREATE UNIQUE INDEX facts_by_key ON facts (session_id, key) WHERE key IS NOT NULL;
+CREATE INDEX facts_by_session ON facts (session_id, kind, observed_at);
+
+-- External-content index over facts.text: the text is stored once, in `facts`, and the triggers
+-- below keep the index in step inside the writing transaction.
+CREATE VIRTUAL TABLE facts_fts USING fts5 (
+    text,
+    content = 'facts',
+    content_rowid = 'pk',
+    tokenize = 'porter unicode61'
+);
+CREATE TRIGGER facts_fts_insert AFTER INSERT ON facts BEGIN
+    INSERT INTO facts_fts (rowid, text) VALUES (new.pk, new.text);
+END;
+CREATE TRIGGER facts_fts_delete AFTER DELETE ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.pk, old.text);
+END;
+CREATE TRIGGER facts_fts_update AFTER UPDATE OF text ON facts BEGIN
+    INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.pk, old.text);
+    INSERT INTO facts_fts (rowid, text) VALUES (new.pk, new.text);
+END;
+";
+
+/// Per-connection settings, run on every new pooled connection (they are not stored in the file).
+///
+/// `synchronous = NORMAL` in WAL mode: a commit appends to the WAL file with `write()` but does not
+/// `fsync` it; the WAL is synced at checkpoints. Once `write()` has returned the data is in the
+/// operating system's page cache, which belongs to the kernel, not to our process, so a committed
+/// transaction survives the process crashing, panicking or being SIGKILLed, and the next open
+/// replays the WAL. That is the guarantee the store gives ("a write that returned Ok survives a
+/// restart of the process"). What NORMAL does not cover is the machine losing power or the kernel
+/// crashing before the next checkpoint: the last transactions may then roll back (the database
+/// stays consistent, never corrupt). `FULL` would cover that too at the cost of one fsync per
+/// commit.
+pub(super) fn configure_connection(conn: &mut Connection) -> deadpool_sqlite::rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(())
+}
+
+/// Brings the database to [`SCHEMA_VERSION`] and switches it to WAL mode; returns the version.
+///
+/// Safe to run any number of times and from several processes at once: the version is re-read
+/// inside a `BEGIN IMMEDIATE` transaction, so exactly one opener applies each migration.
+pub(super) fn migrate(conn: &mut Connection) -> Result<u32, MemoryError> {
+    // Refuse a foreign or newer file before changing anything in it (WAL mode included).
+    check_header(conn)?;
+
+    // WAL lets readers run alongside the single writer. The mode is persistent in the file, so
+    // this is a no-op after the first open.
+    let mode: String = conn
+        .pragma_update_and_check(None, "journal_mode", "WAL", |row| row.get(0))
+        .map_err(sqlite_error)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(MemoryError::Backend {
+            dependency: super::DEPENDENCY,
+            reason: format!("cannot switch the database to WAL mode (journal_mode is {mode})"),
+        });
+    }
+
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sqlite_error)?;
+    let version = check_header(&tx)?;
+    for migration in &MIGRATIONS[version as usize..] {
+        tx.execute_batch(migration).map_err(sqlite_error)?;
+    }
+    if version < SCHEMA_VERSION {
+        tx.pragma_update(None, "application_id", APPLICATION_ID)
+            .map_err(sqlite_error)?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+            .map_err(sqlite_error)?;
+    }
+    tx.commit().map_err(sqlite_error)?;
+    Ok(SCHEMA_VERSION)
+}
+
+/// The schema version of an agentwall database this binary can use, or why it cannot.
+fn check_header(conn: &Connection) -> Result<u32, MemoryError> {
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |row| row.get(0))
+        .map_err(sqlite_error)?;
+    let application_id: i32 = conn
+        .pragma_query_value(None, "application_id", |row| row.get(0))
+        .map_err(sqlite_error)?;
+    match application_id {
+        APPLICATION_ID => {}
+        0 if version == 0 => {
+            // A new (empty) file. A file with tables but no marker belongs to someone else.
+            let objects: i64 = conn
+                .query_row("SELECT count(*) FROM sqlite_schema", [], |row| row.get(0))
+                .map_err(sqlite_error)?;
+            if objects > 0 {
+                return Err(corrupt(
+                    "the file is a SQLite database of another application".into(),
+                ));
+            }
+        }
+        other => {
+            return Err(corrupt(format!(
+                "the file is a SQLite database of another application (application_id {other:#x})"
+            )));
+        }
+    }
+    let version =
+        u32::try_from(version).map_err(|_| corrupt(format!("invalid schema version {version}")))?;
+    if version > SCHEMA_VERSION {
+        return Err(corrupt(format!(
+            "schema version {version} is newer than this server's {SCHEMA_VERSION}; \
+             upgrade the server or point it at another file"
+        )));
+    }
+    Ok(version)
+}

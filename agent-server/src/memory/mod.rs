@@ -1,0 +1,345 @@
+//! Memory: what the agent remembers of each session, behind one trait.
+//!
+//! Two tiers, as design.md describes:
+//! - **working memory**: the session's recent turns, visible while `at > now - working_ttl` on the
+//!   *session clock* (the request's `X-Mock-Time`, or the real clock), capped at the newest
+//!   `working_capacity` items;
+//! - **long-term memory**: [`Fact`]s (facts, standing rules, reminders), each optionally keyed so that
+//!   a newer observation of the same key supersedes an older one; recalled by lexical relevance times
+//!   a recency decay ([`ranking`]).
+//!
+//! Stores are deliberately dumb: they persist and retrieve. Deciding *what* to remember (extraction,
+//! promotion) lives in `crate::agent`, so every backend behaves the same. The [`conformance`] suite is
+//! the executable form of this contract; every backend runs it unchanged.
+//!
+//! Invariants every backend keeps:
+//! 1. Every row and key is namespaced by [`SessionId`]; nothing crosses sessions, reset included.
+//! 2. [`MemoryStore::commit_turn`] is atomic: all of a turn is stored, or none of it.
+//! 3. A write that returned `Ok` survives a restart of the process (and of the backend's server).
+//! 4. At most one current fact per `(session, key)`: the one with the latest `observed_at`
+//!    (ties go to the later write).
+
+pub mod conformance;
+pub mod embedded;
+pub mod ranking;
+pub mod redis_pg;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use protocol::SessionId;
+use protocol::control::{DependencyHealth, FactKind, FactSource};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// Tuning shared by every backend.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryConfig {
+    /// How long a turn stays in working memory, on the session clock.
+    pub working_ttl: Duration,
+    /// How many of the newest turns working memory keeps per session.
+    pub working_capacity: usize,
+    /// Age at which a fact's recency factor has halved.
+    pub recency_half_life: Duration,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            working_ttl: Duration::from_secs(6 * 3600),
+            working_capacity: 64,
+            recency_half_life: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+}
+
+impl MemoryConfig {
+    /// The working-memory TTL as a chrono duration (saturating for absurd values).
+    pub fn ttl(&self) -> chrono::Duration {
+        chrono::Duration::from_std(self.working_ttl).unwrap_or(chrono::Duration::MAX)
+    }
+
+    /// When an item written at `at` leaves working memory.
+    pub fn expires_at(&self, at: DateTime<Utc>) -> DateTime<Utc> {
+        at.checked_add_signed(self.ttl())
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    }
+
+    /// Whether an item written at `at` is still in working memory at `now`.
+    pub fn is_live(&self, at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
+        self.expires_at(at) > now
+    }
+}
+
+/// Who said a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TurnRole {
+    User,
+    Assistant,
+}
+
+impl TurnRole {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnRole::User => "user",
+            TurnRole::Assistant => "assistant",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "user" => Some(TurnRole::User),
+            "assistant" => Some(TurnRole::Assistant),
+            _ => None,
+        }
+    }
+}
+
+/// One turn in working memory.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkingItem {
+    pub role: TurnRole,
+    pub text: String,
+    /// Session-clock time of the turn.
+    pub at: DateTime<Utc>,
+}
+
+/// A long-term item as it is written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewFact {
+    pub kind: FactKind,
+    /// Supersession key, already normalised with [`normalize_key`].
+    pub key: Option<String>,
+    /// The fact as a sentence; this is what lexical recall searches.
+    pub text: String,
+    /// Structured data the agent layer attaches (a rule's trigger and reply, a reminder's due time).
+    /// Stores persist it verbatim and never interpret it.
+    pub data: Option<serde_json::Value>,
+    pub observed_at: DateTime<Utc>,
+    /// 0 to 1.
+    pub importance: f32,
+    pub source: FactSource,
+}
+
+/// A stored long-term item.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fact {
+    pub id: Uuid,
+    pub kind: FactKind,
+    pub key: Option<String>,
+    pub text: String,
+    pub data: Option<serde_json::Value>,
+    pub observed_at: DateTime<Utc>,
+    pub importance: f32,
+    pub source: FactSource,
+}
+
+impl Fact {
+    /// The stored form of `new` under a fresh id.
+    pub fn from_new(new: NewFact) -> Self {
+        Self {
+            id: Uuid::new_v4(),
+            kind: new.kind,
+            key: new.key,
+            text: new.text,
+            data: new.data,
+            observed_at: new.observed_at,
+            importance: new.importance,
+            source: new.source,
+        }
+    }
+}
+
+/// A fact returned by recall, with its combined score ([`ranking::combined_score`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Recalled {
+    pub fact: Fact,
+    pub score: f64,
+}
+
+/// What to recall for one turn.
+#[derive(Debug, Clone, Copy)]
+pub struct RecallQuery<'a> {
+    /// The session clock.
+    pub now: DateTime<Utc>,
+    /// Text to match lexically (normally the new user turn).
+    pub text: &'a str,
+    /// At most this many ranked facts.
+    pub limit: usize,
+}
+
+/// Everything the agent needs from memory to answer one turn.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MemoryContext {
+    /// Live working memory, oldest first.
+    pub working: Vec<WorkingItem>,
+    /// Facts of kind [`FactKind::Fact`] matching the query, best first.
+    pub facts: Vec<Recalled>,
+    /// Every rule and reminder of the session, whatever the query (they must be checked every turn),
+    /// oldest first.
+    pub standing: Vec<Fact>,
+    /// The session's reset counter when this context was read. A turn passes it back in
+    /// [`TurnWrite::expected_epoch`] so that a reset that ran meanwhile is detected, not undone.
+    pub epoch: u64,
+}
+
+/// Everything one turn writes, committed atomically.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TurnWrite {
+    /// New working-memory items (normally the user turn and the reply), in order.
+    pub items: Vec<WorkingItem>,
+    /// New long-term items.
+    pub facts: Vec<NewFact>,
+    /// Long-term items to delete (a reminder that fired, a rule revoked).
+    pub retire: Vec<Uuid>,
+    /// When set, the commit fails with [`MemoryError::SessionReset`] and writes nothing if the
+    /// session's epoch is no longer this value (it was reset after the turn read its context).
+    pub expected_epoch: Option<u64>,
+}
+
+/// Result of writing one fact.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredFact {
+    pub id: Uuid,
+    pub key: Option<String>,
+    /// False when a fact with the same key and a later `observed_at` exists, so this one was not kept.
+    pub current: bool,
+}
+
+/// What a reset removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ResetCounts {
+    pub working_items: u64,
+    pub facts: u64,
+}
+
+/// The whole memory of a session, for `GET /control/memory`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// Live working memory at the given `now`, oldest first.
+    pub working: Vec<WorkingItem>,
+    /// All long-term items, newest `observed_at` first.
+    pub facts: Vec<Fact>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// A backing service could not be reached or did not answer in time. Maps to 503.
+    #[error("{dependency} is unavailable: {reason}")]
+    Unavailable {
+        dependency: &'static str,
+        reason: String,
+    },
+    /// Stored data could not be read back (corruption, a schema newer than this binary). Maps to 500.
+    #[error("{dependency} holds data this server cannot read: {reason}")]
+    Corrupt {
+        dependency: &'static str,
+        reason: String,
+    },
+    /// The session was reset while this turn ran; nothing was written. Maps to 409: the client may
+    /// send the turn again.
+    #[error("the session was reset while this turn was being processed")]
+    SessionReset,
+    /// Any other backend failure. Maps to 500.
+    #[error("{dependency} failed: {reason}")]
+    Backend {
+        dependency: &'static str,
+        reason: String,
+    },
+}
+
+impl MemoryError {
+    /// The dependency named in the error.
+    pub fn dependency(&self) -> &'static str {
+        match self {
+            MemoryError::SessionReset => "session",
+            MemoryError::Unavailable { dependency, .. }
+            | MemoryError::Corrupt { dependency, .. }
+            | MemoryError::Backend { dependency, .. } => dependency,
+        }
+    }
+}
+
+/// A session's memory store. See the module documentation for the invariants.
+#[async_trait]
+pub trait MemoryStore: Send + Sync + 'static {
+    /// Short backend name for logs and `/readyz` (`embedded`, `redis+postgres`).
+    fn backend(&self) -> &'static str;
+
+    /// The configuration the store was opened with.
+    fn config(&self) -> &MemoryConfig;
+
+    /// Live working memory, the best-matching facts and all standing items.
+    async fn recall(
+        &self,
+        session: &SessionId,
+        query: RecallQuery<'_>,
+    ) -> Result<MemoryContext, MemoryError>;
+
+    /// Stores one turn atomically; returns one [`StoredFact`] per [`TurnWrite::facts`] entry.
+    async fn commit_turn(
+        &self,
+        session: &SessionId,
+        turn: TurnWrite,
+    ) -> Result<Vec<StoredFact>, MemoryError>;
+
+    /// Writes facts outside a turn (the control plane's inject), atomically.
+    async fn inject(
+        &self,
+        session: &SessionId,
+        facts: Vec<NewFact>,
+    ) -> Result<Vec<StoredFact>, MemoryError>;
+
+    /// Removes all of a session's working and long-term memory, and nothing of any other session,
+    /// and increments the session's epoch (which itself survives the reset).
+    async fn reset(&self, session: &SessionId) -> Result<ResetCounts, MemoryError>;
+
+    /// The session's memory as the agent would see it at `now`.
+    async fn snapshot(
+        &self,
+        session: &SessionId,
+        now: DateTime<Utc>,
+    ) -> Result<Snapshot, MemoryError>;
+
+    /// One entry per backing dependency, for `/readyz`.
+    async fn health(&self) -> Vec<DependencyHealth>;
+}
+
+/// Canonical form of a supersession key: lower case, inner whitespace collapsed, trimmed of
+/// whitespace and punctuation at both ends. "Favourite  Colour " and "favourite colour" are one key.
+pub fn normalize_key(key: &str) -> String {
+    key.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_matches(|c: char| c.is_ascii_punctuation() || c.is_whitespace())
+        .to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_normalise_case_space_and_edge_punctuation() {
+        assert_eq!(normalize_key("  Favourite   Colour. "), "favourite colour");
+        assert_eq!(normalize_key("rule:banana"), "rule:banana");
+        assert_eq!(normalize_key(""), "");
+    }
+
+    #[test]
+    fn liveness_follows_the_session_clock() {
+        let config = MemoryConfig {
+            working_ttl: Duration::from_secs(3600),
+            ..MemoryConfig::default()
+        };
+        let at = DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        assert!(config.is_live(at, at + chrono::Duration::minutes(59)));
+        assert!(!config.is_live(at, at + chrono::Duration::minutes(60)));
+        // An item "from the future" (the clock moved back) stays visible rather than vanishing.
+        assert!(config.is_live(at, at - chrono::Duration::days(1)));
+    }
+}

@@ -1,0 +1,117 @@
+//! Ranking shared by every backend: which words of a query count, and how lexical relevance and
+//! recency combine. Backends compute lexical relevance with their own engine (SQLite FTS5 `bm25`,
+//! Postgres `ts_rank`) and all combine it here, so ordering rules are the same everywhere.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+/// Function words that carry no meaning for recall. Kept short on purpose: a word missing here
+/// costs a little precision, a content word wrongly listed here makes a fact unrecallable.
+const STOPWORDS: &[&str] = &[
+    "a", "about", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by",
+    "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her", "him",
+    "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "me", "mine", "my", "of",
+    "on", "or", "our", "please", "she", "so", "tell", "that", "the", "their", "them", "then",
+    "there", "these", "they", "this", "those", "to", "told", "too", "us", "was", "we", "were",
+    "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your",
+    "yours", "know", "remember", "again", "now",
+];
+
+/// The content words of `text`: lower-cased alphanumeric runs of two or more characters (or any
+/// number), minus
+/// stopwords, deduplicated in first-seen order. Backends build their full-text query from these
+/// terms only, so user text can never inject query syntax.
+pub fn query_terms(text: &str) -> Vec<String> {
+    let mut terms: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()) {
+        // Lower-casing can add combining marks ("İ" → "i̇"); keep only what is alphanumeric.
+        let word: String = word
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric())
+            .collect();
+        // Single letters carry no meaning, single digits do ("code word 3", "gate 7").
+        let meaningful = word.chars().count() >= 2 || word.chars().any(|c| c.is_ascii_digit());
+        if meaningful && !STOPWORDS.contains(&word.as_str()) && !terms.contains(&word) {
+            terms.push(word);
+        }
+    }
+    terms
+}
+
+/// Multiplier in (0, 1] for a fact observed `age` ago: halves every `half_life`. Facts dated in the
+/// future of the session clock (negative age) are not penalised.
+pub fn recency_factor(observed_at: DateTime<Utc>, now: DateTime<Utc>, half_life: Duration) -> f64 {
+    let age = (now - observed_at).num_milliseconds().max(0) as f64 / 1000.0;
+    let half_life = half_life.as_secs_f64().max(1.0);
+    0.5f64.powf(age / half_life)
+}
+
+/// The recall score: lexical relevance (non-negative, larger is better) times recency.
+pub fn combined_score(
+    lexical: f64,
+    observed_at: DateTime<Utc>,
+    now: DateTime<Utc>,
+    half_life: Duration,
+) -> f64 {
+    lexical.max(0.0) * recency_factor(observed_at, now, half_life)
+}
+
+/// How many lexical candidates a backend should fetch before re-ranking by recency, for a final
+/// `limit`. Over-fetching lets an older but slightly better match lose to a fresher one.
+pub fn candidate_pool(limit: usize) -> usize {
+    limit.max(1).saturating_mul(4).max(32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn terms_drop_function_words_and_punctuation() {
+        assert_eq!(
+            query_terms("What is my favourite colour?"),
+            ["favourite", "colour"]
+        );
+        assert_eq!(query_terms("Where do I live?"), ["live"]);
+        assert_eq!(
+            query_terms("\"NEAR(x*\" OR -drop; table"),
+            ["near", "drop", "table"]
+        );
+        assert!(query_terms("?? a I !").is_empty());
+        assert_eq!(
+            query_terms("What is my code word 3?"),
+            ["code", "word", "3"]
+        );
+    }
+
+    #[test]
+    fn recency_halves_each_half_life() {
+        let now = DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let day = Duration::from_secs(86_400);
+        let f = |days: i64| recency_factor(now - chrono::Duration::days(days), now, day);
+        assert!((f(0) - 1.0).abs() < 1e-9);
+        assert!((f(1) - 0.5).abs() < 1e-9);
+        assert!((f(3) - 0.125).abs() < 1e-9);
+        assert!((f(-5) - 1.0).abs() < 1e-9);
+    }
+
+    proptest! {
+        #[test]
+        fn terms_are_lowercase_alphanumeric_and_unique(s in "\\PC{0,200}") {
+            let terms = query_terms(&s);
+            for t in &terms {
+                prop_assert!(t.chars().all(char::is_alphanumeric));
+                prop_assert_eq!(t, &t.to_lowercase());
+            }
+            let mut dedup = terms.clone();
+            dedup.sort();
+            dedup.dedup();
+            prop_assert_eq!(dedup.len(), terms.len());
+        }
+    }
+}

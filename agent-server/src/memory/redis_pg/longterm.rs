@@ -1,0 +1,552 @@
+//! Long-term memory in Postgres: the connection pool, versioned migrations, and every SQL statement
+//! of the backend. Functions here run single statements or steps of a transaction the caller owns;
+//! ordering across Postgres and Redis, and timeouts, are decided in `super`.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use protocol::SessionId;
+use protocol::control::{FactKind, FactSource};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{IsolationLevel, NoTls, Row};
+use uuid::Uuid;
+
+use crate::memory::{Fact, MemoryError, NewFact, StoredFact};
+
+pub(super) const DEPENDENCY: &str = "postgres";
+
+/// Versioned migrations, applied in order and recorded in `agentwall_schema_migrations`. Never edit
+/// an applied one; add the next version instead.
+const MIGRATIONS: &[(i32, &str, &str)] = &[(1, "init", include_str!("migrations/0001_init.sql"))];
+
+/// Advisory-lock key that serialises migrations of one database across servers ("agentwal").
+const MIGRATION_LOCK: i64 = 0x6167_656e_7477_616c;
+
+const FACT_COLUMNS: &str =
+    "id, kind, fact_key, body, data, observed_at, observed_ns, importance, source";
+
+/// Builds the pool. Nothing connects here: deadpool connects on first use, and replaces a
+/// connection whose server went away, which is what makes the store recover by itself.
+pub(super) fn pool(url: &str, size: usize, timeout: Duration) -> Result<Pool, MemoryError> {
+    let mut config: tokio_postgres::Config = url.parse().map_err(|e| MemoryError::Backend {
+        dependency: DEPENDENCY,
+        reason: format!("the database URL is invalid: {e}"),
+    })?;
+    if config.get_connect_timeout().is_none() {
+        config.connect_timeout(timeout);
+    }
+    if config.get_application_name().is_none() {
+        config.application_name("agent-server");
+    }
+    // Client-side timeouts abandon a statement, but the server would keep running it and keep its
+    // locks. These make the server give up too, unless the URL already chose its own options.
+    if config.get_options().is_none() {
+        let ms = timeout.as_millis().max(1);
+        config.options(format!(
+            "-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={}",
+            ms.saturating_mul(5).max(10_000)
+        ));
+    }
+    // Detects a peer that vanished without closing the socket (a partition, a killed VM).
+    config.keepalives(true);
+    config.keepalives_idle(Duration::from_secs(30));
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            // `Fast` only checks that the socket is open; a dead connection fails its next statement,
+            // which is then reported as Unavailable and the connection is not recycled.
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size.max(1))
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(timeout))
+        .create_timeout(Some(timeout))
+        .recycle_timeout(Some(timeout))
+        .build()
+        .map_err(|e| MemoryError::Backend {
+            dependency: DEPENDENCY,
+            reason: format!("cannot build the connection pool: {e}"),
+        })
+}
+
+/// A pooled connection.
+pub(super) async fn client(pool: &Pool) -> Result<deadpool_postgres::Object, MemoryError> {
+    pool.get().await.map_err(|e| match e {
+        deadpool_postgres::PoolError::Backend(e) => pg_error(e),
+        other => MemoryError::Unavailable {
+            dependency: DEPENDENCY,
+            reason: format!("no connection: {other}"),
+        },
+    })
+}
+
+/// Applies the pending migrations in one transaction under a transaction-scoped advisory lock:
+/// a second server starting at the same time waits for the lock, then finds nothing to do; a
+/// failed migration rolls back completely. Refuses a database migrated by a newer binary.
+pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<(), MemoryError> {
+    let tx = client.transaction().await.map_err(pg_error)?;
+    // Migrations may legitimately take longer than one request's budget.
+    tx.batch_execute("SET LOCAL statement_timeout = 0; SET LOCAL lock_timeout = 0")
+        .await
+        .map_err(pg_error)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(pg_error)?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS agentwall_schema_migrations (
+             version    integer PRIMARY KEY,
+             name       text NOT NULL,
+             applied_at timestamptz NOT NULL DEFAULT now()
+         )",
+    )
+    .await
+    .map_err(pg_error)?;
+    let applied: Vec<i32> = tx
+        .query("SELECT version FROM agentwall_schema_migrations", &[])
+        .await
+        .map_err(pg_error)?
+        .iter()
+        .map(|row| row.try_get(0))
+        .collect::<Result<_, _>>()
+        .map_err(corrupt)?;
+    let known = MIGRATIONS.last().map_or(0, |m| m.0);
+    if let Some(newer) = applied.iter().copied().filter(|v| *v > known).max() {
+        return Err(MemoryError::Corrupt {
+            dependency: DEPENDENCY,
+            reason: format!(
+                "the schema is at version {newer}, newer than this binary knows ({known}); \
+                 upgrade agent-server or use another database"
+            ),
+        });
+    }
+    for (version, name, sql) in MIGRATIONS {
+        if applied.contains(version) {
+            continue;
+        }
+        tracing::info!(version, name, "applying postgres migration");
+        tx.batch_execute(sql).await.map_err(pg_error)?;
+        tx.execute(
+            "INSERT INTO agentwall_schema_migrations (version, name) VALUES ($1, $2)",
+            &[version, name],
+        )
+        .await
+        .map_err(pg_error)?;
+    }
+    tx.commit().await.map_err(pg_error)
+}
+
+/// The session row, locked until the caller's transaction ends.
+pub(super) struct SessionLock {
+    pub epoch: u64,
+    /// This turn's sequence number within the session.
+    pub turn_seq: u64,
+    /// The transaction id, to ask the server later whether a commit whose answer was lost happened.
+    pub xid: i64,
+}
+
+/// Locks the session row (creating it) and takes the next turn number. Every write of a session
+/// goes through here first, so writes of one session, and resets, are serialised.
+pub(super) async fn lock_session(
+    tx: &deadpool_postgres::Transaction<'_>,
+    session: &SessionId,
+) -> Result<SessionLock, MemoryError> {
+    let stmt = tx
+        .prepare_cached(
+            "INSERT INTO agentwall_sessions AS s (session_id, turn_seq) VALUES ($1, 1)
+             ON CONFLICT (session_id) DO UPDATE SET turn_seq = s.turn_seq + 1
+             RETURNING s.epoch, s.turn_seq, txid_current()",
+        )
+        .await
+        .map_err(pg_error)?;
+    let row = tx
+        .query_one(&stmt, &[&session.as_str()])
+        .await
+        .map_err(pg_error)?;
+    Ok(SessionLock {
+        epoch: unsigned(row.try_get(0).map_err(corrupt)?)?,
+        turn_seq: unsigned(row.try_get(1).map_err(corrupt)?)?,
+        xid: row.try_get(2).map_err(corrupt)?,
+    })
+}
+
+/// Writes facts in order, applying supersession by key: an existing fact with the same key is
+/// replaced unless it was observed strictly later (ties go to this, the later, write). The caller
+/// holds the session lock, so the check and the write cannot interleave with another writer.
+pub(super) async fn write_facts(
+    tx: &deadpool_postgres::Transaction<'_>,
+    session: &SessionId,
+    facts: Vec<NewFact>,
+) -> Result<Vec<StoredFact>, MemoryError> {
+    let newer = tx
+        .prepare_cached(
+            "SELECT 1 FROM agentwall_facts
+             WHERE session_id = $1 AND fact_key = $2 AND (observed_at, observed_ns) > ($3, $4)",
+        )
+        .await
+        .map_err(pg_error)?;
+    let replace = tx
+        .prepare_cached("DELETE FROM agentwall_facts WHERE session_id = $1 AND fact_key = $2")
+        .await
+        .map_err(pg_error)?;
+    let insert = tx
+        .prepare_cached(
+            "INSERT INTO agentwall_facts
+               (id, session_id, kind, fact_key, body, data, observed_at, observed_ns, importance, source)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+        )
+        .await
+        .map_err(pg_error)?;
+    let mut stored = Vec::with_capacity(facts.len());
+    for new in facts {
+        let mut fact = Fact::from_new(new);
+        fact.text = without_nul(fact.text);
+        fact.key = fact.key.map(without_nul);
+        let (micros, nanos) = split_time(fact.observed_at);
+        if let Some(key) = &fact.key {
+            let superseded_by_newer = !tx
+                .query(&newer, &[&session.as_str(), key, &micros, &nanos])
+                .await
+                .map_err(pg_error)?
+                .is_empty();
+            if superseded_by_newer {
+                stored.push(StoredFact {
+                    id: fact.id,
+                    key: fact.key,
+                    current: false,
+                });
+                continue;
+            }
+            tx.execute(&replace, &[&session.as_str(), key])
+                .await
+                .map_err(pg_error)?;
+        }
+        tx.execute(
+            &insert,
+            &[
+                &fact.id,
+                &session.as_str(),
+                &kind_str(fact.kind),
+                &fact.key,
+                &fact.text,
+                &fact.data,
+                &micros,
+                &nanos,
+                &fact.importance,
+                &source_str(fact.source),
+            ],
+        )
+        .await
+        .map_err(pg_error)?;
+        stored.push(StoredFact {
+            id: fact.id,
+            key: fact.key,
+            current: true,
+        });
+    }
+    Ok(stored)
+}
+
+/// Deletes the given long-term items of the session (ids of other sessions are ignored).
+pub(super) async fn retire(
+    tx: &deadpool_postgres::Transaction<'_>,
+    session: &SessionId,
+    ids: &[Uuid],
+) -> Result<(), MemoryError> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let stmt = tx
+        .prepare_cached("DELETE FROM agentwall_facts WHERE session_id = $1 AND id = ANY($2)")
+        .await
+        .map_err(pg_error)?;
+    tx.execute(&stmt, &[&session.as_str(), &ids])
+        .await
+        .map_err(pg_error)?;
+    Ok(())
+}
+
+/// Bumps the epoch (creating the session row, locked until the transaction ends) and deletes the
+/// session's facts. Returns how many facts were deleted.
+pub(super) async fn reset(
+    tx: &deadpool_postgres::Transaction<'_>,
+    session: &SessionId,
+) -> Result<u64, MemoryError> {
+    let bump = tx
+        .prepare_cached(
+            "INSERT INTO agentwall_sessions AS s (session_id, epoch) VALUES ($1, 1)
+             ON CONFLICT (session_id) DO UPDATE SET epoch = s.epoch + 1",
+        )
+        .await
+        .map_err(pg_error)?;
+    tx.execute(&bump, &[&session.as_str()])
+        .await
+        .map_err(pg_error)?;
+    let delete = tx
+        .prepare_cached("DELETE FROM agentwall_facts WHERE session_id = $1")
+        .await
+        .map_err(pg_error)?;
+    tx.execute(&delete, &[&session.as_str()])
+        .await
+        .map_err(pg_error)
+}
+
+/// What recall needs from Postgres, read from one snapshot.
+pub(super) struct RecallRows {
+    pub epoch: u64,
+    pub standing: Vec<Fact>,
+    /// Lexical candidates with their `ts_rank`, best first.
+    pub candidates: Vec<(Fact, f64)>,
+}
+
+/// Reads the epoch, the standing items and up to `pool_size` lexical candidates in one
+/// REPEATABLE READ snapshot, so the epoch returned is the one the facts belong to.
+/// `tsquery` is `None` when the query has no content words.
+pub(super) async fn recall(
+    client: &mut deadpool_postgres::Object,
+    session: &SessionId,
+    tsquery: Option<&str>,
+    pool_size: usize,
+) -> Result<RecallRows, MemoryError> {
+    let tx = client
+        .build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .map_err(pg_error)?;
+    let standing_sql = format!(
+        "SELECT {FACT_COLUMNS} FROM agentwall_facts
+         WHERE session_id = $1 AND kind <> 'fact'
+         ORDER BY observed_at, observed_ns, seq"
+    );
+    let ranked_sql = format!(
+        "SELECT {FACT_COLUMNS}, ts_rank(tsv, q) AS rank
+         FROM agentwall_facts, to_tsquery('english'::regconfig, $2) AS q
+         WHERE session_id = $1 AND kind = 'fact' AND tsv @@ q
+         ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC
+         LIMIT $3"
+    );
+    // Awaited together, the statements are pipelined on the connection: one round trip each for
+    // preparing (only on a fresh connection) and for querying.
+    let (epoch_stmt, standing_stmt, ranked_stmt) = tokio::try_join!(
+        tx.prepare_cached("SELECT epoch FROM agentwall_sessions WHERE session_id = $1"),
+        tx.prepare_cached(&standing_sql),
+        tx.prepare_cached(&ranked_sql),
+    )
+    .map_err(pg_error)?;
+    let session_id = session.as_str();
+    let limit = i64::try_from(pool_size).unwrap_or(i64::MAX);
+    let ranked = async {
+        match tsquery {
+            Some(tsquery) => {
+                tx.query(&ranked_stmt, &[&session_id, &tsquery, &limit])
+                    .await
+            }
+            None => Ok(Vec::new()),
+        }
+    };
+    let by_session: &[&(dyn ToSql + Sync)] = &[&session_id];
+    let (epoch_row, standing_rows, ranked_rows) = tokio::try_join!(
+        tx.query_opt(&epoch_stmt, by_session),
+        tx.query(&standing_stmt, by_session),
+        ranked,
+    )
+    .map_err(pg_error)?;
+    let epoch = match epoch_row {
+        Some(row) => unsigned(row.try_get(0).map_err(corrupt)?)?,
+        None => 0,
+    };
+    let standing = standing_rows
+        .iter()
+        .map(fact_from_row)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut candidates = Vec::with_capacity(ranked_rows.len());
+    for row in &ranked_rows {
+        let rank: f32 = row.try_get("rank").map_err(corrupt)?;
+        candidates.push((fact_from_row(row)?, f64::from(rank)));
+    }
+    tx.commit().await.map_err(pg_error)?;
+    Ok(RecallRows {
+        epoch,
+        standing,
+        candidates,
+    })
+}
+
+/// Every long-term item of the session, newest `observed_at` first.
+pub(super) async fn all_facts(
+    client: &deadpool_postgres::Object,
+    session: &SessionId,
+) -> Result<Vec<Fact>, MemoryError> {
+    let stmt = client
+        .prepare_cached(&format!(
+            "SELECT {FACT_COLUMNS} FROM agentwall_facts WHERE session_id = $1
+             ORDER BY observed_at DESC, observed_ns DESC, seq DESC"
+        ))
+        .await
+        .map_err(pg_error)?;
+    client
+        .query(&stmt, &[&session.as_str()])
+        .await
+        .map_err(pg_error)?
+        .iter()
+        .map(fact_from_row)
+        .collect()
+}
+
+/// Whether transaction `xid` committed: `Some(true)` committed, `Some(false)` aborted, `None` still
+/// running or unknown.
+pub(super) async fn committed(
+    client: &deadpool_postgres::Object,
+    xid: i64,
+) -> Result<Option<bool>, MemoryError> {
+    let row = client
+        .query_one("SELECT txid_status($1)", &[&xid])
+        .await
+        .map_err(pg_error)?;
+    let status: Option<String> = row.try_get(0).map_err(corrupt)?;
+    Ok(match status.as_deref() {
+        Some("committed") => Some(true),
+        Some("aborted") => Some(false),
+        _ => None,
+    })
+}
+
+/// A liveness probe for `/readyz`.
+pub(super) async fn ping(pool: &Pool) -> Result<(), MemoryError> {
+    let client = client(pool).await?;
+    client
+        .simple_query("SELECT 1")
+        .await
+        .map(drop)
+        .map_err(pg_error)
+}
+
+fn fact_from_row(row: &Row) -> Result<Fact, MemoryError> {
+    let kind: String = row.try_get("kind").map_err(corrupt)?;
+    let source: String = row.try_get("source").map_err(corrupt)?;
+    let observed_at: DateTime<Utc> = row.try_get("observed_at").map_err(corrupt)?;
+    let observed_ns: i32 = row.try_get("observed_ns").map_err(corrupt)?;
+    Ok(Fact {
+        id: row.try_get("id").map_err(corrupt)?,
+        kind: parse_kind(&kind)?,
+        key: row.try_get("fact_key").map_err(corrupt)?,
+        text: row.try_get("body").map_err(corrupt)?,
+        data: row.try_get("data").map_err(corrupt)?,
+        observed_at: observed_at + chrono::Duration::nanoseconds(i64::from(observed_ns)),
+        importance: row.try_get("importance").map_err(corrupt)?,
+        source: parse_source(&source)?,
+    })
+}
+
+/// Postgres `text` cannot hold U+0000, and a chat message may contain it: rather than fail the whole
+/// turn, the character is stored as U+FFFD, the usual stand-in for an unrepresentable character.
+fn without_nul(s: String) -> String {
+    if s.contains('\0') {
+        s.replace('\0', "\u{fffd}")
+    } else {
+        s
+    }
+}
+
+/// Splits a time into whole microseconds (what `timestamptz` holds exactly) and the remaining
+/// nanoseconds. Truncating here, not in the driver, keeps the split exact before 2000-01-01 too.
+fn split_time(at: DateTime<Utc>) -> (DateTime<Utc>, i32) {
+    let nanos = at.timestamp_subsec_nanos() % 1000;
+    let nanos_i32 = i32::try_from(nanos).unwrap_or(0);
+    (
+        at - chrono::Duration::nanoseconds(i64::from(nanos)),
+        nanos_i32,
+    )
+}
+
+fn kind_str(kind: FactKind) -> &'static str {
+    match kind {
+        FactKind::Fact => "fact",
+        FactKind::Rule => "rule",
+        FactKind::Reminder => "reminder",
+    }
+}
+
+fn parse_kind(s: &str) -> Result<FactKind, MemoryError> {
+    match s {
+        "fact" => Ok(FactKind::Fact),
+        "rule" => Ok(FactKind::Rule),
+        "reminder" => Ok(FactKind::Reminder),
+        other => Err(corrupt(format!("unknown fact kind {other:?}"))),
+    }
+}
+
+fn source_str(source: FactSource) -> &'static str {
+    match source {
+        FactSource::Extracted => "extracted",
+        FactSource::Promoted => "promoted",
+        FactSource::Injected => "injected",
+    }
+}
+
+fn parse_source(s: &str) -> Result<FactSource, MemoryError> {
+    match s {
+        "extracted" => Ok(FactSource::Extracted),
+        "promoted" => Ok(FactSource::Promoted),
+        "injected" => Ok(FactSource::Injected),
+        other => Err(corrupt(format!("unknown fact source {other:?}"))),
+    }
+}
+
+fn unsigned(v: i64) -> Result<u64, MemoryError> {
+    u64::try_from(v).map_err(|_| corrupt(format!("negative counter {v}")))
+}
+
+fn corrupt(e: impl std::fmt::Display) -> MemoryError {
+    MemoryError::Corrupt {
+        dependency: DEPENDENCY,
+        reason: e.to_string(),
+    }
+}
+
+/// Classifies a driver error: connection trouble and a server that is shutting down, starting up
+/// or out of resources are `Unavailable` (503, retry later); anything else is a `Backend` failure.
+pub(super) fn pg_error(e: tokio_postgres::Error) -> MemoryError {
+    let unavailable = match e.as_db_error() {
+        Some(db) => {
+            let code = db.code().code();
+            // 08: connection exception; 53: insufficient resources; 57P0x: shutdown / cannot
+            // connect now; 57014: statement timeout (our own budget ran out server-side);
+            // 55P03: lock_timeout.
+            code.starts_with("08")
+                || code.starts_with("53")
+                || code.starts_with("57P0")
+                || code == "57014"
+                || code == "55P03"
+        }
+        None => e.is_closed() || has_io_source(&e),
+    };
+    if unavailable {
+        MemoryError::Unavailable {
+            dependency: DEPENDENCY,
+            reason: e.to_string(),
+        }
+    } else {
+        MemoryError::Backend {
+            dependency: DEPENDENCY,
+            reason: e.to_string(),
+        }
+    }
+}
+
+fn has_io_source(e: &tokio_postgres::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    // The driver reports a connect timeout without an io::Error source.
+    e.to_string().contains("timeout")
+}

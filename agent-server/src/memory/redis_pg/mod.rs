@@ -1,0 +1,594 @@
+//! The production backend: working memory in Redis (`working.rs`), long-term memory in Postgres
+//! (`longterm.rs`). This module owns what spans both: the order of writes, timeouts, and start-up.
+//!
+//! # Start-up: fail fast
+//! [`RedisPostgresStore::connect`] pings Redis and runs the Postgres migrations before it returns, and
+//! fails with [`MemoryError::Unavailable`] naming the dependency (and its address, without password)
+//! if either cannot be reached. A server that starts with an unmigrated or unreachable database
+//! would only fail every request later; failing at start-up makes a misconfiguration obvious, and
+//! orchestrators (compose `depends_on: service_healthy`, Kubernetes restarts) already handle "not up
+//! yet". After start-up nothing is fatal: the pools reconnect by themselves, each operation reports
+//! the dependency that is down, and `health()` says which one for `/readyz`.
+//!
+//! # Atomicity across the two stores
+//! A turn is written as: begin Postgres transaction → lock the session row and check the epoch →
+//! write facts and retirements → Redis MULTI/EXEC of the working items → COMMIT. Postgres goes
+//! first because it is the only side that can hold a write open and undo it: when Redis fails,
+//! the transaction is rolled back and nothing was stored anywhere. The only window left is a COMMIT
+//! that fails after Redis applied the items. A COMMIT the server refused rolled back: the items are
+//! removed again (the compensation). A COMMIT whose answer was lost is looked up with
+//! `txid_status` on a fresh connection: committed means success; aborted, or no answer, means
+//! compensation and an error. What remains possible, and is logged at error level:
+//! - Postgres becomes unreachable right after receiving a COMMIT it then applies: the turn's facts
+//!   are stored, its working items were removed, and the caller got an error;
+//! - Redis fails during the compensation (or applies an EXEC whose answer timed out only after the
+//!   compensation ran): the items of a rolled-back turn stay in working memory until they age out.
+//!
+//! The whole sequence runs in a spawned task, so a caller that stops waiting (a client that hung
+//! up) cannot cut it between EXEC and COMMIT.
+//!
+//! # Resets racing turns
+//! A turn holds the session row lock from its epoch check to its COMMIT, Redis write included. A
+//! reset takes the same lock, bumps the epoch, deletes the facts, deletes the Redis key, and only
+//! then commits. So a turn either finishes entirely before the reset (and the reset removes it), or
+//! runs after it and sees the new epoch (and is refused with [`MemoryError::SessionReset`] when it
+//! read its context before the reset). Recall reads the epoch and facts from one Postgres snapshot
+//! *before* reading Redis, so a context can never pair pre-reset data with the post-reset epoch.
+//!
+//! # Timeouts
+//! Every operation has one deadline ([`RedisPostgresConfig::timeout`]) shared by all its steps; a step
+//! that misses it reports its own dependency as unavailable. Postgres also gets the budget as
+//! `statement_timeout`/`lock_timeout`, so the server stops waiting when we do. Asking whether an
+//! unanswered COMMIT happened, and the compensation, get one more budget each, so a turn whose
+//! EXEC or COMMIT goes unanswered takes up to two or three times the timeout; a dependency that
+//! refuses connections fails an operation at once.
+
+mod longterm;
+mod working;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use protocol::SessionId;
+use protocol::control::DependencyHealth;
+use tokio::time::Instant;
+
+use super::{
+    MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
+    ResetCounts, Snapshot, StoredFact, TurnWrite, ranking,
+};
+use working::Working;
+
+const REDIS: &str = working::DEPENDENCY;
+const POSTGRES: &str = longterm::DEPENDENCY;
+
+/// How to reach the two services.
+#[derive(Clone)]
+pub struct RedisPostgresConfig {
+    /// `redis://[user:password@]host:port[/db]`.
+    pub redis_url: String,
+    /// `postgres://user[:password]@host:port/dbname[?options]` or `key=value` form. TLS is not
+    /// supported (no TLS connector is linked); use a private network or a local socket.
+    pub database_url: String,
+    /// Namespace of every Redis key: `{key_prefix}:s:{session}:...`. Lets several deployments (or
+    /// tests) share one Redis.
+    pub key_prefix: String,
+    /// Budget of one memory operation, all its round trips included.
+    pub timeout: Duration,
+    /// Budget of start-up (connecting, waiting for another server's migration, migrating).
+    pub startup_timeout: Duration,
+    pub redis_pool_size: usize,
+    pub postgres_pool_size: usize,
+    /// Real-clock lifetime of a session's Redis key after its last write. `None`: the working-memory
+    /// TTL, which is an upper bound when the session clock follows the real clock.
+    pub redis_key_ttl: Option<Duration>,
+}
+
+impl RedisPostgresConfig {
+    /// The given URLs with defaults for everything else.
+    pub fn new(redis_url: impl Into<String>, database_url: impl Into<String>) -> Self {
+        Self {
+            redis_url: redis_url.into(),
+            database_url: database_url.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// Local services with their standard ports; a 2 s budget per operation.
+impl Default for RedisPostgresConfig {
+    fn default() -> Self {
+        Self {
+            redis_url: "redis://127.0.0.1:6379".to_owned(),
+            database_url: "postgres://postgres@127.0.0.1:5432/agentwall".to_owned(),
+            key_prefix: "agentwall".to_owned(),
+            timeout: Duration::from_secs(2),
+            startup_timeout: Duration::from_secs(30),
+            redis_pool_size: 16,
+            postgres_pool_size: 16,
+            redis_key_ttl: None,
+        }
+    }
+}
+
+/// Redacts passwords: URLs are logged and put in error messages.
+impl fmt::Debug for RedisPostgresConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisPostgresConfig")
+            .field("redis_url", &redact(&self.redis_url))
+            .field("database_url", &redact(&self.database_url))
+            .field("key_prefix", &self.key_prefix)
+            .field("timeout", &self.timeout)
+            .field("startup_timeout", &self.startup_timeout)
+            .field("redis_pool_size", &self.redis_pool_size)
+            .field("postgres_pool_size", &self.postgres_pool_size)
+            .field("redis_key_ttl", &self.redis_key_ttl)
+            .finish()
+    }
+}
+
+/// The `redis+postgres` memory store. Cheap to clone; clones share the pools.
+#[derive(Clone)]
+pub struct RedisPostgresStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    memory: MemoryConfig,
+    timeout: Duration,
+    working: Working,
+    pg: deadpool_postgres::Pool,
+}
+
+impl fmt::Debug for RedisPostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisPostgresStore")
+            .field("memory", &self.inner.memory)
+            .field("timeout", &self.inner.timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisPostgresStore {
+    /// Connects to both services and migrates the database; fails fast (see the module
+    /// documentation) when either is unreachable.
+    pub async fn connect(
+        config: RedisPostgresConfig,
+        memory: MemoryConfig,
+    ) -> Result<Self, MemoryError> {
+        let working = Working::new(
+            &config.redis_url,
+            config.redis_pool_size,
+            config.timeout,
+            &config.key_prefix,
+            &memory,
+            config.redis_key_ttl.unwrap_or(memory.working_ttl),
+        )?;
+        let pg = longterm::pool(
+            &config.database_url,
+            config.postgres_pool_size,
+            config.timeout,
+        )?;
+        let start = Deadline::new(config.startup_timeout);
+        let migrate = start.run(POSTGRES, async {
+            let mut client = longterm::client(&pg).await?;
+            longterm::migrate(&mut client).await
+        });
+        let ping = start.run(REDIS, working.ping());
+        let (migrated, pinged) = tokio::join!(migrate, ping);
+        let at = |url: &str, e: MemoryError| match e {
+            MemoryError::Unavailable { dependency, reason } => MemoryError::Unavailable {
+                dependency,
+                reason: format!("at start-up, {}: {reason}", redact(url)),
+            },
+            other => other,
+        };
+        migrated.map_err(|e| at(&config.database_url, e))?;
+        pinged.map_err(|e| at(&config.redis_url, e))?;
+        tracing::info!(config = ?config, "redis+postgres memory ready");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                memory,
+                timeout: config.timeout,
+                working,
+                pg,
+            }),
+        })
+    }
+
+    /// Runs a write in its own task: once started it finishes (or compensates) even if the caller
+    /// stops waiting.
+    async fn detached<T, F>(&self, work: impl FnOnce(Arc<Inner>) -> F) -> Result<T, MemoryError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, MemoryError>> + Send + 'static,
+    {
+        tokio::spawn(work(self.inner.clone()))
+            .await
+            .unwrap_or_else(|e| {
+                Err(MemoryError::Backend {
+                    dependency: "redis+postgres",
+                    reason: format!("the memory task failed: {e}"),
+                })
+            })
+    }
+}
+
+/// One operation's deadline, shared by its steps.
+#[derive(Clone, Copy)]
+struct Deadline {
+    at: Instant,
+    budget: Duration,
+}
+
+impl Deadline {
+    fn new(budget: Duration) -> Self {
+        Self {
+            at: Instant::now() + budget,
+            budget,
+        }
+    }
+
+    /// Runs one step; past the deadline the step is dropped and `dependency` reported unavailable.
+    async fn run<T>(
+        self,
+        dependency: &'static str,
+        step: impl Future<Output = Result<T, MemoryError>>,
+    ) -> Result<T, MemoryError> {
+        tokio::time::timeout_at(self.at, step)
+            .await
+            .unwrap_or_else(|_| {
+                Err(MemoryError::Unavailable {
+                    dependency,
+                    reason: format!("no answer within {:?}", self.budget),
+                })
+            })
+    }
+}
+
+impl Inner {
+    /// A pooled Postgres connection within the deadline.
+    async fn pg_client(
+        &self,
+        deadline: Deadline,
+    ) -> Result<deadpool_postgres::Object, MemoryError> {
+        deadline.run(POSTGRES, longterm::client(&self.pg)).await
+    }
+
+    /// A connection that failed as unavailable may be half-dead (a timed-out statement may still be
+    /// queued on it): close it instead of returning it to the pool.
+    fn release<T>(client: deadpool_postgres::Object, result: &Result<T, MemoryError>) {
+        if let Err(MemoryError::Unavailable {
+            dependency: POSTGRES,
+            ..
+        }) = result
+        {
+            drop(deadpool_postgres::Object::take(client));
+        }
+    }
+
+    async fn commit(
+        self: Arc<Self>,
+        session: SessionId,
+        turn: TurnWrite,
+    ) -> Result<Vec<StoredFact>, MemoryError> {
+        let deadline = Deadline::new(self.timeout);
+        let mut client = self.pg_client(deadline).await?;
+        let result = self
+            .commit_with(&mut client, deadline, &session, turn)
+            .await;
+        Self::release(client, &result);
+        result
+    }
+
+    /// The turn sequence described in the module documentation.
+    async fn commit_with(
+        &self,
+        client: &mut deadpool_postgres::Object,
+        deadline: Deadline,
+        session: &SessionId,
+        turn: TurnWrite,
+    ) -> Result<Vec<StoredFact>, MemoryError> {
+        let tx = deadline
+            .run(POSTGRES, async {
+                client.transaction().await.map_err(longterm::pg_error)
+            })
+            .await?;
+        let lock = deadline
+            .run(POSTGRES, longterm::lock_session(&tx, session))
+            .await?;
+        if turn.expected_epoch.is_some_and(|e| e != lock.epoch) {
+            // Dropping `tx` rolls back; nothing was written.
+            return Err(MemoryError::SessionReset);
+        }
+        let stored = deadline
+            .run(POSTGRES, longterm::write_facts(&tx, session, turn.facts))
+            .await?;
+        deadline
+            .run(POSTGRES, longterm::retire(&tx, session, &turn.retire))
+            .await?;
+
+        let written = if turn.items.is_empty() {
+            None
+        } else {
+            let written = self.working.batch(session, lock.turn_seq, &turn.items)?;
+            if let Err(e) = deadline.run(REDIS, self.working.append(&written)).await {
+                // An unanswered EXEC may still have been applied: undo it before rolling back.
+                if matches!(e, MemoryError::Unavailable { .. }) {
+                    self.compensate(session, &written).await;
+                }
+                return Err(e);
+            }
+            Some(written)
+        };
+
+        let committed = match tokio::time::timeout_at(deadline.at, tx.commit()).await {
+            Ok(Ok(())) => return Ok(stored),
+            // The server answered the COMMIT with an error: it rolled back.
+            Ok(Err(e)) if e.as_db_error().is_some() => {
+                let e = longterm::pg_error(e);
+                (Some(false), e)
+            }
+            // The answer was lost: ask the server what became of the transaction.
+            Ok(Err(e)) => (self.commit_outcome(lock.xid).await, longterm::pg_error(e)),
+            Err(_) => (
+                self.commit_outcome(lock.xid).await,
+                MemoryError::Unavailable {
+                    dependency: POSTGRES,
+                    reason: format!("no answer to COMMIT within {:?}", deadline.budget),
+                },
+            ),
+        };
+        match committed {
+            (Some(true), _) => Ok(stored),
+            (_, e) => {
+                if let Some(written) = &written {
+                    self.compensate(session, written).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether transaction `xid` committed, asked on a fresh connection with its own budget.
+    async fn commit_outcome(&self, xid: i64) -> Option<bool> {
+        let deadline = Deadline::new(self.timeout);
+        let asked = async {
+            let client = self.pg_client(deadline).await?;
+            deadline
+                .run(POSTGRES, longterm::committed(&client, xid))
+                .await
+        };
+        match asked.await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::error!(error = %e, xid, "cannot tell whether a turn committed");
+                None
+            }
+        }
+    }
+
+    /// Removes a turn's working items after its Postgres transaction failed.
+    async fn compensate(&self, session: &SessionId, written: &working::Written) {
+        let deadline = Deadline::new(self.timeout);
+        if let Err(e) = deadline.run(REDIS, self.working.remove(written)).await {
+            tracing::error!(
+                session = %session,
+                error = %e,
+                "a failed turn's working-memory items may remain in redis"
+            );
+        }
+    }
+
+    async fn reset(self: Arc<Self>, session: SessionId) -> Result<ResetCounts, MemoryError> {
+        let deadline = Deadline::new(self.timeout);
+        let mut client = self.pg_client(deadline).await?;
+        let result = self.reset_with(&mut client, deadline, &session).await;
+        Self::release(client, &result);
+        result
+    }
+
+    /// Lock and epoch bump first, then Postgres rows, then Redis, then COMMIT: the Redis delete
+    /// happens while the session row is locked, so no turn can write working memory between the
+    /// delete and the epoch change becoming visible. If the COMMIT fails after Redis was cleared,
+    /// the reset reports the error; working memory is gone but the facts and epoch are unchanged,
+    /// a state a retry completes.
+    async fn reset_with(
+        &self,
+        client: &mut deadpool_postgres::Object,
+        deadline: Deadline,
+        session: &SessionId,
+    ) -> Result<ResetCounts, MemoryError> {
+        let tx = deadline
+            .run(POSTGRES, async {
+                client.transaction().await.map_err(longterm::pg_error)
+            })
+            .await?;
+        let facts = deadline
+            .run(POSTGRES, longterm::reset(&tx, session))
+            .await?;
+        let working_items = deadline.run(REDIS, self.working.clear(session)).await?;
+        deadline
+            .run(POSTGRES, async {
+                tx.commit().await.map_err(longterm::pg_error)
+            })
+            .await?;
+        Ok(ResetCounts {
+            working_items,
+            facts,
+        })
+    }
+}
+
+#[async_trait]
+impl MemoryStore for RedisPostgresStore {
+    fn backend(&self) -> &'static str {
+        "redis+postgres"
+    }
+
+    fn config(&self) -> &MemoryConfig {
+        &self.inner.memory
+    }
+
+    async fn recall(
+        &self,
+        session: &SessionId,
+        query: RecallQuery<'_>,
+    ) -> Result<MemoryContext, MemoryError> {
+        let inner = &self.inner;
+        let deadline = Deadline::new(inner.timeout);
+        // Only the shared content words reach to_tsquery, OR-ed: each is a run of alphanumeric
+        // characters, which the tsquery parser cannot read as an operator.
+        let terms = ranking::query_terms(query.text);
+        let tsquery = (!terms.is_empty() && query.limit > 0).then(|| terms.join(" | "));
+        let pool_size = ranking::candidate_pool(query.limit);
+
+        // Postgres first: see "Resets racing turns" in the module documentation.
+        let mut client = inner.pg_client(deadline).await?;
+        let rows = deadline
+            .run(
+                POSTGRES,
+                longterm::recall(&mut client, session, tsquery.as_deref(), pool_size),
+            )
+            .await;
+        Inner::release(client, &rows);
+        let rows = rows?;
+        let working = deadline
+            .run(REDIS, inner.working.read(session, query.now, &inner.memory))
+            .await?;
+
+        let half_life = inner.memory.recency_half_life;
+        let mut facts: Vec<Recalled> = rows
+            .candidates
+            .into_iter()
+            .map(|(fact, lexical)| Recalled {
+                score: ranking::combined_score(lexical, fact.observed_at, query.now, half_life),
+                fact,
+            })
+            .collect();
+        // Stable: full ties keep the SQL order (newer, then later written, first).
+        facts.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then(b.fact.observed_at.cmp(&a.fact.observed_at))
+        });
+        facts.truncate(query.limit);
+        Ok(MemoryContext {
+            working,
+            facts,
+            standing: rows.standing,
+            epoch: rows.epoch,
+        })
+    }
+
+    async fn commit_turn(
+        &self,
+        session: &SessionId,
+        turn: TurnWrite,
+    ) -> Result<Vec<StoredFact>, MemoryError> {
+        let session = session.clone();
+        self.detached(move |inner| inner.commit(session, turn))
+            .await
+    }
+
+    async fn inject(
+        &self,
+        session: &SessionId,
+        facts: Vec<NewFact>,
+    ) -> Result<Vec<StoredFact>, MemoryError> {
+        let session = session.clone();
+        let turn = TurnWrite {
+            facts,
+            ..TurnWrite::default()
+        };
+        self.detached(move |inner| inner.commit(session, turn))
+            .await
+    }
+
+    async fn reset(&self, session: &SessionId) -> Result<ResetCounts, MemoryError> {
+        let session = session.clone();
+        self.detached(move |inner| inner.reset(session)).await
+    }
+
+    async fn snapshot(
+        &self,
+        session: &SessionId,
+        now: DateTime<Utc>,
+    ) -> Result<Snapshot, MemoryError> {
+        let inner = &self.inner;
+        let deadline = Deadline::new(inner.timeout);
+        let facts = async {
+            let client = inner.pg_client(deadline).await?;
+            let facts = deadline
+                .run(POSTGRES, longterm::all_facts(&client, session))
+                .await;
+            Inner::release(client, &facts);
+            facts
+        };
+        let working = deadline.run(REDIS, inner.working.read(session, now, &inner.memory));
+        let (facts, working) = tokio::try_join!(facts, working)?;
+        Ok(Snapshot { working, facts })
+    }
+
+    async fn health(&self) -> Vec<DependencyHealth> {
+        let inner = &self.inner;
+        let deadline = Deadline::new(inner.timeout);
+        let (redis, postgres) = tokio::join!(
+            deadline.run(REDIS, inner.working.ping()),
+            deadline.run(POSTGRES, longterm::ping(&inner.pg)),
+        );
+        [(REDIS, redis), (POSTGRES, postgres)]
+            .into_iter()
+            .map(|(name, result)| DependencyHealth {
+                name: name.to_owned(),
+                ok: result.is_ok(),
+                error: result.err().map(|e| e.to_string()),
+            })
+            .collect()
+    }
+}
+
+/// `scheme://user:secret@host` → `scheme://user:***@host`; `password=secret` → `password=***`.
+fn redact(url: &str) -> String {
+    if let Some((scheme, rest)) = url.split_once("://") {
+        let end = rest.find(['/', '?']).unwrap_or(rest.len());
+        let (authority, tail) = rest.split_at(end);
+        if let Some((userinfo, host)) = authority.rsplit_once('@') {
+            let hidden = match userinfo.split_once(':') {
+                Some((user, _)) => format!("{user}:***"),
+                None => userinfo.to_owned(),
+            };
+            return format!("{scheme}://{hidden}@{host}{tail}");
+        }
+        return url.to_owned();
+    }
+    url.split_whitespace()
+        .map(|part| match part.split_once('=') {
+            Some(("password", _)) => "password=***".to_owned(),
+            _ => part.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::redact;
+
+    #[test]
+    fn passwords_never_reach_logs() {
+        assert_eq!(
+            redact("postgres://app:s3cret@db:5432/agentwall"),
+            "postgres://app:***@db:5432/agentwall"
+        );
+        assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(
+            redact("host=db user=app password=s3cret"),
+            "host=db user=app password=***"
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! Building and running the server: open the memory backend, pick the model, bind the listener.
+//! [`Application::build`] binds before it returns, so tests can ask for port 0 and read the port.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+
+use actix_web::{App, HttpServer, dev::Server, web};
+use anyhow::Context;
+
+use crate::agent::Agent;
+use crate::config::Config;
+use crate::http::{self, AppState};
+use crate::llm::ChatModel;
+use crate::llm::builtin::BuiltinModel;
+use crate::llm::upstream::UpstreamModel;
+use crate::memory::MemoryStore;
+use crate::memory::embedded::EmbeddedStore;
+use crate::memory::redis_pg::{RedisPostgresConfig, RedisPostgresStore};
+
+pub struct Application {
+    port: u16,
+    server: Server,
+}
+
+impl Application {
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let store = open_store(&config).await?;
+        let model: Arc<dyn ChatModel> = match config.upstream()? {
+            Some(upstream) => {
+                tracing::info!(url = %upstream.base_url, model = ?upstream.model, "answering with the upstream model");
+                Arc::new(UpstreamModel::new(upstream)?)
+            }
+            None => Arc::new(BuiltinModel::new(config.model_name.clone())),
+        };
+        let agent = Agent::new(store, model, config.memory_enabled(), config.recall_limit);
+        let state = web::Data::new(AppState {
+            agent,
+            api_key: config.api_key.clone(),
+            admin_token: config.admin_token.clone(),
+            deny_mock_time: config.deny_mock_time,
+            max_body_bytes: config.max_body_bytes,
+            started_at: chrono::Utc::now().timestamp(),
+        });
+        let listener = TcpListener::bind(config.addr).with_context(|| {
+            format!(
+                "cannot listen on {}; is another server using it? (--addr)",
+                config.addr
+            )
+        })?;
+        let port = listener.local_addr()?.port();
+        if config.admin_token.is_none() && !config.addr.ip().is_loopback() {
+            tracing::warn!(addr = %config.addr, "the control plane is open to the network: set --admin-token");
+        }
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .wrap(actix_web::middleware::from_fn(http::metrics::observe))
+                .configure(|cfg| http::configure(cfg, state.clone()))
+        })
+        .listen(listener)?
+        // Replies are small and written at once; without TCP_NODELAY keep-alive clients stall
+        // on Nagle's algorithm and delayed ACKs (~40 ms per reply).
+        .on_connect(|conn, _| {
+            if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+                let _ = tcp.set_nodelay(true);
+            }
+        })
+        .shutdown_timeout(10);
+        if let Some(workers) = config.workers {
+            server = server.workers(workers.max(1));
+        }
+        tracing::info!(
+            addr = %format!("{}:{port}", config.addr.ip()),
+            backend = %store_name(&config),
+            memory = config.memory_enabled(),
+            "agent-server listening"
+        );
+        Ok(Self {
+            port,
+            server: server.run(),
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Runs until SIGINT/SIGTERM; in-flight requests finish (their turns are stored) first.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}
+
+fn store_name(config: &Config) -> &'static str {
+    if config.redis_url.is_some() {
+        "redis+postgres"
+    } else {
+        "embedded"
+    }
+}
+
+async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn MemoryStore>> {
+    let memory = config.memory_config();
+    match (&config.redis_url, &config.database_url) {
+        (Some(redis_url), Some(database_url)) => {
+            let backend = RedisPostgresConfig {
+                redis_url: redis_url.clone(),
+                database_url: database_url.clone(),
+                timeout: config.backend_timeout,
+                ..RedisPostgresConfig::default()
+            };
+            let store = RedisPostgresStore::connect(backend, memory)
+                .await
+                .context("cannot open the redis+postgres memory backend")?;
+            Ok(Arc::new(store))
+        }
+        _ => {
+            let path = config.data_dir.join("memory.sqlite3");
+            let store = EmbeddedStore::open(&path, memory).await.with_context(|| {
+                format!(
+                    "cannot open the embedded memory database {}",
+                    path.display()
+                )
+            })?;
+            Ok(Arc::new(store))
+        }
+    }
+}

@@ -1,0 +1,227 @@
+//! Telemetry, in one place: logs, traces and metrics.
+//!
+//! - **Logs**: `tracing` events on stderr, filtered by `RUST_LOG` (default `info`), text or JSON.
+//! - **Traces**: every `tracing` span of this crate also becomes an OpenTelemetry span. Incoming
+//!   W3C `traceparent`/`tracestate` headers are continued (see `http::metrics`), and the upstream
+//!   model call carries the context on. Spans are exported only when `OTEL_EXPORTER_OTLP_ENDPOINT`
+//!   (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set: OTLP over HTTP with protobuf payloads, by a
+//!   batch processor on its own thread, so requests never wait for the collector. The standard
+//!   `OTEL_*` variables apply (`OTEL_SERVICE_NAME`, default `agent-server`;
+//!   `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_BSP_*`, `OTEL_SDK_DISABLED`,
+//!   `OTEL_TRACES_EXPORTER=none`). Without an endpoint spans still get ids, so trace context
+//!   still flows from the caller to the upstream model.
+//! - **Metrics**: Prometheus collectors in [`metrics`], served by `GET /metrics`.
+
+use std::io::IsTerminal;
+use std::sync::{LazyLock, OnceLock};
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithExportConfig as _;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
+use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt as _;
+use tracing_subscriber::util::SubscriberInitExt as _;
+use tracing_subscriber::{Layer, Registry as Subscribers};
+
+use crate::config::LogFormat;
+
+/// Service name when `OTEL_SERVICE_NAME` is not set.
+pub const SERVICE_NAME: &str = "agent-server";
+
+/// Keeps the tracer provider; [`Telemetry::shutdown`] flushes spans not yet exported.
+#[must_use = "call shutdown() before exiting so that the last spans are exported"]
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+}
+
+impl Telemetry {
+    /// Whether spans are exported over OTLP.
+    pub fn exporting(&self) -> bool {
+        self.provider.is_some() && exporter_configured()
+    }
+
+    /// Exports buffered spans and stops the exporter. Blocks for at most the export timeout.
+    pub fn shutdown(self) {
+        if let Some(provider) = self.provider
+            && let Err(e) = provider.shutdown()
+        {
+            // stderr, not tracing: the subscriber's exporter is what just failed.
+            eprintln!("agent-server: could not flush spans at shutdown: {e}");
+        }
+    }
+}
+
+static INSTALLED: OnceLock<()> = OnceLock::new();
+
+/// Installs the global subscriber, propagator and tracer provider. Only the first call does
+/// anything (tests call it once per test); later calls return a no-op guard.
+pub fn init(format: LogFormat) -> Telemetry {
+    let mut installed = None;
+    INSTALLED.get_or_init(|| installed = Some(install(format)));
+    Telemetry {
+        provider: installed.flatten(),
+    }
+}
+
+fn install(format: LogFormat) -> Option<SdkTracerProvider> {
+    opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+    let (provider, export_error) = tracer_provider();
+    let tracer = provider.tracer(SERVICE_NAME);
+    // Spans for tracing are chosen by target, independently of RUST_LOG, so that quieter logs do
+    // not lose traces.
+    let otel = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_filter(Targets::new().with_target("agent_server", LevelFilter::INFO))
+        .boxed();
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    // Colours only on a terminal: logs piped to files or collectors stay plain text.
+    let ansi = std::io::stderr().is_terminal();
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_ansi(ansi)
+        .with_writer(std::io::stderr);
+    let fmt = match format {
+        LogFormat::Text => fmt.with_filter(filter).boxed(),
+        LogFormat::Json => fmt.json().with_filter(filter).boxed(),
+    };
+    let layers: Vec<Box<dyn Layer<Subscribers> + Send + Sync>> = vec![otel, fmt];
+    if tracing_subscriber::registry()
+        .with(layers)
+        .try_init()
+        .is_err()
+    {
+        // Someone else installed a subscriber (a test harness): keep theirs.
+        return None;
+    }
+    opentelemetry::global::set_tracer_provider(provider.clone());
+    if let Some(e) = export_error {
+        tracing::error!(error = %e, "cannot export spans over OTLP; check OTEL_EXPORTER_OTLP_ENDPOINT");
+    } else if exporter_configured() {
+        tracing::info!("exporting spans over OTLP/HTTP (protobuf)");
+    }
+    Some(provider)
+}
+
+fn exporter_configured() -> bool {
+    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+    let disabled = std::env::var("OTEL_SDK_DISABLED").is_ok_and(|v| v.eq_ignore_ascii_case("true"))
+        || std::env::var("OTEL_TRACES_EXPORTER").is_ok_and(|v| v.eq_ignore_ascii_case("none"));
+    !disabled && (set("OTEL_EXPORTER_OTLP_ENDPOINT") || set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"))
+}
+
+fn tracer_provider() -> (SdkTracerProvider, Option<String>) {
+    let mut resource = Resource::builder();
+    if std::env::var("OTEL_SERVICE_NAME").is_err() {
+        resource = resource.with_service_name(SERVICE_NAME);
+    }
+    let builder = SdkTracerProvider::builder().with_resource(resource.build());
+    if !exporter_configured() {
+        return (builder.build(), None);
+    }
+    // Endpoint, headers, timeout and protocol details come from the standard OTEL_* variables.
+    match opentelemetry_otlp::SpanExporter::builder()
+        .with_http()
+        .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+        .build()
+    {
+        Ok(exporter) => (builder.with_batch_exporter(exporter).build(), None),
+        Err(e) => (builder.build(), Some(e.to_string())),
+    }
+}
+
+/// The server's Prometheus collectors, registered in their own registry.
+///
+/// The `prometheus` crate rather than `metrics` + `metrics-exporter-prometheus`: the collectors are
+/// typed values with their label names fixed at registration, rendered by our own `/metrics`
+/// handler; no global recorder to install (tests start many servers in one process) and no
+/// exporter with its own HTTP server stack.
+pub struct Metrics {
+    pub registry: Registry,
+    /// Requests answered, by route pattern, method and status.
+    pub http_requests: IntCounterVec,
+    /// Time to the response head, by route pattern, method and status.
+    pub http_duration: HistogramVec,
+    /// Requests being handled now (until their response body is sent).
+    pub http_in_flight: IntGauge,
+    /// Memory operations (`recall`, `commit`), by backend and outcome.
+    pub memory_duration: HistogramVec,
+    /// Upstream model calls, by mode (`json`, `stream`) and outcome (`ok` or the error kind);
+    /// for streams, until the last chunk.
+    pub upstream_duration: HistogramVec,
+}
+
+/// The process's metrics.
+pub fn metrics() -> &'static Metrics {
+    static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
+    &METRICS
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let registry = Registry::new_custom(Some("agentwall".into()), None).expect("valid prefix");
+        let latency = [
+            0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+            60.0,
+        ];
+        let histogram = |name: &str, help: &str, labels: &[&str]| {
+            let h = HistogramVec::new(
+                HistogramOpts::new(name, help).buckets(latency.to_vec()),
+                labels,
+            )
+            .expect("valid histogram");
+            registry
+                .register(Box::new(h.clone()))
+                .expect("registered once");
+            h
+        };
+        let http_duration = histogram(
+            "http_request_duration_seconds",
+            "Time from request to response head, by route pattern, method and status.",
+            &["route", "method", "status"],
+        );
+        let memory_duration = histogram(
+            "memory_operation_duration_seconds",
+            "Latency of memory operations (recall, commit), by backend and outcome.",
+            &["operation", "backend", "outcome"],
+        );
+        let upstream_duration = histogram(
+            "upstream_request_duration_seconds",
+            "Latency of upstream model calls (streams: until the last chunk), by mode and outcome.",
+            &["mode", "outcome"],
+        );
+        let http_requests = IntCounterVec::new(
+            Opts::new(
+                "http_requests_total",
+                "Requests answered, by route pattern, method and status.",
+            ),
+            &["route", "method", "status"],
+        )
+        .expect("valid counter");
+        registry
+            .register(Box::new(http_requests.clone()))
+            .expect("registered once");
+        let http_in_flight =
+            IntGauge::new("http_requests_in_flight", "Requests being handled now.")
+                .expect("valid gauge");
+        registry
+            .register(Box::new(http_in_flight.clone()))
+            .expect("registered once");
+        Self {
+            registry,
+            http_requests,
+            http_duration,
+            http_in_flight,
+            memory_duration,
+            upstream_duration,
+        }
+    }
+
+    /// The Prometheus text exposition of every collector.
+    pub fn render(&self) -> String {
+        prometheus::TextEncoder::new()
+            .encode_to_string(&self.registry.gather())
+            .unwrap_or_else(|e| format!("# metrics could not be encoded: {e}\n"))
+    }
+}

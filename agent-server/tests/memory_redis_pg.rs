@@ -1,0 +1,937 @@
+//! The redis+postgres memory backend against real servers: the shared conformance suite, then what is
+//! specific to this backend (migrations, outages, restarts, several servers, Redis TTLs, atomicity).
+//!
+//! Needs `AGENTWALL_TEST_REDIS_URL` and `AGENTWALL_TEST_DATABASE_URL` (an admin URL: every test
+//! creates its own database). `scripts/test-services.sh` starts throwaway servers and prints them:
+//!
+//! ```sh
+//! scripts/test-services.sh run cargo test -p agent-server --test memory_redis_pg
+//! ```
+//!
+//! Without them every test fails and says so; none is skipped. Tests that stop servers start their
+//! own (a `redis-server` or `postgres` child on a free port) and never stop the shared ones.
+
+use std::net::TcpListener;
+use std::ops::Deref;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use agent_server::memory::redis_pg::{RedisPostgresConfig, RedisPostgresStore};
+use agent_server::memory::{
+    MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem, conformance,
+};
+use chrono::{DateTime, Utc};
+use deadpool_redis::redis;
+use protocol::SessionId;
+use protocol::control::{FactKind, FactSource};
+use uuid::Uuid;
+
+const SETUP_HINT: &str = "start throwaway Redis and Postgres first: \
+    `eval \"$(scripts/test-services.sh)\"`, or run the tests through \
+    `scripts/test-services.sh run cargo test -p agent-server --test memory_redis_pg`";
+
+fn required_env(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set; {SETUP_HINT}"))
+}
+
+fn redis_url() -> String {
+    required_env("AGENTWALL_TEST_REDIS_URL")
+}
+
+fn admin_url() -> String {
+    required_env("AGENTWALL_TEST_DATABASE_URL")
+}
+
+/// `url` with its database name replaced (URL form only, which is what the script prints).
+fn with_dbname(url: &str, dbname: &str) -> String {
+    let (scheme, rest) = url
+        .split_once("://")
+        .unwrap_or_else(|| panic!("AGENTWALL_TEST_DATABASE_URL must be a postgres:// URL"));
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    let query = tail.find('?').map_or("", |i| &tail[i..]);
+    format!("{scheme}://{authority}/{dbname}{query}")
+}
+
+async fn admin_client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {url}: {e}; {SETUP_HINT}"));
+    tokio::spawn(connection);
+    client
+}
+
+/// A database of its own, dropped when the test ends.
+struct TestDb {
+    admin: String,
+    name: String,
+    url: String,
+}
+
+impl TestDb {
+    async fn create() -> Self {
+        Self::create_on(&admin_url()).await
+    }
+
+    async fn create_on(admin: &str) -> Self {
+        let name = format!("test_{}", Uuid::new_v4().simple());
+        admin_client(admin)
+            .await
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .await
+            .expect("create the test database");
+        Self {
+            admin: admin.to_owned(),
+            url: with_dbname(admin, &name),
+            name,
+        }
+    }
+
+    async fn client(&self) -> tokio_postgres::Client {
+        admin_client(&self.url).await
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        // Drop runs inside the test's runtime, which cannot block on itself: use a thread with a
+        // runtime of its own. Best effort: the servers are throwaway anyway.
+        let (admin, name) = (self.admin.clone(), self.name.clone());
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .ok()?;
+            runtime.block_on(async {
+                let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
+                    .await
+                    .ok()?;
+                tokio::spawn(connection);
+                client
+                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .await
+                    .ok()
+            })
+        });
+        let _ = dropped.join();
+    }
+}
+
+fn config(redis_url: &str, database_url: &str, prefix: &str) -> RedisPostgresConfig {
+    RedisPostgresConfig {
+        key_prefix: prefix.to_owned(),
+        // Generous: two cores are shared with compilers; the outage tests use short timeouts.
+        timeout: Duration::from_secs(5),
+        redis_pool_size: 4,
+        postgres_pool_size: 4,
+        ..RedisPostgresConfig::new(redis_url, database_url)
+    }
+}
+
+fn unique_prefix() -> String {
+    format!("test-{}", Uuid::new_v4().simple())
+}
+
+/// A store on its own database and key prefix.
+struct Harness {
+    store: RedisPostgresStore,
+    prefix: String,
+    db: TestDb,
+}
+
+impl Harness {
+    async fn new() -> Self {
+        let db = TestDb::create().await;
+        let prefix = unique_prefix();
+        let store = RedisPostgresStore::connect(
+            config(&redis_url(), &db.url, &prefix),
+            conformance::config(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("cannot open the store: {e}; {SETUP_HINT}"));
+        Self { store, prefix, db }
+    }
+
+    /// A second store (another server) on the same database and prefix.
+    async fn twin(&self) -> RedisPostgresStore {
+        RedisPostgresStore::connect(
+            config(&redis_url(), &self.db.url, &self.prefix),
+            conformance::config(),
+        )
+        .await
+        .expect("open a second store")
+    }
+}
+
+impl Deref for Harness {
+    type Target = RedisPostgresStore;
+    fn deref(&self) -> &RedisPostgresStore {
+        &self.store
+    }
+}
+
+agent_server::memory_conformance_tests!(Harness::new().await);
+
+// ---------------------------------------------------------------------------------------------
+// Helpers for the backend-specific tests.
+
+fn t0() -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339("2030-01-01T09:00:00Z")
+        .unwrap()
+        .to_utc()
+}
+
+fn session() -> SessionId {
+    SessionId::parse(&format!("redis-pg-{}", Uuid::new_v4())).unwrap()
+}
+
+fn fact(key: Option<&str>, text: &str) -> NewFact {
+    NewFact {
+        kind: FactKind::Fact,
+        key: key.map(str::to_owned),
+        text: text.to_owned(),
+        data: None,
+        observed_at: t0(),
+        importance: 0.5,
+        source: FactSource::Extracted,
+    }
+}
+
+fn user(text: &str) -> WorkingItem {
+    WorkingItem {
+        role: TurnRole::User,
+        text: text.to_owned(),
+        at: t0(),
+    }
+}
+
+fn turn(item: &str, fact_text: &str) -> TurnWrite {
+    TurnWrite {
+        items: vec![user(item)],
+        facts: vec![fact(None, fact_text)],
+        ..TurnWrite::default()
+    }
+}
+
+fn query(text: &str) -> RecallQuery<'_> {
+    RecallQuery {
+        now: t0() + chrono::Duration::minutes(1),
+        text,
+        limit: 10,
+    }
+}
+
+fn fact_texts(snapshot: &agent_server::memory::Snapshot) -> Vec<&str> {
+    snapshot.facts.iter().map(|f| f.text.as_str()).collect()
+}
+
+fn assert_unavailable(err: &MemoryError, dependency: &str) {
+    assert!(
+        matches!(err, MemoryError::Unavailable { dependency: d, .. } if *d == dependency),
+        "expected {dependency} to be reported unavailable, got: {err:?}"
+    );
+}
+
+/// A port nothing listens on (just released by the OS).
+fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Retries `op` until it succeeds or `within` passes: how long a pool takes to reconnect.
+async fn eventually<T, F, Fut>(within: Duration, mut op: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, MemoryError>>,
+{
+    let start = Instant::now();
+    loop {
+        match op().await {
+            Ok(v) => return v,
+            Err(_) if start.elapsed() < within => {
+                tokio::time::sleep(Duration::from_millis(100)).await
+            }
+            Err(e) => panic!("still failing after {within:?}: {e}"),
+        }
+    }
+}
+
+fn signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -{signal} {pid} failed");
+}
+
+/// A `redis-server` of this test's own, so that it can be stopped without disturbing other tests.
+/// Appends every write to its AOF before answering, so a restart loses nothing acknowledged.
+struct RedisChild {
+    child: Child,
+    port: u16,
+}
+
+impl RedisChild {
+    fn start(dir: &Path, port: u16) -> Self {
+        let binary = std::env::var("AGENTWALL_TEST_REDIS_SERVER")
+            .unwrap_or_else(|_| "redis-server".to_owned());
+        let child = Command::new(&binary)
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+            .args([
+                "--save",
+                "",
+                "--appendonly",
+                "yes",
+                "--appendfsync",
+                "always",
+            ])
+            .arg("--dir")
+            .arg(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {binary}: {e}; {SETUP_HINT}"));
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "redis-server did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for RedisChild {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A `postgres` of this test's own with default durability settings, started directly (no pg_ctl)
+/// so that this process holds its PID. Runs as the unprivileged user the script names when root.
+struct PostgresChild {
+    child: Option<Child>,
+    bindir: String,
+    data: std::path::PathBuf,
+    port: u16,
+    run_as: Option<(u32, u32)>,
+    _dir: tempfile::TempDir,
+}
+
+impl PostgresChild {
+    fn init() -> Self {
+        let bindir = std::env::var("AGENTWALL_TEST_PG_BINDIR")
+            .unwrap_or_else(|_| panic!("AGENTWALL_TEST_PG_BINDIR is not set; {SETUP_HINT}"));
+        let run_as = match std::env::var("AGENTWALL_TEST_RUN_AS") {
+            Ok(user) if !user.is_empty() => Some((id(&user, "-u"), id(&user, "-g"))),
+            _ => None,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        if let Some((uid, gid)) = run_as {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
+        }
+        let data = dir.path().join("data");
+        let status = Self::command(&bindir, "initdb", run_as)
+            .arg("-D")
+            .arg(&data)
+            .args(["-U", "postgres", "-A", "trust", "--no-locale", "--no-sync"])
+            .stdout(Stdio::null())
+            .status()
+            .expect("run initdb");
+        assert!(status.success(), "initdb failed");
+        let mut pg = Self {
+            child: None,
+            bindir,
+            data,
+            port: closed_port(),
+            run_as,
+            _dir: dir,
+        };
+        pg.start();
+        pg
+    }
+
+    fn command(bindir: &str, program: &str, run_as: Option<(u32, u32)>) -> Command {
+        let mut command = Command::new(Path::new(bindir).join(program));
+        if let Some((uid, gid)) = run_as {
+            use std::os::unix::process::CommandExt;
+            command.uid(uid).gid(gid);
+        }
+        command
+    }
+
+    fn start(&mut self) {
+        let socket_dir = self.data.parent().unwrap().to_owned();
+        let child = Self::command(&self.bindir, "postgres", self.run_as)
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-p", &self.port.to_string(), "-k"])
+            .arg(&socket_dir)
+            .args(["-c", "listen_addresses=127.0.0.1"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("run postgres");
+        self.child = Some(child);
+    }
+
+    async fn wait_ready(&self) {
+        let url = self.admin_url();
+        let started = Instant::now();
+        while tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .is_err()
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "postgres did not start"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    fn admin_url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// A crash: SIGKILL, no shutdown checkpoint. Committed data must survive through the WAL.
+    fn crash(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        // The postmaster's children notice its death and exit; until they do, a new postmaster
+        // refuses the data directory.
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+impl Drop for PostgresChild {
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            // Fast shutdown, so that no backend outlives the test.
+            signal(child.id(), "INT");
+            let _ = child.wait();
+        }
+    }
+}
+
+fn id(user: &str, flag: &str) -> u32 {
+    let out = Command::new("id")
+        .args([flag, user])
+        .output()
+        .expect("run id");
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or_else(|_| panic!("no user {user}; {SETUP_HINT}"))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Backend-specific tests.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
+    let db = TestDb::create().await;
+    let open = || {
+        RedisPostgresStore::connect(
+            config(&redis_url(), &db.url, &unique_prefix()),
+            conformance::config(),
+        )
+    };
+    let (a, b, c) = tokio::join!(open(), open(), open());
+    for store in [a, b, c] {
+        store.expect("a store starting alongside others migrates or waits");
+    }
+    open()
+        .await
+        .expect("a store starting on a migrated database");
+    let rows = db
+        .client()
+        .await
+        .query("SELECT version FROM agentwall_schema_migrations", &[])
+        .await
+        .unwrap();
+    let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(versions, [1], "each migration recorded exactly once");
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_binary_is_refused() {
+    let harness = Harness::new().await;
+    harness
+        .db
+        .client()
+        .await
+        .batch_execute(
+            "INSERT INTO agentwall_schema_migrations (version, name) VALUES (999, 'future')",
+        )
+        .await
+        .unwrap();
+    let err = RedisPostgresStore::connect(
+        config(&redis_url(), &harness.db.url, &harness.prefix),
+        conformance::config(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MemoryError::Corrupt {
+                dependency: "postgres",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("999"), "{err}");
+}
+
+#[tokio::test]
+async fn start_up_fails_fast_naming_the_unreachable_dependency() {
+    let db = TestDb::create().await;
+    let mut cfg = config(
+        &format!("redis://127.0.0.1:{}", closed_port()),
+        &db.url,
+        &unique_prefix(),
+    );
+    cfg.timeout = Duration::from_secs(1);
+    cfg.startup_timeout = Duration::from_secs(2);
+    let started = Instant::now();
+    let err = RedisPostgresStore::connect(cfg, conformance::config())
+        .await
+        .unwrap_err();
+    assert_unavailable(&err, "redis");
+    assert!(err.to_string().contains("127.0.0.1"), "says where: {err}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+
+    let mut cfg = config(
+        &redis_url(),
+        &format!("postgres://app:s3cret@127.0.0.1:{}/x", closed_port()),
+        &unique_prefix(),
+    );
+    cfg.timeout = Duration::from_secs(1);
+    cfg.startup_timeout = Duration::from_secs(2);
+    let started = Instant::now();
+    let err = RedisPostgresStore::connect(cfg, conformance::config())
+        .await
+        .unwrap_err();
+    assert_unavailable(&err, "postgres");
+    assert!(
+        !err.to_string().contains("s3cret"),
+        "password leaked: {err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_down_fails_fast_stores_nothing_and_recovers_by_itself() {
+    let db = TestDb::create().await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = closed_port();
+    let mut redis_server = RedisChild::start(dir.path(), port);
+    let timeout = Duration::from_secs(1);
+    let mut cfg = config(&redis_server.url(), &db.url, &unique_prefix());
+    cfg.timeout = timeout;
+    let store = RedisPostgresStore::connect(cfg, conformance::config())
+        .await
+        .unwrap();
+    let s = session();
+    store
+        .commit_turn(&s, turn("I keep bees.", "I keep bees."))
+        .await
+        .unwrap();
+
+    redis_server.kill();
+    let started = Instant::now();
+    let err = store
+        .commit_turn(&s, turn("I also keep goats.", "I also keep goats."))
+        .await
+        .unwrap_err();
+    assert_unavailable(&err, "redis");
+    let err = store.recall(&s, query("bees")).await.unwrap_err();
+    assert_unavailable(&err, "redis");
+    assert!(
+        started.elapsed() < timeout * 2,
+        "failing took {:?}",
+        started.elapsed()
+    );
+    let health = store.health().await;
+    let state: Vec<(&str, bool)> = health.iter().map(|h| (h.name.as_str(), h.ok)).collect();
+    assert_eq!(state, [("redis", false), ("postgres", true)]);
+    assert!(health[0].error.is_some());
+
+    // Same port, same append-only file: a Redis restart.
+    let _redis_server = RedisChild::start(dir.path(), port);
+    let snapshot = eventually(Duration::from_secs(10), || {
+        store.snapshot(&s, t0() + chrono::Duration::minutes(1))
+    })
+    .await;
+    let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(
+        working,
+        ["I keep bees."],
+        "the stored turn survives, the failed one left nothing"
+    );
+    assert_eq!(
+        fact_texts(&snapshot),
+        ["I keep bees."],
+        "no partial turn in postgres"
+    );
+    assert!(store.health().await.iter().all(|h| h.ok));
+    store
+        .commit_turn(&s, turn("I also keep goats.", "I also keep goats."))
+        .await
+        .expect("writes resume without a new store");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_redis_times_out_instead_of_hanging() {
+    let db = TestDb::create().await;
+    let dir = tempfile::tempdir().unwrap();
+    let redis_server = RedisChild::start(dir.path(), closed_port());
+    let timeout = Duration::from_millis(800);
+    let mut cfg = config(&redis_server.url(), &db.url, &unique_prefix());
+    cfg.timeout = timeout;
+    let store = RedisPostgresStore::connect(cfg, conformance::config())
+        .await
+        .unwrap();
+    let s = session();
+    store.commit_turn(&s, turn("one", "one")).await.unwrap();
+
+    // Frozen: the socket stays open but nothing answers.
+    signal(redis_server.child.id(), "STOP");
+    let started = Instant::now();
+    let err = store
+        .commit_turn(&s, turn("two", "Two is frozen."))
+        .await
+        .unwrap_err();
+    let elapsed = started.elapsed();
+    signal(redis_server.child.id(), "CONT");
+    assert_unavailable(&err, "redis");
+    // One budget for the turn, one for the compensation of an unanswered EXEC.
+    assert!(
+        elapsed < timeout * 2 + Duration::from_millis(500),
+        "took {elapsed:?}"
+    );
+
+    let snapshot = eventually(Duration::from_secs(10), || {
+        store.snapshot(&s, t0() + chrono::Duration::minutes(1))
+    })
+    .await;
+    assert_eq!(
+        fact_texts(&snapshot),
+        ["one"],
+        "the timed-out turn stored no fact"
+    );
+    let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(
+        working,
+        ["one"],
+        "the timed-out turn's items were compensated"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_crash_and_server_restart_keep_facts() {
+    let mut pg = PostgresChild::init();
+    pg.wait_ready().await;
+    let db = TestDb::create_on(&pg.admin_url()).await;
+    let prefix = unique_prefix();
+    let timeout = Duration::from_secs(1);
+    let mut cfg = config(&redis_url(), &db.url, &prefix);
+    cfg.timeout = timeout;
+    let store = RedisPostgresStore::connect(cfg.clone(), conformance::config())
+        .await
+        .unwrap();
+    let s = session();
+    store
+        .inject(&s, vec![fact(Some("boat"), "My boat is called Osprey.")])
+        .await
+        .unwrap();
+
+    pg.crash();
+    let started = Instant::now();
+    let err = store.recall(&s, query("boat")).await.unwrap_err();
+    assert_unavailable(&err, "postgres");
+    assert!(
+        started.elapsed() < timeout * 2,
+        "took {:?}",
+        started.elapsed()
+    );
+    let health = store.health().await;
+    assert!(health.iter().any(|h| h.name == "postgres" && !h.ok));
+
+    pg.start();
+    pg.wait_ready().await;
+    let ctx = eventually(Duration::from_secs(20), || store.recall(&s, query("boat"))).await;
+    assert_eq!(
+        ctx.facts.len(),
+        1,
+        "the pool reconnected and the fact survived"
+    );
+
+    // And an agent-server restarted too: a new store on the same services.
+    drop(store);
+    let restarted = RedisPostgresStore::connect(cfg, conformance::config())
+        .await
+        .unwrap();
+    let ctx = restarted
+        .recall(&s, query("What is my boat called?"))
+        .await
+        .unwrap();
+    assert_eq!(ctx.facts[0].fact.text, "My boat is called Osprey.");
+    drop(restarted);
+    drop(db);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_share_sessions_and_resets() {
+    let harness = Harness::new().await;
+    let other = harness.twin().await;
+    let s = session();
+    let before = other.recall(&s, query("kayak")).await.unwrap();
+    harness
+        .commit_turn(&s, turn("I paddle a kayak.", "I paddle a green kayak."))
+        .await
+        .unwrap();
+    let ctx = other
+        .recall(&s, query("Which kayak do I paddle?"))
+        .await
+        .unwrap();
+    assert_eq!(ctx.facts[0].fact.text, "I paddle a green kayak.");
+    assert_eq!(ctx.working[0].text, "I paddle a kayak.");
+
+    other.reset(&s).await.unwrap();
+    let err = harness
+        .commit_turn(
+            &s,
+            TurnWrite {
+                expected_epoch: Some(before.epoch),
+                ..turn("stale", "A stale fact.")
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, MemoryError::SessionReset), "{err:?}");
+    let snapshot = harness.snapshot(&s, t0()).await.unwrap();
+    assert!(snapshot.working.is_empty() && snapshot.facts.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn turns_racing_a_reset_never_survive_it() {
+    let harness = Harness::new().await;
+    let s = session();
+    for round in 0..5 {
+        let epoch = harness.recall(&s, query("x")).await.unwrap().epoch;
+        let turns = (0..12).map(|i| {
+            harness.commit_turn(
+                &s,
+                TurnWrite {
+                    expected_epoch: Some(epoch),
+                    ..turn(
+                        &format!("round {round} turn {i}"),
+                        &format!("Fact {round}.{i}."),
+                    )
+                },
+            )
+        });
+        let (results, reset) = tokio::join!(futures_util::future::join_all(turns), async {
+            tokio::time::sleep(Duration::from_millis(3)).await;
+            harness.reset(&s).await
+        });
+        reset.unwrap();
+        for result in results {
+            match result {
+                Ok(_) | Err(MemoryError::SessionReset) => {}
+                Err(e) => panic!("unexpected failure: {e}"),
+            }
+        }
+        // Every turn either ran before the reset (and was wiped) or was refused.
+        let snapshot = harness.snapshot(&s, t0()).await.unwrap();
+        assert!(
+            snapshot.working.is_empty() && snapshot.facts.is_empty(),
+            "round {round}: a stale turn survived the reset: {snapshot:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn redis_keys_are_namespaced_and_carry_a_real_ttl() {
+    let harness = Harness::new().await;
+    let s = session();
+    harness
+        .commit_turn(&s, turn("hello", "Hello."))
+        .await
+        .unwrap();
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}:*", harness.prefix))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let key = format!("{}:s:{}:wm", harness.prefix, s);
+    assert_eq!(keys, [key.as_str()]);
+    let ttl: i64 = redis::cmd("TTL")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let max = conformance::config().working_ttl.as_secs() as i64;
+    assert!(ttl > 0 && ttl <= max, "TTL {ttl} not in (0, {max}]");
+
+    harness.reset(&s).await.unwrap();
+    let exists: bool = redis::cmd("EXISTS")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(!exists, "reset deletes the key");
+}
+
+#[tokio::test]
+async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
+    let harness = Harness::new().await;
+    // A deferred constraint fails at COMMIT, after the Redis write: the compensation path.
+    harness
+        .db
+        .client()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION reject_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.body = 'poison' THEN RAISE EXCEPTION 'poisoned fact'; END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE CONSTRAINT TRIGGER reject_poison AFTER INSERT ON agentwall_facts
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION reject_poison();",
+        )
+        .await
+        .unwrap();
+    let s = session();
+    harness
+        .commit_turn(&s, turn("fine", "Fine."))
+        .await
+        .unwrap();
+    let err = harness
+        .commit_turn(&s, turn("doomed", "poison"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MemoryError::Backend {
+                dependency: "postgres",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let snapshot = harness.snapshot(&s, t0()).await.unwrap();
+    let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(working, ["fine"]);
+    assert_eq!(fact_texts(&snapshot), ["Fine."]);
+}
+
+#[tokio::test]
+async fn odd_unicode_queries_never_break_the_full_text_search() {
+    let harness = Harness::new().await;
+    let s = session();
+    harness
+        .inject(
+            &s,
+            vec![fact(None, "The café in Zürich serves ½ portions.")],
+        )
+        .await
+        .unwrap();
+    for q in [
+        "café",
+        "ZÜRICH",
+        "½",
+        "x²",
+        "ǅemal",
+        "𝟘𝟙",
+        "İstanbul",
+        "東京に住んでいます",
+        "٣٤٥",
+        "a\u{0}b",
+        "don't",
+        "O'Brien's",
+        "\\",
+        "'",
+        "::",
+        "foo:*",
+        "<-> <2>",
+        "NULL",
+    ] {
+        harness
+            .recall(&s, query(q))
+            .await
+            .unwrap_or_else(|e| panic!("query {q:?} failed: {e}"));
+    }
+    let ctx = harness.recall(&s, query("Zürich café")).await.unwrap();
+    assert_eq!(ctx.facts.len(), 1);
+}
+
+#[tokio::test]
+async fn health_reports_each_dependency() {
+    let harness = Harness::new().await;
+    let health = harness.health().await;
+    let names: Vec<&str> = health.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["redis", "postgres"]);
+    assert!(health.iter().all(|h| h.ok && h.error.is_none()));
+    assert_eq!(harness.backend(), "redis+postgres");
+}
+
+#[tokio::test]
+async fn times_round_trip_to_the_nanosecond_and_nul_does_not_fail_a_turn() {
+    let harness = Harness::new().await;
+    let s = session();
+    // Before 2000-01-01 (Postgres' epoch) and below timestamptz's microsecond resolution.
+    let at = DateTime::parse_from_rfc3339("1999-12-31T23:59:59.123456789Z")
+        .unwrap()
+        .to_utc();
+    let item = WorkingItem {
+        at,
+        ..user("late \u{0} night")
+    };
+    let stored = harness
+        .commit_turn(
+            &s,
+            TurnWrite {
+                items: vec![item.clone()],
+                facts: vec![NewFact {
+                    observed_at: at,
+                    ..fact(Some("odd\u{0}key"), "A fact with a \u{0} inside.")
+                }],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .expect("a NUL character must not fail the turn");
+    assert_eq!(stored[0].key.as_deref(), Some("odd\u{fffd}key"));
+    let snapshot = harness.snapshot(&s, at).await.unwrap();
+    assert_eq!(
+        snapshot.working,
+        [item],
+        "working memory keeps the text verbatim"
+    );
+    assert_eq!(snapshot.facts[0].observed_at, at);
+    assert_eq!(snapshot.facts[0].text, "A fact with a \u{fffd} inside.");
+}
