@@ -1,0 +1,504 @@
+//! Plays a scenario against an agent for several trials and grades each trial by its final state.
+//!
+//! The agent is anything implementing [`AgentEndpoint`]: [`TargetAgent`] wraps the judge's HTTP
+//! [`TargetClient`], and [`super::scripted::ReferenceAgent`] replays a scenario's reference
+//! replies (no network), which is how the shipped scenarios are proven passable.
+//!
+//! One trial: a fresh world seeded from the run seed and the trial number; the setup actions of
+//! other agents; then, per user turn, the agent's pending observations and the user's words go
+//! out as one user message, and the reply's directives (and tool calls, in tool mode, answered
+//! until the agent stops calling) run at that step. The full conversation is sent every turn,
+//! since the apps' instructions live in the system message.
+
+use std::future::Future;
+use std::str::FromStr;
+
+use chrono::{DateTime, Utc};
+use protocol::openai::{ChatMessage, MessageContent, Role, Tool, ToolCall};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::audit::AuditLog;
+use super::grade::{Grade, grade};
+use super::scenario::{Scenario, ScenarioError, pass_at_k, pass_hat_k};
+use super::tools::{execute_tool_calls, instructions, tools};
+use super::world::{LogicalClock, World, WorldError};
+use super::{AppRegistry, Observation};
+use crate::config::HistoryMode;
+use crate::target::{FailureKind, RequestContext, TargetClient, TargetError};
+
+/// Tool-call rounds allowed within one user turn before the judge stops answering calls.
+pub const MAX_TOOL_ROUNDS: usize = 8;
+
+/// How the agent acts on the apps (`--action-mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionMode {
+    /// `APP_ACTION:` lines in the reply text.
+    Directives,
+    /// OpenAI tools and `tool_calls`.
+    Tools,
+    /// Tools when the endpoint can carry them, and directives in the text either way.
+    Auto,
+}
+
+impl FromStr for ActionMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "directives" => Ok(Self::Directives),
+            "tools" => Ok(Self::Tools),
+            "auto" => Ok(Self::Auto),
+            other => Err(format!(
+                "unknown action mode `{other}` (directives, tools or auto)"
+            )),
+        }
+    }
+}
+
+/// What the endpoint is asked at one step.
+pub struct AgentTurn<'a> {
+    pub session_id: &'a str,
+    /// The world's logical time (for `X-Mock-Time`).
+    pub now: DateTime<Utc>,
+    pub messages: &'a [ChatMessage],
+    /// `Some` in tool mode.
+    pub tools: Option<&'a [Tool]>,
+    /// The observations rendered into the last user message, structured.
+    pub observations: &'a [Observation],
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AgentReply {
+    pub text: String,
+    pub tool_calls: Vec<ToolCall>,
+}
+
+/// An agent the runner can talk to.
+pub trait AgentEndpoint {
+    /// Whether requests can carry `tools` and replies bring back `tool_calls`.
+    fn supports_tools(&self) -> bool;
+
+    fn respond(
+        &mut self,
+        turn: AgentTurn<'_>,
+    ) -> impl Future<Output = Result<AgentReply, TargetError>>;
+}
+
+/// The HTTP target through the judge's client. Its public `chat` sends no `tools`, so this
+/// endpoint plays directive mode only (`auto` falls back to directives).
+pub struct TargetAgent<'a> {
+    pub client: &'a TargetClient,
+    /// Send the logical time as `X-Mock-Time` (when the probe found it honoured).
+    pub send_mock_time: bool,
+    /// `Full` (the default here): the whole conversation each turn. `New`: the system message
+    /// (the apps' instructions) and the new user turn only, so earlier turns must come from the
+    /// agent's memory, as in the other suites.
+    pub history: HistoryMode,
+    requests: u64,
+}
+
+impl<'a> TargetAgent<'a> {
+    pub fn new(client: &'a TargetClient, send_mock_time: bool) -> Self {
+        Self {
+            client,
+            send_mock_time,
+            history: HistoryMode::Full,
+            requests: 0,
+        }
+    }
+
+    pub fn with_history(mut self, history: HistoryMode) -> Self {
+        self.history = history;
+        self
+    }
+}
+
+/// What a `New`-history request carries: the leading system message(s) and everything after the
+/// last assistant message (the new user turn).
+fn new_turn_only(messages: &[ChatMessage]) -> Vec<ChatMessage> {
+    let system = messages.iter().take_while(|m| m.role == Role::System);
+    let since = messages
+        .iter()
+        .rposition(|m| m.role == Role::Assistant)
+        .map_or(0, |i| i + 1);
+    let start = since.max(system.clone().count());
+    system.chain(&messages[start..]).cloned().collect()
+}
+
+impl AgentEndpoint for TargetAgent<'_> {
+    fn supports_tools(&self) -> bool {
+        false
+    }
+
+    async fn respond(&mut self, turn: AgentTurn<'_>) -> Result<AgentReply, TargetError> {
+        self.requests += 1;
+        let ctx = RequestContext {
+            session_id: turn.session_id.to_owned(),
+            mock_time: self.send_mock_time.then_some(turn.now),
+            request_no: self.requests,
+        };
+        let messages = match self.history {
+            HistoryMode::Full => turn.messages.to_vec(),
+            HistoryMode::New => new_turn_only(turn.messages),
+        };
+        let reply = self.client.chat(&ctx, messages).await?;
+        Ok(AgentReply {
+            text: reply.text,
+            tool_calls: Vec::new(),
+        })
+    }
+}
+
+/// How one trial ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrialStatus {
+    Passed,
+    Failed,
+    /// The target could not be talked to; classified in `failure`, not graded.
+    Error,
+    /// The scenario needs what the endpoint lacks (tool mode without tools).
+    NotApplicable,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialFailure {
+    pub kind: FailureKind,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialOutcome {
+    pub trial: u32,
+    pub seed: u64,
+    pub session_id: String,
+    pub status: TrialStatus,
+    pub grade: Option<Grade>,
+    pub failure: Option<TrialFailure>,
+    pub audit: AuditLog,
+    pub final_state: Value,
+    pub transcript: Vec<ChatMessage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioOutcome {
+    pub scenario_id: String,
+    pub title: String,
+    pub goal: String,
+    /// The mode actually played (`auto` resolved).
+    pub mode: ActionMode,
+    pub seed: u64,
+    pub trials: Vec<TrialOutcome>,
+    /// Graded trials that passed.
+    pub passed: u32,
+    /// Trials graded (errors and not-applicable excluded).
+    pub graded: u32,
+    /// pass^k with k = the number of graded trials; `None` when nothing was graded.
+    pub pass_hat_k: Option<f64>,
+    pub pass_at_k: Option<f64>,
+    /// pass^1: the share of graded trials that passed.
+    pub pass_rate: Option<f64>,
+}
+
+impl ScenarioOutcome {
+    /// Every trial graded and passed.
+    pub fn all_passed(&self) -> bool {
+        self.graded > 0 && self.passed == self.graded && self.graded as usize == self.trials.len()
+    }
+
+    /// Why trials did not pass, one line per trial (empty when all passed): for JUnit failure
+    /// messages and the report.
+    pub fn failure_summary(&self) -> Vec<String> {
+        self.trials
+            .iter()
+            .filter(|t| t.status != TrialStatus::Passed)
+            .map(|t| format!("trial {}: {}", t.trial, t.why()))
+            .collect()
+    }
+}
+
+impl TrialOutcome {
+    /// A one-line reason for the trial's status.
+    pub fn why(&self) -> String {
+        if let Some(failure) = &self.failure {
+            return format!("{}: {}", failure.kind, failure.message);
+        }
+        let Some(grade) = &self.grade else {
+            return "not graded".to_owned();
+        };
+        let mut reasons = Vec::new();
+        for m in &grade.mismatches {
+            let actual = m
+                .actual
+                .as_ref()
+                .map_or_else(|| "missing".to_owned(), Value::to_string);
+            reasons.push(format!("{} is {actual}, expected {}", m.path, m.expected));
+        }
+        for c in &grade.collateral {
+            reasons.push(format!("collateral change at {}", c.path));
+        }
+        for phrase in &grade.missing_phrases {
+            reasons.push(format!("never said \"{phrase}\""));
+        }
+        if grade.hash_matches == Some(false) {
+            reasons.push(format!(
+                "state hash {} is not the pinned one",
+                grade.state_hash
+            ));
+        }
+        if reasons.is_empty() {
+            "passed".to_owned()
+        } else {
+            reasons.join("; ")
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Scenario(#[from] ScenarioError),
+    #[error(transparent)]
+    World(#[from] WorldError),
+}
+
+/// The seed of trial `trial` of a run seeded `seed`.
+pub fn trial_seed(seed: u64, trial: u32) -> u64 {
+    seed.wrapping_add(u64::from(trial))
+}
+
+/// Plays `scenario.trials` trials against `agent` and grades them. Errors are the judge's own
+/// (an invalid scenario); the target's failures are recorded in the trials.
+pub async fn run_scenario<A: AgentEndpoint>(
+    agent: &mut A,
+    registry: &AppRegistry,
+    scenario: &Scenario,
+    mode: ActionMode,
+    seed: u64,
+) -> Result<ScenarioOutcome, RunError> {
+    scenario.validate(registry)?;
+    let resolved = match mode {
+        ActionMode::Auto if !agent.supports_tools() => ActionMode::Directives,
+        other => other,
+    };
+    let mut trials = Vec::new();
+    for trial in 0..scenario.trials {
+        let outcome = run_trial(agent, registry, scenario, resolved, trial, seed).await?;
+        trials.push(outcome);
+    }
+    let graded = trials
+        .iter()
+        .filter(|t| matches!(t.status, TrialStatus::Passed | TrialStatus::Failed))
+        .count() as u32;
+    let passed = trials
+        .iter()
+        .filter(|t| t.status == TrialStatus::Passed)
+        .count() as u32;
+    Ok(ScenarioOutcome {
+        scenario_id: scenario.id.clone(),
+        title: scenario.title.clone(),
+        goal: scenario.goal.clone(),
+        mode: resolved,
+        seed,
+        trials,
+        passed,
+        graded,
+        pass_hat_k: pass_hat_k(graded, passed, graded),
+        pass_at_k: pass_at_k(graded, passed, graded),
+        pass_rate: pass_hat_k(graded, passed, 1),
+    })
+}
+
+/// Plays every scenario in turn against the same agent; outcomes in the scenarios' order.
+pub async fn run_scenarios<A: AgentEndpoint>(
+    agent: &mut A,
+    registry: &AppRegistry,
+    scenarios: &[Scenario],
+    mode: ActionMode,
+    seed: u64,
+) -> Result<Vec<ScenarioOutcome>, RunError> {
+    let mut outcomes = Vec::with_capacity(scenarios.len());
+    for scenario in scenarios {
+        outcomes.push(run_scenario(agent, registry, scenario, mode, seed).await?);
+    }
+    Ok(outcomes)
+}
+
+/// A fresh world for trial `seed` of `scenario`, its setup actions done.
+pub fn prepare_world(
+    registry: &AppRegistry,
+    scenario: &Scenario,
+    seed: u64,
+) -> Result<World, RunError> {
+    let mut world = World::new(
+        registry,
+        &scenario.apps,
+        &scenario.agents,
+        seed,
+        LogicalClock::default(),
+    )?;
+    for action in &scenario.setup {
+        let directive = action.directive()?;
+        world.execute_directive(&action.agent, &directive);
+    }
+    // The setup actors' own results are not anyone's business in the scenario.
+    for action in &scenario.setup {
+        if action.agent != scenario.agent {
+            world.observations(&action.agent);
+        }
+    }
+    world.advance();
+    Ok(world)
+}
+
+async fn run_trial<A: AgentEndpoint>(
+    agent: &mut A,
+    registry: &AppRegistry,
+    scenario: &Scenario,
+    mode: ActionMode,
+    trial: u32,
+    run_seed: u64,
+) -> Result<TrialOutcome, RunError> {
+    let seed = trial_seed(run_seed, trial);
+    let session_id = format!("apps-{}-s{run_seed}-t{trial}", scenario.id);
+    let mut world = prepare_world(registry, scenario, seed)?;
+    let initial = world.state();
+    let use_tools = mode != ActionMode::Directives;
+    let use_directives = mode != ActionMode::Tools;
+    let finish = |world: &World, status, grade, failure, transcript| TrialOutcome {
+        trial,
+        seed,
+        session_id: session_id.clone(),
+        status,
+        grade,
+        failure,
+        audit: world.audit().clone(),
+        final_state: world.state(),
+        transcript,
+    };
+    if use_tools && !agent.supports_tools() {
+        let failure = TrialFailure {
+            kind: FailureKind::JudgeError,
+            message: "tool mode asked, but this endpoint cannot carry tools".to_owned(),
+        };
+        return Ok(finish(
+            &world,
+            TrialStatus::NotApplicable,
+            None,
+            Some(failure),
+            Vec::new(),
+        ));
+    }
+    let tool_list = use_tools.then(|| tools(&world));
+    let mut system = instructions(&world, use_directives);
+    system.push_str(&format!(
+        "\nYou act for the user `{}`. Tell the user what you did.",
+        scenario.agent
+    ));
+    let mut messages = vec![ChatMessage::system(system)];
+    let mut said = Vec::new();
+
+    for user_turn in &scenario.user.turns {
+        let observations = world.observations(&scenario.agent);
+        messages.push(ChatMessage::user(render_turn(&observations, user_turn)));
+        let mut pending_observations = observations;
+        for _round in 0..MAX_TOOL_ROUNDS {
+            let request = AgentTurn {
+                session_id: &session_id,
+                now: world.clock().now(),
+                messages: &messages,
+                tools: tool_list.as_deref(),
+                observations: &pending_observations,
+            };
+            let reply = match agent.respond(request).await {
+                Ok(reply) => reply,
+                Err(e) => {
+                    let failure = TrialFailure {
+                        kind: e.kind,
+                        message: e.message,
+                    };
+                    return Ok(finish(
+                        &world,
+                        TrialStatus::Error,
+                        None,
+                        Some(failure),
+                        messages,
+                    ));
+                }
+            };
+            messages.push(assistant_message(&reply));
+            if use_directives {
+                let turn = world.act(&scenario.agent, &reply.text);
+                said.push(turn.parsed.prose);
+            } else {
+                said.push(reply.text.clone());
+            }
+            if !use_tools || reply.tool_calls.is_empty() {
+                break;
+            }
+            let answers = execute_tool_calls(&mut world, &scenario.agent, &reply.tool_calls);
+            world.forget_results(&scenario.agent);
+            messages.extend(answers);
+            pending_observations = Vec::new();
+        }
+        world.advance();
+    }
+
+    let verdict = grade(&initial, &world.state(), &scenario.expectations(), &said);
+    let status = if verdict.passed {
+        TrialStatus::Passed
+    } else {
+        TrialStatus::Failed
+    };
+    Ok(finish(&world, status, Some(verdict), None, messages))
+}
+
+/// The user message: what the apps reported since the agent's last turn, then the user's words.
+pub fn render_turn(observations: &[Observation], text: &str) -> String {
+    if observations.is_empty() {
+        return text.to_owned();
+    }
+    let mut out = String::from("[App notifications]\n");
+    for observation in observations {
+        out.push_str("- ");
+        out.push_str(&observation.message);
+        out.push('\n');
+    }
+    out.push('\n');
+    out.push_str(text);
+    out
+}
+
+fn assistant_message(reply: &AgentReply) -> ChatMessage {
+    let mut message = ChatMessage::assistant(reply.text.clone());
+    if !reply.tool_calls.is_empty() {
+        message.tool_calls = Some(reply.tool_calls.clone());
+        if reply.text.is_empty() {
+            message.content = None::<MessageContent>;
+        }
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_history_keeps_the_system_message_and_the_new_turn() {
+        let messages = vec![
+            ChatMessage::system("apps"),
+            ChatMessage::user("one"),
+            ChatMessage::assistant("done one"),
+            ChatMessage::user("two"),
+        ];
+        let texts: Vec<String> = new_turn_only(&messages)
+            .iter()
+            .filter_map(ChatMessage::text_content)
+            .collect();
+        assert_eq!(texts, ["apps", "two"]);
+        assert_eq!(new_turn_only(&messages[..2]).len(), 2);
+    }
+}

@@ -1,0 +1,106 @@
+//! Run configuration that goes into the manifest (and is read back by `--resume`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::suites::ltm::{GenParams, TestSpec, TestType, generate_all};
+use crate::target::TargetSettings;
+
+/// What each chat request carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HistoryMode {
+    /// Only the new user turn: memory must come from the agent (the default).
+    #[default]
+    New,
+    /// The whole conversation of the session so far, to benchmark stateless models fairly.
+    Full,
+}
+
+impl fmt::Display for HistoryMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HistoryMode::New => "new",
+            HistoryMode::Full => "full",
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown history mode {0:?}; use `new` or `full`")]
+pub struct UnknownHistoryMode(pub String);
+
+impl FromStr for HistoryMode {
+    type Err = UnknownHistoryMode;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "new" => Ok(HistoryMode::New),
+            "full" => Ok(HistoryMode::Full),
+            other => Err(UnknownHistoryMode(other.to_owned())),
+        }
+    }
+}
+
+/// Settings of an LTM run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LtmConfig {
+    pub seed: u64,
+    /// Seeded trials per test type.
+    pub trials: u32,
+    /// Filler between what is told and what is asked, in cl100k tokens.
+    pub span_tokens: u32,
+    /// Largest single filler turn, in tokens.
+    pub filler_turn_tokens: u32,
+    pub history: HistoryMode,
+    /// Tests run at once. Does not change content or scores: every test has its own sessions.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    pub types: Vec<TestType>,
+}
+
+fn default_concurrency() -> usize {
+    4
+}
+
+impl Default for LtmConfig {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            trials: 3,
+            span_tokens: 1000,
+            filler_turn_tokens: 250,
+            history: HistoryMode::New,
+            concurrency: default_concurrency(),
+            types: TestType::ALL.to_vec(),
+        }
+    }
+}
+
+impl LtmConfig {
+    /// What the generators need of this configuration.
+    pub fn gen_params(&self) -> GenParams {
+        GenParams {
+            run_seed: self.seed,
+            span_tokens: self.span_tokens,
+            filler_turn_tokens: self.filler_turn_tokens,
+        }
+    }
+
+    /// Every test of a run with this configuration, in run order.
+    pub fn specs(&self) -> Vec<TestSpec> {
+        generate_all(&self.types, self.trials, self.gen_params())
+    }
+}
+
+/// Short hash of everything that decides a run's content and its target.
+pub fn config_hash(config: &LtmConfig, target: &TargetSettings) -> String {
+    let json = serde_json::to_string(&(config, target)).unwrap_or_default();
+    Sha256::digest(json.as_bytes())
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

@@ -1,0 +1,15 @@
+//! The agentwall judge: benchmarks any OpenAI-compatible endpoint over HTTP only.
+//!
+//! - [`target`]: the HTTP client toward the target, its resilience and the capability probe;
+//! - [`suites`]: benchmark suites (the long-term-memory suite, `ltm`);
+//! - [`report`]: results, JUnit, the HTML report, session logs, statistics, comparisons;
+//! - [`run`]: a run directory from start (or resume) to its final files.
+
+pub mod apps;
+pub mod config;
+pub mod report;
+pub mod run;
+pub mod suites;
+pub mod target;
+
+pub use config::{HistoryMode, LtmConfig};

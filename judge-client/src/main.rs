@@ -1,0 +1,345 @@
+//! `judge`: the agentwall benchmark CLI.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use judge_client::config::{HistoryMode, LtmConfig};
+use judge_client::report::compare;
+use judge_client::report::results::{RunResults, TestResult, TestStatus};
+use judge_client::report::stats::latency;
+use judge_client::report::summary::render_table;
+use judge_client::run::{self, Progress, RunOutcome};
+use judge_client::suites::ltm::TestType;
+use judge_client::target::{
+    BreakerPolicy, Credentials, RetryPolicy, TargetClient, TargetSettings, probe, telemetry,
+};
+
+/// Exit code when a score is below `--fail-under`.
+const EXIT_BELOW_THRESHOLD: u8 = 2;
+/// Exit code when `judge compare` finds a regression.
+const EXIT_REGRESSION: u8 = 3;
+
+#[derive(Parser)]
+#[command(
+    name = "judge",
+    version,
+    about = "Benchmarks any OpenAI-compatible chat endpoint over HTTP."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the long-term-memory suite (or finish an interrupted run with --resume).
+    Ltm(LtmArgs),
+    /// Compare two runs test by test; exits 3 on a significant regression of RUN_B against RUN_A.
+    Compare(CompareArgs),
+    /// Only probe the target's capabilities and print them.
+    Probe(ProbeArgs),
+}
+
+#[derive(Args)]
+struct TargetArgs {
+    /// Base URL of the target, with or without /v1 (e.g. http://127.0.0.1:8080).
+    #[arg(long, env = "JUDGE_ENDPOINT")]
+    endpoint: Option<String>,
+    /// Bearer key for /v1.
+    #[arg(long, env = "JUDGE_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Bearer token for /control (defaults to --api-key).
+    #[arg(long, env = "JUDGE_ADMIN_TOKEN", hide_env_values = true)]
+    admin_token: Option<String>,
+    /// Model name to send (default: the first one GET /v1/models lists).
+    #[arg(long)]
+    model: Option<String>,
+    /// Per-request timeout, in seconds.
+    #[arg(long, default_value_t = 60.0)]
+    timeout: f64,
+    /// Retries after 429 Too Many Requests (or a refused connection).
+    #[arg(long, default_value_t = 3)]
+    retries: u32,
+    /// First backoff wait in milliseconds, doubled per retry (Retry-After wins when sent).
+    #[arg(long, default_value_t = 1000)]
+    backoff_ms: u64,
+    /// Longest single backoff wait in milliseconds.
+    #[arg(long, default_value_t = 60_000)]
+    max_backoff_ms: u64,
+    /// Consecutive failures that open the circuit breaker (0 disables it).
+    #[arg(long, default_value_t = 5)]
+    breaker_threshold: u32,
+    /// Milliseconds the circuit stays open before one probe request goes through.
+    #[arg(long, default_value_t = 30_000)]
+    breaker_open_ms: u64,
+    /// Most requests started per second.
+    #[arg(long, default_value_t = 100)]
+    max_rps: u32,
+}
+
+impl TargetArgs {
+    fn settings(&self) -> anyhow::Result<TargetSettings> {
+        let Some(endpoint) = self.endpoint.clone() else {
+            bail!("--endpoint is required (for example --endpoint http://127.0.0.1:8080)");
+        };
+        if !(self.timeout > 0.0 && self.timeout.is_finite()) {
+            bail!("--timeout must be a positive number of seconds");
+        }
+        Ok(TargetSettings {
+            model: self.model.clone(),
+            timeout_ms: (self.timeout * 1000.0).round() as u64,
+            retry: RetryPolicy {
+                max_retries: self.retries,
+                base_ms: self.backoff_ms,
+                max_wait_ms: self.max_backoff_ms,
+            },
+            breaker: BreakerPolicy {
+                failure_threshold: self.breaker_threshold,
+                open_ms: self.breaker_open_ms,
+                ..BreakerPolicy::default()
+            },
+            max_rps: self.max_rps.max(1),
+            ..TargetSettings::new(endpoint)
+        })
+    }
+
+    fn credentials(&self) -> Credentials {
+        Credentials {
+            api_key: self.api_key.clone(),
+            admin_token: self.admin_token.clone(),
+        }
+    }
+}
+
+#[derive(Args)]
+struct LtmArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// Finish the interrupted run in this directory (its recorded settings are used).
+    #[arg(long, value_name = "RUN_DIR")]
+    resume: Option<PathBuf>,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Tests run at once (each in its own sessions), at most 10.
+    #[arg(long, default_value_t = 4)]
+    concurrency: usize,
+    /// Seeded trials per test type.
+    #[arg(long, default_value_t = 3)]
+    trials: u32,
+    /// Filler between what is told and what is asked, in cl100k tokens.
+    #[arg(long, default_value_t = 1000)]
+    span: u32,
+    /// Largest single filler turn, in tokens.
+    #[arg(long, default_value_t = 250)]
+    filler_turn_tokens: u32,
+    /// `new`: send only the new user turn; `full`: send the whole conversation.
+    #[arg(long, default_value = "new")]
+    history: HistoryMode,
+    /// Comma-separated test types (default: all 14).
+    #[arg(long, value_delimiter = ',')]
+    types: Vec<TestType>,
+    /// Where run directories go.
+    #[arg(long, default_value = "runs")]
+    out: PathBuf,
+    /// Exit 2 when the overall score (0 to 1) is below this.
+    #[arg(long, value_name = "SCORE")]
+    fail_under: Option<f64>,
+    /// Compare with this earlier run afterwards; exit 3 on a significant regression.
+    #[arg(long, value_name = "RUN_DIR")]
+    baseline: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    run_a: PathBuf,
+    run_b: PathBuf,
+    /// Significance level of the regression verdict.
+    #[arg(long, default_value_t = 0.05)]
+    alpha: f64,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct ProbeArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+}
+
+struct Bar(ProgressBar);
+
+impl Progress for Bar {
+    fn begin(&self, total: usize, already_done: usize) {
+        self.0.set_length(total as u64);
+        self.0.set_position(already_done as u64);
+    }
+
+    fn test_done(&self, result: &TestResult) {
+        self.0
+            .set_message(format!("{} {}", result.id, result.status.as_str()));
+        self.0.inc(1);
+    }
+
+    fn end(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+fn progress_bar(quiet: bool) -> Bar {
+    if quiet {
+        return Bar(ProgressBar::hidden());
+    }
+    let bar = ProgressBar::new(0);
+    if let Ok(style) =
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} {msg}")
+    {
+        bar.set_style(style);
+    }
+    Bar(bar)
+}
+
+fn print_outcome(outcome: &RunOutcome) {
+    let results: &RunResults = &outcome.results;
+    println!("{}", render_table(results));
+    let failures: Vec<&TestResult> = results
+        .tests
+        .iter()
+        .filter(|t| t.failure.is_some())
+        .collect();
+    for t in failures {
+        if let Some(f) = &t.failure {
+            println!("  {}: stopped on {}: {}", t.id, f.kind, f.message);
+        }
+    }
+    let not_applicable = results
+        .tests
+        .iter()
+        .filter(|t| t.status == TestStatus::NotApplicable)
+        .count();
+    if not_applicable > 0 {
+        println!("{not_applicable} test(s) not applicable to this target (see report.html)");
+    }
+    if let Some(l) = latency(&outcome.timings) {
+        println!(
+            "latency: p50 {} ms, p95 {} ms, max {} ms over {} turns ({} retried)",
+            l.p50_ms, l.p95_ms, l.max_ms, l.turns, l.retried
+        );
+    }
+    println!("run directory: {}", outcome.dir.display());
+    println!("report: {}", outcome.dir.join("report.html").display());
+}
+
+async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
+    if let Some(threshold) = args.fail_under
+        && !(0.0..=1.0).contains(&threshold)
+    {
+        bail!("--fail-under takes a score between 0 and 1, got {threshold}");
+    }
+    let bar = progress_bar(args.quiet);
+    let outcome = match &args.resume {
+        Some(dir) => run::resume(
+            dir,
+            args.target.endpoint.clone(),
+            args.target.credentials(),
+            &bar,
+        )
+        .await
+        .with_context(|| format!("resuming {}", dir.display()))?,
+        None => {
+            let config = LtmConfig {
+                seed: args.seed,
+                trials: args.trials.max(1),
+                span_tokens: args.span,
+                filler_turn_tokens: args.filler_turn_tokens.max(32),
+                history: args.history,
+                concurrency: args.concurrency.clamp(1, 10),
+                types: if args.types.is_empty() {
+                    TestType::ALL.to_vec()
+                } else {
+                    // Each type once, in the order given.
+                    let mut types = args.types.clone();
+                    let mut seen = std::collections::HashSet::new();
+                    types.retain(|t| seen.insert(*t));
+                    types
+                },
+            };
+            run::start(
+                args.target.settings()?,
+                args.target.credentials(),
+                config,
+                &args.out,
+                &bar,
+            )
+            .await
+            .context("running the LTM suite")?
+        }
+    };
+    print_outcome(&outcome);
+    let mut code = ExitCode::SUCCESS;
+    if let Some(baseline) = &args.baseline {
+        let before = compare::load(baseline)?;
+        let comparison = compare::compare(&before, &outcome.results, 0.05);
+        println!("against baseline {}:", baseline.display());
+        print!("{}", compare::render(&comparison));
+        if comparison.regression {
+            code = ExitCode::from(EXIT_REGRESSION);
+        }
+    }
+    if let Some(threshold) = args.fail_under {
+        let overall = outcome.results.overall.unwrap_or(0.0);
+        if overall < threshold {
+            println!("FAIL: overall score {overall:.3} is below --fail-under {threshold}");
+            return Ok(ExitCode::from(EXIT_BELOW_THRESHOLD));
+        }
+    }
+    Ok(code)
+}
+
+fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let a = compare::load(&args.run_a)?;
+    let b = compare::load(&args.run_b)?;
+    let comparison = compare::compare(&a, &b, args.alpha);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&comparison)?);
+    } else {
+        print!("{}", compare::render(&comparison));
+    }
+    Ok(if comparison.regression {
+        ExitCode::from(EXIT_REGRESSION)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn probe_only(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let client = TargetClient::new(args.target.settings()?, args.target.credentials());
+    let capabilities = probe(&client, "judge-probe").await?;
+    println!("{}", serde_json::to_string_pretty(&capabilities)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+#[actix_rt::main]
+async fn main() -> anyhow::Result<ExitCode> {
+    let cli = Cli::parse();
+    // Spans go out over OTLP/HTTP only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    let provider = telemetry::install()?;
+    let outcome = match cli.command {
+        Command::Ltm(args) => ltm(args).await,
+        Command::Compare(args) => compare_runs(args),
+        Command::Probe(args) => probe_only(args).await,
+    };
+    if let Some(provider) = provider
+        && let Err(e) = provider.shutdown()
+    {
+        eprintln!("judge: could not flush spans: {e}");
+    }
+    outcome
+}

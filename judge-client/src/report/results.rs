@@ -1,0 +1,188 @@
+//! The shapes of `results.json`, per-test progress files and `timing.json`.
+//!
+//! Everything here except [`TestTiming`] is a pure function of the seed, the configuration and the
+//! target's replies: no wall-clock time, no randomness. Latencies live in `timing.json` only.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::config::HistoryMode;
+use crate::suites::ltm::TestType;
+use crate::suites::ltm::scoring::Scorer;
+use crate::target::{FailureKind, TargetError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestStatus {
+    Passed,
+    Failed,
+    /// The judge failed (`judge_error`): excluded from the target's scores.
+    Error,
+    /// The target lacks a capability the test needs: excluded, never scored 0.
+    NotApplicable,
+}
+
+impl TestStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TestStatus::Passed => "passed",
+            TestStatus::Failed => "failed",
+            TestStatus::Error => "error",
+            TestStatus::NotApplicable => "not_applicable",
+        }
+    }
+}
+
+/// A classified failure, as reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub attempts: u32,
+}
+
+impl From<TargetError> for Failure {
+    fn from(e: TargetError) -> Self {
+        Self {
+            kind: e.kind,
+            message: e.message,
+            status: e.status,
+            attempts: e.attempts,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    pub label: String,
+    pub session: String,
+    /// Whether the scored turn was reached (a failure earlier in the test leaves it unreached: 0).
+    pub reached: bool,
+    pub score: f64,
+    pub passed: bool,
+    pub detail: String,
+    pub scorer: Scorer,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum TranscriptEntry {
+    Turn {
+        session: String,
+        /// Virtual time of the user turn (the reply is logged one second later).
+        at: DateTime<Utc>,
+        user: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reply: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<Failure>,
+        /// Label of the check scoring this reply.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        check: Option<String>,
+    },
+    Advance {
+        session: String,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    },
+    Reset {
+        session: String,
+        at: DateTime<Utc>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        working_items_removed: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        facts_removed: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<Failure>,
+    },
+    Inject {
+        session: String,
+        at: DateTime<Utc>,
+        facts: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        failure: Option<Failure>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub label: String,
+    pub session_id: String,
+    /// The session's log, relative to the run directory (neutral name).
+    pub log_file: String,
+    pub planned_turns: usize,
+    /// `completed`, a failure class, `aborted` (another session failed first) or `not_run`.
+    pub stop_reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    pub id: String,
+    pub test_type: TestType,
+    pub trial: u32,
+    pub status: TestStatus,
+    /// Why a test is not applicable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+    /// Mean of the check scores; `None` when not applicable or a judge error.
+    pub score: Option<f64>,
+    pub checks: Vec<CheckResult>,
+    pub sessions: Vec<SessionRecord>,
+    pub filler_tokens: u32,
+    pub transcript: Vec<TranscriptEntry>,
+}
+
+/// Wall-clock measurements of one test, kept apart from the results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestTiming {
+    pub id: String,
+    pub total_ms: u64,
+    /// Latency of each chat turn, in order.
+    pub turn_ms: Vec<u64>,
+    /// Attempts of each chat turn (more than 1 after `429` retries).
+    pub turn_attempts: Vec<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckSummary {
+    pub label: String,
+    pub n: usize,
+    pub mean: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TypeSummary {
+    pub test_type: TestType,
+    pub title: String,
+    pub tests: usize,
+    pub applicable: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_applicable_reason: Option<String>,
+    pub mean: Option<f64>,
+    /// 95 % bootstrap interval of the mean score.
+    pub ci_low: Option<f64>,
+    pub ci_high: Option<f64>,
+    pub pass_rate: Option<f64>,
+    /// Mean per check label (the retention curve reads "after 1h" ... "after 30d" from here).
+    pub checks: Vec<CheckSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResults {
+    pub suite: String,
+    pub seed: u64,
+    pub trials: u32,
+    pub span_tokens: u32,
+    pub history: HistoryMode,
+    /// Mean of the applicable types' mean scores.
+    pub overall: Option<f64>,
+    pub types: Vec<TypeSummary>,
+    pub tests: Vec<TestResult>,
+}

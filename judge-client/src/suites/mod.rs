@@ -1,0 +1,3 @@
+//! Benchmark suites. Only `ltm` exists so far.
+
+pub mod ltm;

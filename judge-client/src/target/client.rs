@@ -1,0 +1,452 @@
+//! The HTTP client toward the target: awc under the actix runtime (one client per thread, pooled
+//! keep-alive connections), the wall's headers on every request, retries per [`RetryPolicy`].
+
+use std::cell::RefCell;
+use std::num::NonZeroU32;
+use std::time::{Duration, Instant};
+
+use awc::http::Method;
+use awc::http::header::CONTENT_TYPE;
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use protocol::control::{InjectRequest, InjectResponse, MemoryView, ResetResponse};
+use protocol::headers::{MOCK_TIME, SESSION_ID, TRACEPARENT, format_mock_time};
+use protocol::openai::{ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use super::breaker::{BreakerPolicy, CircuitBreaker, Outcome, Rejected};
+use super::error::{FailureKind, TargetError};
+use super::resilience::{RetryPolicy, classify_send_error, classify_status, parse_retry_after};
+use super::telemetry;
+use super::trace::traceparent;
+
+/// Largest response body the judge reads.
+const BODY_LIMIT: usize = 16 * 1024 * 1024;
+
+/// Where the target is and how to talk to it. Holds no secret, so it can go into the manifest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetSettings {
+    /// Base URL, with or without a trailing `/v1`.
+    pub endpoint: String,
+    /// Model name to send; `None` lets the probe take the first one `/v1/models` lists.
+    pub model: Option<String>,
+    /// Per-request timeout, covering the whole answer.
+    pub timeout_ms: u64,
+    pub retry: RetryPolicy,
+    #[serde(default)]
+    pub breaker: BreakerPolicy,
+    /// Most requests started per second.
+    #[serde(default = "default_max_rps")]
+    pub max_rps: u32,
+}
+
+fn default_max_rps() -> u32 {
+    100
+}
+
+impl TargetSettings {
+    /// Settings with the design's defaults: 60 s timeout, backoff 1 s/2 s/4 s, breaker 5/30 s/2,
+    /// 100 requests per second.
+    pub fn new(endpoint: impl Into<String>) -> Self {
+        Self {
+            endpoint: endpoint.into(),
+            model: None,
+            timeout_ms: 60_000,
+            retry: RetryPolicy::default(),
+            breaker: BreakerPolicy::default(),
+            max_rps: default_max_rps(),
+        }
+    }
+}
+
+/// Secrets, kept out of every file the judge writes.
+#[derive(Debug, Clone, Default)]
+pub struct Credentials {
+    /// Bearer key for `/v1`.
+    pub api_key: Option<String>,
+    /// Bearer token for `/control`; falls back to `api_key`.
+    pub admin_token: Option<String>,
+}
+
+/// The per-request context: which session, what time it is there, and which request this is.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestContext {
+    pub session_id: String,
+    /// Sent as `X-Mock-Time` when present.
+    pub mock_time: Option<DateTime<Utc>>,
+    /// Numbers the request within its session, for the `traceparent` span id.
+    pub request_no: u64,
+}
+
+/// A successful chat turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatReply {
+    pub text: String,
+    pub attempts: u32,
+}
+
+#[derive(Debug)]
+struct RawResponse {
+    status: u16,
+    retry_after: Option<Duration>,
+    body: Bytes,
+    /// Attempts it took, retries included.
+    attempts: u32,
+}
+
+struct AttemptError {
+    error: TargetError,
+    retryable: bool,
+}
+
+#[derive(Clone, Copy)]
+enum Plane {
+    Data,
+    Control,
+}
+
+/// One request to make (possibly several times).
+struct Call<'a> {
+    method: Method,
+    url: String,
+    plane: Plane,
+    ctx: Option<&'a RequestContext>,
+    body: Option<Vec<u8>>,
+}
+
+pub struct TargetClient {
+    http: awc::Client,
+    limiter: DefaultDirectRateLimiter,
+    breaker: RefCell<CircuitBreaker>,
+    settings: TargetSettings,
+    credentials: Credentials,
+    api_base: String,
+    control_base: String,
+}
+
+impl TargetClient {
+    pub fn new(settings: TargetSettings, credentials: Credentials) -> Self {
+        let trimmed = settings.endpoint.trim_end_matches('/');
+        let (api_base, control_base) = match trimmed.strip_suffix("/v1") {
+            Some(root) => (trimmed.to_owned(), root.to_owned()),
+            None => (format!("{trimmed}/v1"), trimmed.to_owned()),
+        };
+        // awc's own timeout is a backstop only: the judge's timeout around the whole exchange
+        // (head and body) fires first, so a timeout always reads the same.
+        let http = awc::Client::builder()
+            .timeout(Duration::from_millis(settings.timeout_ms + 1_000))
+            .finish();
+        let rps = NonZeroU32::new(settings.max_rps).unwrap_or(NonZeroU32::MIN);
+        Self {
+            http,
+            limiter: RateLimiter::direct(Quota::per_second(rps)),
+            breaker: RefCell::new(CircuitBreaker::new(settings.breaker)),
+            settings,
+            credentials,
+            api_base,
+            control_base,
+        }
+    }
+
+    pub fn settings(&self) -> &TargetSettings {
+        &self.settings
+    }
+
+    /// The model name sent with every chat request.
+    pub fn model(&self) -> &str {
+        self.settings.model.as_deref().unwrap_or("default")
+    }
+
+    pub fn set_model(&mut self, model: String) {
+        self.settings.model = Some(model);
+    }
+
+    /// `GET /v1/models`: the model ids the target lists.
+    pub async fn models(&self) -> Result<Vec<String>, TargetError> {
+        #[derive(Deserialize)]
+        struct ModelList {
+            data: Vec<ModelEntry>,
+        }
+        #[derive(Deserialize)]
+        struct ModelEntry {
+            id: String,
+        }
+        let url = format!("{}/models", self.api_base);
+        let raw = self
+            .execute(Call {
+                method: Method::GET,
+                url,
+                plane: Plane::Data,
+                ctx: None,
+                body: None,
+            })
+            .await?;
+        let list: ModelList = parse_ok(&raw, "a model list")?;
+        Ok(list.data.into_iter().map(|m| m.id).collect())
+    }
+
+    /// `POST /v1/chat/completions` (non-streamed): the reply's text.
+    pub async fn chat(
+        &self,
+        ctx: &RequestContext,
+        messages: Vec<ChatMessage>,
+    ) -> Result<ChatReply, TargetError> {
+        let request = ChatCompletionRequest {
+            model: Some(self.model().to_owned()),
+            messages,
+            stream: Some(false),
+            ..ChatCompletionRequest::default()
+        };
+        let body = serde_json::to_vec(&request).map_err(|e| {
+            TargetError::new(
+                FailureKind::JudgeError,
+                format!("cannot encode request: {e}"),
+            )
+        })?;
+        let url = format!("{}/chat/completions", self.api_base);
+        let raw = self
+            .execute(Call {
+                method: Method::POST,
+                url,
+                plane: Plane::Data,
+                ctx: Some(ctx),
+                body: Some(body),
+            })
+            .await?;
+        let attempts = raw.attempts;
+        let completion: ChatCompletion = parse_ok(&raw, "a chat completion")?;
+        let text = completion.first_text().ok_or_else(|| {
+            TargetError::new(
+                FailureKind::AgentError,
+                "the chat completion has no text in its first choice",
+            )
+            .with_status(raw.status)
+        })?;
+        Ok(ChatReply { text, attempts })
+    }
+
+    /// `POST /control/session/reset` with an empty body.
+    pub async fn reset(&self, ctx: &RequestContext) -> Result<ResetResponse, TargetError> {
+        let url = format!("{}/control/session/reset", self.control_base);
+        let raw = self
+            .execute(Call {
+                method: Method::POST,
+                url,
+                plane: Plane::Control,
+                ctx: Some(ctx),
+                body: None,
+            })
+            .await?;
+        parse_ok(&raw, "a reset answer")
+    }
+
+    /// `POST /control/memory/inject`.
+    pub async fn inject(
+        &self,
+        ctx: &RequestContext,
+        request: &InjectRequest,
+    ) -> Result<InjectResponse, TargetError> {
+        let body = serde_json::to_vec(request).map_err(|e| {
+            TargetError::new(FailureKind::JudgeError, format!("cannot encode facts: {e}"))
+        })?;
+        let url = format!("{}/control/memory/inject", self.control_base);
+        let raw = self
+            .execute(Call {
+                method: Method::POST,
+                url,
+                plane: Plane::Control,
+                ctx: Some(ctx),
+                body: Some(body),
+            })
+            .await?;
+        parse_ok(&raw, "an inject answer")
+    }
+
+    /// `GET /control/memory`.
+    pub async fn memory(&self, ctx: &RequestContext) -> Result<MemoryView, TargetError> {
+        let url = format!("{}/control/memory", self.control_base);
+        let raw = self
+            .execute(Call {
+                method: Method::GET,
+                url,
+                plane: Plane::Control,
+                ctx: Some(ctx),
+                body: None,
+            })
+            .await?;
+        parse_ok(&raw, "a memory view")
+    }
+
+    /// Sends a request, retrying what is safe to retry; returns the last answer (any status but a
+    /// final 429, which becomes `rate_limited`).
+    async fn execute(&self, call: Call<'_>) -> Result<RawResponse, TargetError> {
+        let policy = self.settings.retry;
+        let timeout = Duration::from_millis(self.settings.timeout_ms);
+        let mut retries = 0u32;
+        loop {
+            self.limiter.until_ready().await;
+            if let Err(rejected) = self.breaker.borrow_mut().admit(Instant::now()) {
+                let message = match rejected {
+                    Rejected::Open(left) => format!(
+                        "circuit open after repeated failures of the target; next probe in {} ms",
+                        left.as_millis()
+                    ),
+                    Rejected::Probing => {
+                        "circuit half-open: a probe request is under way".to_owned()
+                    }
+                };
+                return Err(
+                    TargetError::new(FailureKind::InfraError, message).with_attempts(retries)
+                );
+            }
+            let attempt = actix_rt::time::timeout(timeout, self.send_once(&call))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(AttemptError {
+                        error: TargetError::new(
+                            FailureKind::Timeout,
+                            format!("no complete answer within {} ms", self.settings.timeout_ms),
+                        ),
+                        retryable: false,
+                    })
+                });
+            let attempts = retries + 1;
+            let outcome = match &attempt {
+                Ok(raw) if raw.status == 429 => Outcome::Neutral,
+                Ok(raw) if raw.status >= 500 => Outcome::Failure,
+                Ok(_) => Outcome::Success,
+                Err(failed) if failed.error.kind == FailureKind::JudgeError => Outcome::Neutral,
+                Err(_) => Outcome::Failure,
+            };
+            self.breaker.borrow_mut().record(outcome, Instant::now());
+            match attempt {
+                Ok(raw) if raw.status == 429 => {
+                    if retries >= policy.max_retries {
+                        return Err(TargetError::new(
+                            FailureKind::RateLimited,
+                            format!("still 429 Too Many Requests after {retries} retries"),
+                        )
+                        .with_status(429)
+                        .with_attempts(attempts));
+                    }
+                    actix_rt::time::sleep(policy.delay(retries, raw.retry_after)).await;
+                }
+                Ok(mut raw) => {
+                    raw.attempts = attempts;
+                    return Ok(raw);
+                }
+                Err(failed) if failed.retryable && retries < policy.max_retries => {
+                    actix_rt::time::sleep(policy.delay(retries, None)).await;
+                }
+                Err(failed) => return Err(failed.error.with_attempts(attempts)),
+            }
+            retries += 1;
+        }
+    }
+
+    async fn send_once(&self, call: &Call<'_>) -> Result<RawResponse, AttemptError> {
+        let url = call.url.as_str();
+        let mut request = self.http.request(call.method.clone(), url);
+        if let Some(ctx) = call.ctx {
+            request = request
+                .insert_header((SESSION_ID, ctx.session_id.clone()))
+                .insert_header((
+                    TRACEPARENT,
+                    // The current span's context when spans are exported (the caller runs the
+                    // request `with_context`), else ids derived from the session.
+                    telemetry::traceparent(&opentelemetry::Context::current())
+                        .unwrap_or_else(|| traceparent(&ctx.session_id, ctx.request_no)),
+                ));
+            if let Some(time) = ctx.mock_time {
+                request = request.insert_header((MOCK_TIME, format_mock_time(time)));
+            }
+        }
+        let token = match call.plane {
+            Plane::Data => self.credentials.api_key.as_ref(),
+            Plane::Control => self
+                .credentials
+                .admin_token
+                .as_ref()
+                .or(self.credentials.api_key.as_ref()),
+        };
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let sent = match &call.body {
+            Some(body) => {
+                request
+                    .insert_header((CONTENT_TYPE, "application/json"))
+                    .send_body(body.clone())
+                    .await
+            }
+            None => request.send().await,
+        };
+        let mut response = sent.map_err(|e| {
+            let (kind, retryable) = classify_send_error(&e);
+            AttemptError {
+                error: TargetError::new(kind, format!("{url}: {e}")),
+                retryable,
+            }
+        })?;
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| parse_retry_after(v, Utc::now()));
+        let body = response
+            .body()
+            .limit(BODY_LIMIT)
+            .await
+            .map_err(|e| AttemptError {
+                error: TargetError::new(
+                    FailureKind::InfraError,
+                    format!("{url}: reading the answer failed: {e}"),
+                )
+                .with_status(status),
+                retryable: false,
+            })?;
+        Ok(RawResponse {
+            status,
+            retry_after,
+            body,
+            attempts: 1,
+        })
+    }
+}
+
+/// Decodes a 2xx body as `T`; any other status becomes a classified error carrying the target's
+/// own error message when it sent one in OpenAI's shape.
+fn parse_ok<T: DeserializeOwned>(raw: &RawResponse, what: &str) -> Result<T, TargetError> {
+    let attempts = raw.attempts;
+    if !(200..300).contains(&raw.status) {
+        let detail = serde_json::from_slice::<ErrorBody>(&raw.body)
+            .map(|b| b.error.message)
+            .unwrap_or_else(|_| snippet(&raw.body));
+        return Err(TargetError::new(
+            classify_status(raw.status),
+            format!("HTTP {}: {detail}", raw.status),
+        )
+        .with_status(raw.status)
+        .with_attempts(attempts));
+    }
+    serde_json::from_slice(&raw.body).map_err(|e| {
+        TargetError::new(
+            FailureKind::AgentError,
+            format!("expected {what}, got {:?} ({e})", snippet(&raw.body)),
+        )
+        .with_status(raw.status)
+        .with_attempts(attempts)
+    })
+}
+
+fn snippet(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let mut out: String = text.chars().take(120).collect();
+    if text.chars().count() > 120 {
+        out.push('…');
+    }
+    out
+}

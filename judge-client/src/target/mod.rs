@@ -1,0 +1,15 @@
+//! Everything that talks to the target: the HTTP client, its resilience, the capability probe.
+
+pub mod breaker;
+pub mod client;
+pub mod error;
+pub mod probe;
+pub mod resilience;
+pub mod telemetry;
+pub mod trace;
+
+pub use breaker::BreakerPolicy;
+pub use client::{ChatReply, Credentials, RequestContext, TargetClient, TargetSettings};
+pub use error::{FailureKind, TargetError};
+pub use probe::{Capabilities, Requirement, probe};
+pub use resilience::RetryPolicy;

@@ -1,0 +1,231 @@
+//! The capability probe: what the target offers, found out by asking it, never assumed.
+//!
+//! - `GET /v1/models` (optional; its first id becomes the model when none was given);
+//! - one chat round trip (required: without it there is nothing to benchmark);
+//! - `POST /control/session/reset`, `POST /control/memory/inject`, `GET /control/memory`;
+//! - whether `X-Mock-Time` is honoured: through `GET /control/memory`'s `now` when that exists,
+//!   otherwise by asking "What is today's date?" at two different mock times and finding each date
+//!   in the matching reply.
+
+use chrono::{DateTime, TimeZone, Utc};
+use protocol::control::{InjectFact, InjectRequest};
+use protocol::openai::ChatMessage;
+use serde::{Deserialize, Serialize};
+
+use super::client::{RequestContext, TargetClient};
+use super::error::TargetError;
+use crate::suites::ltm::scoring::mentions_date;
+
+/// What the probe found, with the evidence for each decision in `notes`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Ids listed by `GET /v1/models`; `None` when that endpoint failed.
+    pub models: Option<Vec<String>>,
+    /// The model the run sends.
+    pub model: String,
+    pub reset: bool,
+    pub inject: bool,
+    pub memory_view: bool,
+    pub mock_time: bool,
+    pub notes: Vec<String>,
+}
+
+/// A capability a test may need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Requirement {
+    /// `POST /control/session/reset`.
+    Reset,
+    /// `POST /control/memory/inject`.
+    Inject,
+    /// `X-Mock-Time` honoured (time travel).
+    MockTime,
+}
+
+impl Requirement {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Requirement::Reset => "POST /control/session/reset",
+            Requirement::Inject => "POST /control/memory/inject",
+            Requirement::MockTime => "X-Mock-Time time travel",
+        }
+    }
+}
+
+impl Capabilities {
+    pub fn has(&self, requirement: Requirement) -> bool {
+        match requirement {
+            Requirement::Reset => self.reset,
+            Requirement::Inject => self.inject,
+            Requirement::MockTime => self.mock_time,
+        }
+    }
+
+    /// Why a test needing `requirements` cannot run here, or `None` when it can.
+    pub fn missing(&self, requirements: &[Requirement]) -> Option<String> {
+        let missing: Vec<&str> = requirements
+            .iter()
+            .filter(|r| !self.has(**r))
+            .map(|r| r.describe())
+            .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "the target does not offer {} (capability probe)",
+                missing.join(" or ")
+            )
+        })
+    }
+}
+
+/// Mock times the probe sends: far from the real clock, and from each other.
+fn probe_times() -> [DateTime<Utc>; 2] {
+    [
+        Utc.with_ymd_and_hms(2031, 7, 19, 8, 30, 0).unwrap(),
+        Utc.with_ymd_and_hms(2029, 2, 11, 16, 45, 0).unwrap(),
+    ]
+}
+
+/// Notes whether an optional endpoint answered, and says so.
+fn works<T>(notes: &mut Vec<String>, endpoint: &str, outcome: Result<T, TargetError>) -> bool {
+    match outcome {
+        Ok(_) => {
+            notes.push(format!("{endpoint} works"));
+            true
+        }
+        Err(e) => {
+            notes.push(format!("{endpoint} unavailable ({e})"));
+            false
+        }
+    }
+}
+
+/// Probes the target with its own session (`session_id`). Fails only when no chat round trip works.
+pub async fn probe(client: &TargetClient, session_id: &str) -> Result<Capabilities, TargetError> {
+    let mut notes = Vec::new();
+    let mut request_no = 0u64;
+    let mut ctx = |mock_time: Option<DateTime<Utc>>| {
+        request_no += 1;
+        RequestContext {
+            session_id: session_id.to_owned(),
+            mock_time,
+            request_no,
+        }
+    };
+
+    let models = match client.models().await {
+        Ok(models) => {
+            notes.push(format!("GET /v1/models listed {models:?}"));
+            Some(models)
+        }
+        Err(e) => {
+            notes.push(format!("GET /v1/models failed ({e})"));
+            None
+        }
+    };
+    let model = client
+        .settings()
+        .model
+        .clone()
+        .or_else(|| models.as_ref().and_then(|m| m.first().cloned()))
+        .unwrap_or_else(|| "default".to_owned());
+
+    // A reset first, so that the chat round trip starts from a clean probe session.
+    let reset = works(
+        &mut notes,
+        "POST /control/session/reset",
+        client.reset(&ctx(None)).await,
+    );
+
+    client
+        .chat(&ctx(None), vec![ChatMessage::user("Hello.")])
+        .await
+        .map(|reply| notes.push(format!("chat round trip answered {:?}", reply.text)))?;
+
+    let inject_request = InjectRequest {
+        facts: vec![InjectFact {
+            text: "The probe word is heliotrope.".to_owned(),
+            key: Some("probe word".to_owned()),
+            observed_at: None,
+            importance: None,
+        }],
+    };
+    let inject = works(
+        &mut notes,
+        "POST /control/memory/inject",
+        client.inject(&ctx(None), &inject_request).await,
+    );
+
+    let memory_view = works(
+        &mut notes,
+        "GET /control/memory",
+        client.memory(&ctx(None)).await,
+    );
+
+    let times = probe_times();
+    let mock_time = if memory_view {
+        let mut honoured = true;
+        for time in times {
+            match client.memory(&ctx(Some(time))).await {
+                Ok(view) if view.now == time => {}
+                Ok(view) => {
+                    notes.push(format!(
+                        "X-Mock-Time ignored: GET /control/memory said now={} for X-Mock-Time {}",
+                        view.now, time
+                    ));
+                    honoured = false;
+                }
+                Err(e) => {
+                    notes.push(format!(
+                        "X-Mock-Time check through GET /control/memory failed ({e})"
+                    ));
+                    honoured = false;
+                }
+            }
+        }
+        if honoured {
+            notes.push(
+                "X-Mock-Time honoured: GET /control/memory reported each mock time as now"
+                    .to_owned(),
+            );
+        }
+        honoured
+    } else {
+        let mut honoured = true;
+        for time in times {
+            let question = ChatMessage::user("What is today's date?");
+            match client.chat(&ctx(Some(time)), vec![question]).await {
+                Ok(reply) if mentions_date(&reply.text, time.date_naive()) => {}
+                Ok(reply) => {
+                    notes.push(format!(
+                        "X-Mock-Time not shown to be honoured: asked today's date at {}, got {:?}",
+                        time.date_naive(),
+                        reply.text
+                    ));
+                    honoured = false;
+                }
+                Err(e) => {
+                    notes.push(format!("X-Mock-Time check by chat failed ({e})"));
+                    honoured = false;
+                }
+            }
+        }
+        if honoured {
+            notes.push("X-Mock-Time honoured: the reply named each mock date".to_owned());
+        }
+        honoured
+    };
+
+    if reset && client.reset(&ctx(None)).await.is_err() {
+        notes.push("cleanup reset of the probe session failed".to_owned());
+    }
+
+    Ok(Capabilities {
+        models,
+        model,
+        reset,
+        inject,
+        memory_view,
+        mock_time,
+        notes,
+    })
+}
