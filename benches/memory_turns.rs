@@ -1,0 +1,340 @@
+//! Chat-turn throughput and latency of the real agent-server binary (release build), per memory
+//! backend and client concurrency, with the server's own memory timings (from `/metrics`) so the
+//! share of each turn spent in memory is visible.
+//!
+//! ```text
+//! cargo bench --bench memory_turns                         # embedded; redis+postgres too when
+//!                                                          # AGENTWALL_TEST_REDIS_URL and
+//!                                                          # AGENTWALL_TEST_DATABASE_URL are set
+//! cargo bench --bench memory_turns -- --seconds 10 --concurrency 1,16,64
+//! ```
+//!
+//! Each client task owns 8 sessions and alternates a statement ("My item 3 is v17.") with the
+//! question that recalls it, so every turn does real recall and commit work. Sessions are fresh
+//! per run. Latencies go into an HDR histogram; the first second of each run is warm-up.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::process::{Child, Command, Stdio};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use hdrhistogram::Histogram;
+
+struct Options {
+    seconds: u64,
+    concurrency: Vec<usize>,
+}
+
+fn options() -> Options {
+    let mut o = Options {
+        seconds: 5,
+        concurrency: vec![1, 16, 64],
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < args.len() {
+        match args[i].as_str() {
+            "--seconds" => o.seconds = args[i + 1].parse().expect("--seconds N"),
+            "--concurrency" => {
+                o.concurrency = args[i + 1]
+                    .split(',')
+                    .map(|c| c.parse().expect("--concurrency 1,16,64"))
+                    .collect();
+            }
+            "--help" => {
+                println!("memory_turns [--seconds N] [--concurrency 1,16,64]");
+                std::process::exit(0);
+            }
+            // cargo bench passes --bench; ignore anything else it adds.
+            _ => {
+                i += 1;
+                continue;
+            }
+        }
+        i += 2;
+    }
+    o
+}
+
+fn cargo_build_release() -> std::path::PathBuf {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let root = env!("CARGO_MANIFEST_DIR");
+    let ok = Command::new(cargo)
+        .args([
+            "build",
+            "--release",
+            "--quiet",
+            "--workspace",
+            "--bin",
+            "agent-server",
+        ])
+        .current_dir(root)
+        .status()
+        .expect("cargo runs")
+        .success();
+    assert!(ok, "release build of agent-server failed");
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| format!("{root}/target").into());
+    target.join("release/agent-server")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(binary: &std::path::Path, args: &[String]) -> Server {
+    let port = free_port();
+    let child = Command::new(binary)
+        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("agent-server starts");
+    let url = format!("http://127.0.0.1:{port}");
+    // Owned by `Server` from here, so it is killed and waited for on every path.
+    let server = Server { child, url };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return server;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("agent-server did not start");
+}
+
+/// Sum and count of each memory operation's latency histogram, from `/metrics`.
+async fn memory_timings(client: &awc::Client, url: &str) -> BTreeMap<String, (f64, f64)> {
+    let mut out = BTreeMap::new();
+    let Ok(mut response) = client.get(format!("{url}/metrics")).send().await else {
+        return out;
+    };
+    let body = response.body().limit(8 << 20).await.unwrap_or_default();
+    for line in String::from_utf8_lossy(&body).lines() {
+        let Some(rest) = line.strip_prefix("agentwall_memory_operation_duration_seconds_") else {
+            continue;
+        };
+        let (kind, rest) = rest.split_once('{').unwrap_or(("", ""));
+        let Some(op) = rest
+            .split("operation=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+        else {
+            continue;
+        };
+        let value: f64 = line
+            .rsplit(' ')
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        let entry = out.entry(op.to_owned()).or_insert((0.0, 0.0));
+        match kind {
+            "sum" => entry.0 += value,
+            "count" => entry.1 += value,
+            _ => {}
+        }
+    }
+    out
+}
+
+struct Measured {
+    turns_per_second: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    errors: u64,
+    memory_ms_per_turn: BTreeMap<String, f64>,
+}
+
+fn run(url: &str, concurrency: usize, seconds: u64, tag: &str) -> Measured {
+    actix_rt::System::new().block_on(async move {
+        let client = awc::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .connector(awc::Connector::new().limit(concurrency.max(1) * 2))
+            .finish();
+        let histogram = Rc::new(RefCell::new(Histogram::<u64>::new_with_bounds(1, 60_000_000, 3).unwrap()));
+        let errors = Rc::new(RefCell::new(0u64));
+        let first_error: Rc<RefCell<Option<String>>> = Rc::new(RefCell::new(None));
+        let warmup = Duration::from_secs(1);
+        let start = Instant::now();
+        let measure_from = start + warmup;
+        let end = measure_from + Duration::from_secs(seconds);
+        let before = Rc::new(RefCell::new(None));
+        let mut tasks = Vec::new();
+        for task in 0..concurrency {
+            let (client, url, histogram, errors, tag) = (client.clone(), url.to_owned(), histogram.clone(), errors.clone(), tag.to_owned());
+            let first_error = first_error.clone();
+            tasks.push(actix_rt::spawn(async move {
+                let mut k = 0u64;
+                while Instant::now() < end {
+                    let session = format!("bench-{tag}-{task}-{}", k % 8);
+                    let item = (k / 16) % 50;
+                    let text = if (k / 8).is_multiple_of(2) {
+                        format!("My item {item} is v{}.", k % 97)
+                    } else {
+                        format!("What is my item {item}?")
+                    };
+                    let body = format!(r#"{{"model":"agentwall-builtin","messages":[{{"role":"user","content":"{text}"}}]}}"#);
+                    let sent = Instant::now();
+                    let result = client
+                        .post(format!("{url}/v1/chat/completions"))
+                        .insert_header(("content-type", "application/json"))
+                        .insert_header(("x-session-id", session))
+                        .send_body(body)
+                        .await;
+                    let failure = match result {
+                        Ok(mut r) => match r.body().await {
+                            Ok(_) if r.status().is_success() => None,
+                            Ok(body) => Some(format!("{}: {}", r.status(), String::from_utf8_lossy(&body))),
+                            Err(e) => Some(e.to_string()),
+                        },
+                        Err(e) => Some(e.to_string()),
+                    };
+                    let ok = failure.is_none();
+                    if let Some(f) = failure {
+                        first_error.borrow_mut().get_or_insert(f);
+                    }
+                    if sent >= measure_from && Instant::now() <= end {
+                        if ok {
+                            let micros = sent.elapsed().as_micros() as u64;
+                            histogram.borrow_mut().record(micros.max(1)).unwrap();
+                        } else {
+                            *errors.borrow_mut() += 1;
+                        }
+                    }
+                    k += 1;
+                }
+            }));
+        }
+        actix_rt::time::sleep_until(measure_from.into()).await;
+        *before.borrow_mut() = Some(memory_timings(&client, url).await);
+        for t in tasks {
+            let _ = t.await;
+        }
+        let after = memory_timings(&client, url).await;
+        if let Some(e) = first_error.borrow().as_ref() {
+            eprintln!("first error at concurrency {concurrency}: {e}");
+        }
+        let h = histogram.borrow();
+        let turns = h.len() as f64;
+        let before = before.borrow().clone().unwrap_or_default();
+        let memory_ms_per_turn = after
+            .iter()
+            .map(|(op, (sum, count))| {
+                let (s0, c0) = before.get(op).copied().unwrap_or((0.0, 0.0));
+                let per_op = if count - c0 > 0.0 { (sum - s0) / (count - c0) * 1000.0 } else { 0.0 };
+                (op.clone(), per_op)
+            })
+            .collect();
+        Measured {
+            turns_per_second: turns / seconds as f64,
+            p50_ms: h.value_at_quantile(0.50) as f64 / 1000.0,
+            p99_ms: h.value_at_quantile(0.99) as f64 / 1000.0,
+            errors: *errors.borrow(),
+            memory_ms_per_turn,
+        }
+    })
+}
+
+fn create_database(admin_url: &str, name: &str) -> String {
+    let ok = Command::new("psql")
+        .args([admin_url, "-q", "-c", &format!("CREATE DATABASE {name}")])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "psql could not create database {name} on {admin_url}");
+    match admin_url.rsplit_once('/') {
+        Some((base, _)) => format!("{base}/{name}"),
+        None => panic!("AGENTWALL_TEST_DATABASE_URL has no database part: {admin_url}"),
+    }
+}
+
+fn main() {
+    let o = options();
+    let binary = cargo_build_release();
+    let data = tempfile::tempdir().unwrap();
+    let mut backends: Vec<(&str, Vec<String>)> = vec![(
+        "embedded",
+        vec!["--data-dir".into(), data.path().display().to_string()],
+    )];
+    if let (Ok(redis), Ok(pg)) = (
+        std::env::var("AGENTWALL_TEST_REDIS_URL"),
+        std::env::var("AGENTWALL_TEST_DATABASE_URL"),
+    ) {
+        let db = create_database(&pg, &format!("bench_{}", std::process::id()));
+        backends.push((
+            "redis+postgres",
+            vec!["--redis-url".into(), redis, "--database-url".into(), db],
+        ));
+    } else {
+        eprintln!(
+            "redis+postgres skipped: set AGENTWALL_TEST_REDIS_URL and AGENTWALL_TEST_DATABASE_URL (scripts/test-services.sh start)"
+        );
+    }
+    println!(
+        "agent-server release, builtin model, {} s per run after 1 s warm-up; memory ms are server-side means per operation",
+        o.seconds
+    );
+    println!(
+        "{:<16} {:>5} {:>10} {:>9} {:>9} {:>7} {:>11} {:>11} {:>8}",
+        "backend",
+        "conc",
+        "turns/s",
+        "p50 ms",
+        "p99 ms",
+        "errors",
+        "recall ms",
+        "commit ms",
+        "memory%"
+    );
+    for (name, args) in &backends {
+        let server = start(&binary, args);
+        for &c in &o.concurrency {
+            let m = run(
+                &server.url,
+                c,
+                o.seconds,
+                // Session ids allow only [A-Za-z0-9._:-]: "redis+postgres" becomes "redis-postgres".
+                &format!("{}-{c}-{}", name.replace('+', "-"), std::process::id()),
+            );
+            let recall = m.memory_ms_per_turn.get("recall").copied().unwrap_or(0.0);
+            let commit = m.memory_ms_per_turn.get("commit").copied().unwrap_or(0.0);
+            // Share of the mean turn latency spent in memory work, with Little's law giving the mean
+            // latency from throughput and concurrency (the HDR histogram gives the quantiles).
+            let mean_ms = if m.turns_per_second > 0.0 {
+                c as f64 / m.turns_per_second * 1000.0
+            } else {
+                0.0
+            };
+            let share = if mean_ms > 0.0 {
+                (recall + commit) / mean_ms * 100.0
+            } else {
+                0.0
+            };
+            println!(
+                "{name:<16} {c:>5} {:>10.0} {:>9.2} {:>9.2} {:>7} {recall:>11.3} {commit:>11.3} {share:>7.0}%",
+                m.turns_per_second, m.p50_ms, m.p99_ms, m.errors
+            );
+        }
+        drop(server);
+    }
+}

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The main job (README): a full benchmark of the bundled agent on its embedded defaults.
+#
+#   scripts/quickstart.sh [JUDGE LTM FLAGS...]     e.g. scripts/quickstart.sh --trials 5 --seed 7
+#
+# Builds both binaries (release), starts agent-server on a free loopback port with a fresh data
+# directory and no external service, waits until it is ready, runs the judge's long-term-memory
+# suite against it, prints the summary and the path of report.html, and stops the server. The
+# judge's exit code is this script's (2: below --fail-under, 3: regression against --baseline).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "==> building agent-server and judge (release; the first build takes a few minutes)"
+cargo build --release --workspace --bin agent-server --bin judge
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+data=$(mktemp -d -t agentwall-quickstart.XXXXXX)
+mkdir -p runs
+log=runs/agent-server-quickstart.log
+target/release/agent-server --addr "127.0.0.1:$port" --data-dir "$data" >"$log" 2>&1 &
+server=$!
+cleanup() {
+  kill -TERM "$server" 2>/dev/null && wait "$server" 2>/dev/null || true
+  rm -rf "$data"
+}
+trap cleanup EXIT
+
+echo "==> agent-server on http://127.0.0.1:$port (log: $log)"
+for _ in $(seq 1 100); do
+  if curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; then break; fi
+  if ! kill -0 "$server" 2>/dev/null; then echo "agent-server exited; see $log" >&2; exit 1; fi
+  sleep 0.1
+done
+curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || { echo "agent-server is not ready; see $log" >&2; exit 1; }
+
+echo "==> judge ltm"
+set +e
+target/release/judge ltm --endpoint "http://127.0.0.1:$port" --out runs "$@"
+status=$?
+set -e
+exit $status

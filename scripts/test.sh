@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The test command (README): provisions everything the tests need on this machine, then runs the
+# whole workspace's tests. Nothing is skipped: a missing service or tool is an error that says
+# what to install.
+#
+#   1. .venv with the official OpenAI Python SDK (scripts/python-env.sh)
+#   2. throwaway Redis and Postgres instances (scripts/test-services.sh), stopped on exit
+#   3. the binaries the cross-process tests start
+#   4. cargo nextest (or cargo test when nextest is not installed)
+#   5. the Arize Phoenix trace check (scripts/phoenix-trace-check.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/python-env.sh
+
+services_env=$(mktemp)
+cleanup() {
+  scripts/test-services.sh stop >/dev/null 2>&1 || true
+  rm -f "$services_env"
+}
+trap cleanup EXIT
+scripts/test-services.sh start > "$services_env"
+# shellcheck disable=SC1090
+source "$services_env"
+: "${AGENTWALL_TEST_REDIS_URL:?scripts/test-services.sh did not export AGENTWALL_TEST_REDIS_URL}"
+: "${AGENTWALL_TEST_DATABASE_URL:?scripts/test-services.sh did not export AGENTWALL_TEST_DATABASE_URL}"
+export AGENTWALL_TEST_REDIS_URL AGENTWALL_TEST_DATABASE_URL
+export AGENTWALL_PYTHON="$PWD/.venv/bin/python"
+
+cargo build --workspace --bins
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --no-fail-fast "$@"
+else
+  cargo test --workspace --no-fail-fast "$@"
+fi
+
+# One trace from caller to model, checked in a real Arize Phoenix (its own virtualenv).
+scripts/phoenix-trace-check.sh

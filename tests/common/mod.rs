@@ -1,0 +1,149 @@
+//! Starting the real binaries for cross-process tests.
+
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Path of a workspace binary, built first so a test never runs a stale one. `cargo` is the
+/// same cargo that runs the tests (it sets `CARGO`), so profile and target dir match.
+pub fn binary(name: &str) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
+    if !built.iter().any(|b| b == name) {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--quiet", "--workspace", "--bin", name])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("cargo runs");
+        assert!(status.success(), "cargo build --bin {name} failed");
+        built.push(name.to_owned());
+    }
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("debug").join(name)
+}
+
+/// A free loopback port (bound and released; fine for tests on one machine).
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running agent-server process; killed on drop if still running.
+pub struct Server {
+    child: Child,
+    pub base_url: String,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Server {
+    pub fn start(data_dir: &Path, extra_args: &[&str]) -> Self {
+        let port = free_port();
+        let mut child = Command::new(binary("agent-server"))
+            .arg("--addr")
+            .arg(format!("127.0.0.1:{port}"))
+            .arg("--data-dir")
+            .arg(data_dir)
+            .args(extra_args)
+            .env_remove("REDIS_URL")
+            .env_remove("DATABASE_URL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("agent-server starts");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = stderr.clone();
+        let pipe = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut s = sink.lock().unwrap();
+                s.push_str(&line);
+                s.push('\n');
+            }
+        });
+        let server = Self {
+            child,
+            base_url: format!("http://127.0.0.1:{port}"),
+            stderr,
+        };
+        server.wait_ready();
+        server
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if ureq::get(&format!("{}/healthz", self.base_url))
+                .call()
+                .is_ok()
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "agent-server did not become healthy; stderr:\n{}",
+            self.stderr()
+        );
+    }
+
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    pub fn pid(&self) -> i32 {
+        i32::try_from(self.child.id()).unwrap()
+    }
+
+    /// Sends `signal` and waits (bounded) for the process to exit.
+    pub fn stop_with(&mut self, signal: nix::sys::signal::Signal) -> ExitStatus {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.pid()), signal)
+            .expect("signal sent");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                // Let the reader thread drain the last lines.
+                std::thread::sleep(Duration::from_millis(100));
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "agent-server did not exit after {signal}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// One chat turn with only the new user message; returns the reply text.
+pub fn say(base_url: &str, session: &str, text: &str) -> String {
+    let body = serde_json::json!({"model": "agentwall-builtin", "messages": [{"role": "user", "content": text}]});
+    let mut response = ureq::post(&format!("{base_url}/v1/chat/completions"))
+        .header("X-Session-Id", session)
+        .send_json(&body)
+        .unwrap_or_else(|e| panic!("turn {text:?} failed: {e}"));
+    let value: serde_json::Value = response.body_mut().read_json().unwrap();
+    value["choices"][0]["message"]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
