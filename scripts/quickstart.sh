@@ -5,8 +5,9 @@
 #
 # Builds both binaries (release), starts agent-server on a free loopback port with a fresh data
 # directory and no external service, waits until it is ready, runs the judge's long-term-memory
-# suite against it, prints the summary and the path of report.html, and stops the server. The
-# judge's exit code is this script's (2: below --fail-under, 3: regression against --baseline).
+# suite and then its simulated-applications suite against it, prints each summary and the path of
+# each report.html, and stops the server. Flags go to `judge ltm`; its exit code wins (2: below
+# --fail-under, 3: regression against --baseline), else the apps run's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,9 +34,15 @@ for _ in $(seq 1 100); do
 done
 curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null || { echo "agent-server is not ready; see $log" >&2; exit 1; }
 
-echo "==> judge ltm"
+echo "==> judge ltm (long-term memory)"
 set +e
 target/release/judge ltm --endpoint "http://127.0.0.1:$port" --out runs "$@"
 status=$?
+echo
+echo "==> judge apps (simulated applications: the agent operates PayPal)"
+target/release/judge apps --endpoint "http://127.0.0.1:$port" --out runs
+apps_status=$?
 set -e
-exit $status
+# The LTM verdict (with the caller's --fail-under / --baseline) wins; otherwise the apps run's.
+if [ "$status" -ne 0 ]; then exit "$status"; fi
+exit "$apps_status"

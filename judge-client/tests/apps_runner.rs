@@ -27,8 +27,9 @@ fn scenario(file: &str) -> Scenario {
     Scenario::load(&path).unwrap()
 }
 
-/// What the fake target saw per request: (session id, mock time, number of messages).
-type Seen = Arc<Mutex<Vec<(Option<String>, Option<String>, usize)>>>;
+/// What the fake target saw per request: (session id, mock time, number of messages, number of
+/// tools offered).
+type Seen = Arc<Mutex<Vec<(Option<String>, Option<String>, usize, usize)>>>;
 
 async fn chat(
     req: HttpRequest,
@@ -41,9 +42,12 @@ async fn chat(
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    seen.lock()
-        .unwrap()
-        .push((header(SESSION_ID), header(MOCK_TIME), body.messages.len()));
+    seen.lock().unwrap().push((
+        header(SESSION_ID),
+        header(MOCK_TIME),
+        body.messages.len(),
+        body.tools.as_ref().map_or(0, Vec::len),
+    ));
     let last = body
         .messages
         .last()
@@ -91,7 +95,8 @@ async fn a_target_over_http_plays_a_scenario_through_the_target_client() {
         .unwrap();
     handle.stop(true).await;
 
-    assert_eq!(outcome.mode, ActionMode::Directives);
+    // Over HTTP, auto offers the apps as tools and still executes directives in the text.
+    assert_eq!(outcome.mode, ActionMode::Auto);
     assert!(outcome.all_passed(), "{:?}", outcome.failure_summary());
     assert_eq!(outcome.trials[0].audit.entries()[0].action, "transfer");
     let seen = seen.lock().unwrap();
@@ -100,6 +105,7 @@ async fn a_target_over_http_plays_a_scenario_through_the_target_client() {
     // The world's logical clock: step 1 (after the setup step), a minute past the origin.
     assert_eq!(seen[0].1.as_deref(), Some("2025-01-01T09:01:00Z"));
     assert_eq!(seen[0].2, 2, "system message and the new turn only");
+    assert_eq!(seen[0].3, 6, "PayPal's six actions offered as tools");
 }
 
 /// Sends one tool call with broken arguments, then a good one, then stops.

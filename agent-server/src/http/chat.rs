@@ -13,7 +13,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use protocol::openai::{
     ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage, Choice, ChunkChoice,
-    Delta, Extra, Role,
+    Delta, Extra, FunctionCallDelta, Role, ToolCall, ToolCallDelta,
 };
 use tokio::sync::mpsc;
 use tracing::Instrument as _;
@@ -350,7 +350,7 @@ fn completion(id: String, model: String, now: DateTime<Utc>, reply: ModelReply) 
         model,
         choices: vec![Choice {
             index: 0,
-            message: ChatMessage::assistant(reply.text),
+            message: assistant_message(reply.text, reply.tool_calls),
             finish_reason: Some(reply.finish_reason),
             logprobs: None,
         }],
@@ -358,6 +358,19 @@ fn completion(id: String, model: String, now: DateTime<Utc>, reply: ModelReply) 
         system_fingerprint: None,
         extra: Extra::new(),
     }
+}
+
+/// The reply as an assistant message: a message that only calls tools has `content: null`, as
+/// OpenAI sends it.
+fn assistant_message(text: String, tool_calls: Vec<ToolCall>) -> ChatMessage {
+    let mut message = ChatMessage::assistant(text);
+    if !tool_calls.is_empty() {
+        if message.text_content().is_none_or(|t| t.is_empty()) {
+            message.content = None;
+        }
+        message.tool_calls = Some(tool_calls);
+    }
+    message
 }
 
 /// Server-sent events for a finished reply: a role chunk, content chunks of a few words each, a
@@ -397,6 +410,24 @@ fn sse_response(
         events.push(chunk(
             Delta {
                 content: Some(piece),
+                ..Delta::default()
+            },
+            None,
+        ));
+    }
+    for (index, call) in reply.tool_calls.iter().enumerate() {
+        events.push(chunk(
+            Delta {
+                tool_calls: Some(vec![ToolCallDelta {
+                    index: u32::try_from(index).unwrap_or(u32::MAX),
+                    id: Some(call.id.clone()),
+                    kind: Some(call.kind.clone()),
+                    function: Some(FunctionCallDelta {
+                        name: Some(call.function.name.clone()),
+                        arguments: Some(call.function.arguments.clone()),
+                    }),
+                    extra: Extra::new(),
+                }]),
                 ..Delta::default()
             },
             None,

@@ -8,8 +8,9 @@
 use std::borrow::Cow;
 
 use async_trait::async_trait;
-use protocol::openai::{FinishReason, Role, Usage};
+use protocol::openai::{FinishReason, Role, ToolCall, Usage};
 
+use super::actions::{Catalogue, Style, app_turn};
 use super::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt, approximate_tokens};
 use crate::agent::extract::FactExtractor;
 use crate::agent::language::{is_question, sentences, to_second_person, trim_sentence};
@@ -38,7 +39,7 @@ impl ChatModel for BuiltinModel {
     }
 
     async fn complete(&self, prompt: Prompt<'_>) -> Result<ModelReply, LlmError> {
-        let text = respond(&prompt);
+        let (text, tool_calls) = respond_with_actions(&prompt);
         let prompt_tokens = approximate_tokens(prompt.user_text)
             + prompt
                 .history
@@ -46,13 +47,74 @@ impl ChatModel for BuiltinModel {
                 .filter_map(|m| m.text_content())
                 .map(|t| approximate_tokens(&t))
                 .sum::<u32>();
-        let (text, finish_reason) = truncate(text, prompt.request.token_limit());
+        let (text, mut finish_reason) = truncate(text, prompt.request.token_limit());
+        if !tool_calls.is_empty() {
+            finish_reason = FinishReason::ToolCalls;
+        }
         Ok(ModelReply {
             usage: Usage::new(prompt_tokens, approximate_tokens(&text)),
             text,
+            tool_calls,
             finish_reason,
         })
     }
+}
+
+/// The reply, with app actions when the request offers apps ([`actions`]): tool calls in tool
+/// mode, `APP_ACTION:` lines in directive mode. A turn about the apps (an action asked for, or
+/// results reported back) is answered with what was done and what happened; any other turn by
+/// [`respond`].
+pub fn respond_with_actions(prompt: &Prompt<'_>) -> (String, Vec<ToolCall>) {
+    let Some(catalogue) = Catalogue::from_request(prompt.request) else {
+        return (respond(prompt), Vec::new());
+    };
+    let remembered: Vec<&str> = prompt
+        .memory
+        .working
+        .iter()
+        .filter(|item| item.role == TurnRole::User)
+        .map(|item| item.text.as_str())
+        .collect();
+    let turn = app_turn(&catalogue, prompt.user_text, prompt.history, &remembered);
+    if turn.is_empty() {
+        return (respond(prompt), Vec::new());
+    }
+    let mut parts = obligations(prompt);
+    parts.extend(turn.updates.iter().cloned());
+    parts.extend(turn.actions.iter().map(|a| a.announcement.clone()));
+    let mut text = parts.join(" ");
+    let mut calls = Vec::new();
+    match catalogue.style {
+        Style::Directives => {
+            for action in &turn.actions {
+                text.push('\n');
+                text.push_str(&action.directive());
+            }
+        }
+        Style::Tools => {
+            // Ids unique within the conversation and the same for the same input.
+            let base = prompt.history.len();
+            calls = turn
+                .actions
+                .iter()
+                .enumerate()
+                .map(|(i, a)| a.tool_call(format!("call_{base}_{i}")))
+                .collect();
+        }
+    }
+    (text, calls)
+}
+
+/// What standing rules and due reminders require this reply to say, in order.
+fn obligations(prompt: &Prompt<'_>) -> Vec<String> {
+    prompt
+        .must_say
+        .iter()
+        .map(|o| match o {
+            Obligation::RuleReply(t) | Obligation::Say(t) => t.clone(),
+            Obligation::Reminder(t) => format!("Reminder: {t}."),
+        })
+        .collect()
 }
 
 /// Honours `max_tokens` the way real models do: cut the reply and say `length`.
@@ -76,14 +138,7 @@ fn truncate(text: String, limit: Option<u32>) -> (String, FinishReason) {
 
 /// The reply text for a prompt. Pure: same prompt, same reply.
 pub fn respond(prompt: &Prompt<'_>) -> String {
-    let mut parts: Vec<String> = prompt
-        .must_say
-        .iter()
-        .map(|o| match o {
-            Obligation::RuleReply(t) | Obligation::Say(t) => t.clone(),
-            Obligation::Reminder(t) => format!("Reminder: {t}."),
-        })
-        .collect();
+    let mut parts = obligations(prompt);
 
     let questions: Vec<&str> = sentences(prompt.user_text)
         .into_iter()

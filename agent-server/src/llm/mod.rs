@@ -4,6 +4,7 @@
 //! one. An upstream model also answers in OpenAI's own shapes ([`PassThrough`]) so that streams,
 //! tool calls and usage reach the client as the upstream sent them.
 
+pub mod actions;
 pub mod builtin;
 pub mod prompt;
 pub mod upstream;
@@ -13,7 +14,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use protocol::openai::{
-    ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage, FinishReason, Usage,
+    ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage, FinishReason,
+    ToolCall, Usage,
 };
 
 use crate::agent::standing::Obligation;
@@ -50,6 +52,8 @@ pub enum Acknowledgement {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelReply {
     pub text: String,
+    /// Tool calls the model makes (finish reason `tool_calls`); empty for a plain reply.
+    pub tool_calls: Vec<ToolCall>,
     pub usage: Usage,
     pub finish_reason: FinishReason,
 }

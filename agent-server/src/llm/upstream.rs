@@ -197,6 +197,10 @@ impl ChatModel for UpstreamModel {
                 .as_ref()
                 .map(|c| reply_text(&c.message))
                 .unwrap_or_default(),
+            tool_calls: choice
+                .as_ref()
+                .and_then(|c| c.message.tool_calls.clone())
+                .unwrap_or_default(),
             finish_reason: choice
                 .and_then(|c| c.finish_reason)
                 .unwrap_or(FinishReason::Stop),

@@ -9,7 +9,10 @@
 //! - [`world`] holds one run's apps, logical clock, step counter and [`audit`] log, with
 //!   checkpoint, restore and branching;
 //! - [`scenario`] loads YAML scenarios and [`grade`] grades a final state; [`runner`] plays a
-//!   scenario against an agent (the HTTP target or a scripted one) for several trials, and [`artifacts`] writes its files into the run directory.
+//!   scenario against an agent (the HTTP target or a scripted one) for several trials, and
+//!   [`artifacts`] writes its files into the run directory;
+//! - [`suite`] is `judge apps` from probe to run directory, with [`report`] (JUnit, HTML) and the
+//!   [`shipped`] scenarios compiled into the binary.
 
 pub mod artifacts;
 pub mod audit;
@@ -17,9 +20,12 @@ pub mod directive;
 pub mod grade;
 pub mod money;
 pub mod paypal;
+pub mod report;
 pub mod runner;
 pub mod scenario;
 pub mod scripted;
+pub mod shipped;
+pub mod suite;
 pub mod tools;
 pub mod world;
 

@@ -86,8 +86,8 @@ pub trait AgentEndpoint {
     ) -> impl Future<Output = Result<AgentReply, TargetError>>;
 }
 
-/// The HTTP target through the judge's client. Its public `chat` sends no `tools`, so this
-/// endpoint plays directive mode only (`auto` falls back to directives).
+/// The HTTP target through the judge's client. Any OpenAI-compatible endpoint can carry `tools`,
+/// so `auto` plays tool mode here (directives in the text are executed too).
 pub struct TargetAgent<'a> {
     pub client: &'a TargetClient,
     /// Send the logical time as `X-Mock-Time` (when the probe found it honoured).
@@ -96,7 +96,11 @@ pub struct TargetAgent<'a> {
     /// (the apps' instructions) and the new user turn only, so earlier turns must come from the
     /// agent's memory, as in the other suites.
     pub history: HistoryMode,
+    /// Reset each trial's session before its first turn (when the target has the control plane),
+    /// so a rerun with the same seed starts from the same empty memory.
+    pub reset_sessions: bool,
     requests: u64,
+    current_session: Option<String>,
 }
 
 impl<'a> TargetAgent<'a> {
@@ -105,7 +109,9 @@ impl<'a> TargetAgent<'a> {
             client,
             send_mock_time,
             history: HistoryMode::Full,
+            reset_sessions: false,
             requests: 0,
+            current_session: None,
         }
     }
 
@@ -113,23 +119,28 @@ impl<'a> TargetAgent<'a> {
         self.history = history;
         self
     }
+
+    pub fn resetting_sessions(mut self, reset: bool) -> Self {
+        self.reset_sessions = reset;
+        self
+    }
 }
 
-/// What a `New`-history request carries: the leading system message(s) and everything after the
-/// last assistant message (the new user turn).
+/// What a `New`-history request carries: the leading system message(s) and everything from the
+/// last user message on (the new turn, and in tool mode this turn's tool calls and results).
 fn new_turn_only(messages: &[ChatMessage]) -> Vec<ChatMessage> {
     let system = messages.iter().take_while(|m| m.role == Role::System);
     let since = messages
         .iter()
-        .rposition(|m| m.role == Role::Assistant)
-        .map_or(0, |i| i + 1);
+        .rposition(|m| m.role == Role::User)
+        .unwrap_or(0);
     let start = since.max(system.clone().count());
     system.chain(&messages[start..]).cloned().collect()
 }
 
 impl AgentEndpoint for TargetAgent<'_> {
     fn supports_tools(&self) -> bool {
-        false
+        true
     }
 
     async fn respond(&mut self, turn: AgentTurn<'_>) -> Result<AgentReply, TargetError> {
@@ -139,14 +150,23 @@ impl AgentEndpoint for TargetAgent<'_> {
             mock_time: self.send_mock_time.then_some(turn.now),
             request_no: self.requests,
         };
+        if self.current_session.as_deref() != Some(turn.session_id) {
+            self.current_session = Some(turn.session_id.to_owned());
+            if self.reset_sessions {
+                self.client.reset(&ctx).await?;
+            }
+        }
         let messages = match self.history {
             HistoryMode::Full => turn.messages.to_vec(),
             HistoryMode::New => new_turn_only(turn.messages),
         };
-        let reply = self.client.chat(&ctx, messages).await?;
+        let reply = self
+            .client
+            .chat_with_tools(&ctx, messages, turn.tools)
+            .await?;
         Ok(AgentReply {
             text: reply.text,
-            tool_calls: Vec::new(),
+            tool_calls: reply.tool_calls,
         })
     }
 }
@@ -500,5 +520,18 @@ mod tests {
             .collect();
         assert_eq!(texts, ["apps", "two"]);
         assert_eq!(new_turn_only(&messages[..2]).len(), 2);
+
+        // A tool round keeps the new turn with its calls and results, or the target would get
+        // results without the question they answer.
+        let mut with_tools = messages.clone();
+        let mut call = ChatMessage::assistant("");
+        call.tool_calls = Some(vec![]);
+        with_tools.push(call);
+        with_tools.push(ChatMessage::text(Role::Tool, "{\"success\":true}"));
+        let roles: Vec<Role> = new_turn_only(&with_tools).iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::Assistant, Role::Tool]
+        );
     }
 }

@@ -13,14 +13,15 @@ use super::stats::latency;
 use crate::suites::ltm::TestType;
 use crate::suites::ltm::filler::FILLER_PREFIX;
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222}
+/// The report pages' shared stylesheet (the LTM report and `judge apps`' report).
+pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222}
 h1{margin-bottom:.2em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}
 .big{font-size:2.4em;font-weight:bold}.passed{color:#17803d}.failed{color:#b42318}.error{color:#a15c07}.not_applicable{color:#777}
 details{border:1px solid #ddd;border-radius:6px;margin:.4em 0;padding:.4em .8em}summary{cursor:pointer}
 .turn{margin:.4em 0;padding:.4em .6em;border-radius:6px;white-space:pre-wrap}.user{background:#eef4ff}.assistant{background:#f3f3f3}
 .event{color:#555;font-style:italic;margin:.3em 0}.meta{color:#666;font-size:.85em}.fail{background:#fdecea}";
 
-fn pct(value: Option<f64>) -> String {
+pub(crate) fn pct(value: Option<f64>) -> String {
     value.map_or("–".to_owned(), |v| format!("{:.0}%", v * 100.0))
 }
 
@@ -302,13 +303,16 @@ fn test_section(test: &TestResult) -> String {
     out
 }
 
+/// The opening of a self-contained report page: the shared stylesheet plus `extra_css`.
+pub(crate) fn page_head(title: &str, extra_css: &str) -> String {
+    format!(
+        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{}</title><style>{STYLE}{extra_css}</style></head><body>"#,
+        escape(title)
+    )
+}
+
 pub fn render(manifest: &Manifest, results: &RunResults, timings: &[TestTiming]) -> String {
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        r#"<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>agentwall LTM report · {}</title><style>{STYLE}</style></head><body>"#,
-        escape(&manifest.run_id)
-    );
+    let mut out = page_head(&format!("agentwall LTM report · {}", manifest.run_id), "");
     let _ = write!(
         out,
         r#"<h1>Long-term-memory benchmark</h1><p class="meta">run {} · judge {} · {}</p>"#,

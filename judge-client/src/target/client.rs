@@ -12,7 +12,9 @@ use chrono::{DateTime, Utc};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use protocol::control::{InjectRequest, InjectResponse, MemoryView, ResetResponse};
 use protocol::headers::{MOCK_TIME, SESSION_ID, TRACEPARENT, format_mock_time};
-use protocol::openai::{ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody};
+use protocol::openai::{
+    ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody, Tool, ToolCall,
+};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -84,6 +86,8 @@ pub struct RequestContext {
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatReply {
     pub text: String,
+    /// Tool calls of the first choice (only when the request offered tools).
+    pub tool_calls: Vec<ToolCall>,
     pub attempts: u32,
 }
 
@@ -193,10 +197,22 @@ impl TargetClient {
         ctx: &RequestContext,
         messages: Vec<ChatMessage>,
     ) -> Result<ChatReply, TargetError> {
+        self.chat_with_tools(ctx, messages, None).await
+    }
+
+    /// `POST /v1/chat/completions` (non-streamed) offering `tools`: the reply's text and tool
+    /// calls. A reply with neither is the agent's error.
+    pub async fn chat_with_tools(
+        &self,
+        ctx: &RequestContext,
+        messages: Vec<ChatMessage>,
+        tools: Option<&[Tool]>,
+    ) -> Result<ChatReply, TargetError> {
         let request = ChatCompletionRequest {
             model: Some(self.model().to_owned()),
             messages,
             stream: Some(false),
+            tools: tools.filter(|t| !t.is_empty()).map(<[Tool]>::to_vec),
             ..ChatCompletionRequest::default()
         };
         let body = serde_json::to_vec(&request).map_err(|e| {
@@ -217,14 +233,27 @@ impl TargetClient {
             .await?;
         let attempts = raw.attempts;
         let completion: ChatCompletion = parse_ok(&raw, "a chat completion")?;
-        let text = completion.first_text().ok_or_else(|| {
-            TargetError::new(
-                FailureKind::AgentError,
-                "the chat completion has no text in its first choice",
-            )
-            .with_status(raw.status)
-        })?;
-        Ok(ChatReply { text, attempts })
+        let tool_calls = completion
+            .choices
+            .first()
+            .and_then(|c| c.message.tool_calls.clone())
+            .unwrap_or_default();
+        let text = match completion.first_text() {
+            Some(text) => text,
+            None if !tool_calls.is_empty() => String::new(),
+            None => {
+                return Err(TargetError::new(
+                    FailureKind::AgentError,
+                    "the chat completion has no text in its first choice",
+                )
+                .with_status(raw.status));
+            }
+        };
+        Ok(ChatReply {
+            text,
+            tool_calls,
+            attempts,
+        })
     }
 
     /// `POST /control/session/reset` with an empty body.

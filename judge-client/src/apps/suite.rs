@@ -1,0 +1,248 @@
+//! `judge apps`: the simulated-applications suite against an HTTP target, from probe to the files
+//! of its run directory:
+//!
+//! ```text
+//! runs/apps-<time>-seed<seed>/manifest.json   judge version, seed, settings, target, capabilities
+//!                             results.json    per scenario: pass^k, pass@k, per-trial status and why
+//!                             junit.xml       one testcase per scenario
+//!                             report.html     summary, pass^k chart, state diffs, audit logs, transcripts
+//!                             scenarios/<id>/ outcome, and per trial audit.jsonl, final_state.json,
+//!                                             grade.json, transcript.json ([`super::artifacts`])
+//! ```
+//!
+//! Everything but `manifest.json` (which holds wall-clock times) is a pure function of the
+//! scenarios, the seed and the target's replies.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::artifacts::{ArtifactError, write_outcome};
+use super::report;
+use super::runner::{ActionMode, RunError, ScenarioOutcome, TargetAgent, run_scenario};
+use super::{AppRegistry, Scenario};
+use crate::config::HistoryMode;
+use crate::run::unique_dir;
+use crate::target::{Capabilities, Credentials, TargetClient, TargetError, TargetSettings, probe};
+
+/// What `judge apps` was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppsConfig {
+    pub seed: u64,
+    pub mode: ActionMode,
+    pub history: HistoryMode,
+    /// Overrides every scenario's own trial count.
+    pub trials: Option<u32>,
+    /// Where the scenarios came from: `shipped` or a folder.
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppsManifest {
+    pub judge_version: String,
+    pub run_id: String,
+    pub suite: String,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub config: AppsConfig,
+    pub target: TargetSettings,
+    pub capabilities: Capabilities,
+}
+
+/// `results.json`: the outcome of every scenario (transcripts and audits are in the scenario
+/// folders, not here).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AppsResults {
+    pub suite: String,
+    pub seed: u64,
+    pub mode: ActionMode,
+    pub scenarios: Vec<ScenarioSummary>,
+    /// Scenarios whose every trial passed, over scenarios with a graded trial.
+    pub passed_scenarios: u32,
+    pub graded_scenarios: u32,
+    /// Mean pass^k over scenarios with a graded trial.
+    pub mean_pass_hat_k: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioSummary {
+    pub id: String,
+    pub title: String,
+    pub goal: String,
+    pub trials: usize,
+    pub graded: u32,
+    pub passed: u32,
+    pub pass_hat_k: Option<f64>,
+    pub pass_at_k: Option<f64>,
+    pub all_passed: bool,
+    /// One line per trial that did not pass.
+    pub why: Vec<String>,
+}
+
+impl AppsResults {
+    pub fn from_outcomes(seed: u64, mode: ActionMode, outcomes: &[ScenarioOutcome]) -> Self {
+        let scenarios: Vec<ScenarioSummary> = outcomes
+            .iter()
+            .map(|o| ScenarioSummary {
+                id: o.scenario_id.clone(),
+                title: o.title.clone(),
+                goal: o.goal.clone(),
+                trials: o.trials.len(),
+                graded: o.graded,
+                passed: o.passed,
+                pass_hat_k: o.pass_hat_k,
+                pass_at_k: o.pass_at_k,
+                all_passed: o.all_passed(),
+                why: o.failure_summary(),
+            })
+            .collect();
+        let graded: Vec<&ScenarioSummary> = scenarios.iter().filter(|s| s.graded > 0).collect();
+        let mean_pass_hat_k = (!graded.is_empty())
+            .then(|| graded.iter().filter_map(|s| s.pass_hat_k).sum::<f64>() / graded.len() as f64);
+        Self {
+            suite: "apps".to_owned(),
+            seed,
+            mode,
+            passed_scenarios: graded.iter().filter(|s| s.all_passed).count() as u32,
+            graded_scenarios: graded.len() as u32,
+            mean_pass_hat_k,
+            scenarios,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppsSuiteError {
+    #[error("the target did not pass the capability probe: {0}")]
+    Probe(TargetError),
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error(transparent)]
+    Artifact(#[from] ArtifactError),
+    #[error("cannot write {path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot encode {what}: {source}")]
+    Json {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+}
+
+/// Told about each scenario as it finishes (the CLI's progress bar).
+pub trait AppsProgress {
+    fn scenario_done(&self, outcome: &ScenarioOutcome);
+}
+
+impl AppsProgress for () {
+    fn scenario_done(&self, _: &ScenarioOutcome) {}
+}
+
+pub struct AppsRun {
+    pub dir: PathBuf,
+    pub results: AppsResults,
+    pub outcomes: Vec<ScenarioOutcome>,
+}
+
+/// Probes the target, plays every scenario against it and writes the run directory.
+pub async fn run(
+    settings: TargetSettings,
+    credentials: Credentials,
+    config: AppsConfig,
+    mut scenarios: Vec<Scenario>,
+    out_root: &Path,
+    progress: &dyn AppsProgress,
+) -> Result<AppsRun, AppsSuiteError> {
+    let registry = AppRegistry::builtin();
+    for scenario in &mut scenarios {
+        if let Some(trials) = config.trials {
+            scenario.trials = trials.max(1);
+        }
+        scenario.validate(&registry).map_err(RunError::from)?;
+    }
+    let mut client = TargetClient::new(settings.clone(), credentials);
+    let capabilities = probe(&client, &format!("apps-probe-s{}", config.seed))
+        .await
+        .map_err(AppsSuiteError::Probe)?;
+    client.set_model(capabilities.model.clone());
+
+    let created_at = Utc::now();
+    let base = format!(
+        "apps-{}-seed{}",
+        created_at.format("%Y%m%dT%H%M%SZ"),
+        config.seed
+    );
+    let dir = unique_dir(out_root, &base);
+    create_dir(&dir)?;
+    let run_id = dir
+        .file_name()
+        .map_or(base, |n| n.to_string_lossy().into_owned());
+    let mut manifest = AppsManifest {
+        judge_version: env!("CARGO_PKG_VERSION").to_owned(),
+        run_id,
+        suite: "apps".to_owned(),
+        created_at,
+        finished_at: None,
+        config: config.clone(),
+        target: settings,
+        capabilities: capabilities.clone(),
+    };
+    write_json(&dir.join("manifest.json"), &manifest, "the manifest")?;
+
+    let mut agent = TargetAgent::new(&client, capabilities.mock_time)
+        .with_history(config.history)
+        .resetting_sessions(capabilities.reset);
+    let mut outcomes = Vec::with_capacity(scenarios.len());
+    for scenario in &scenarios {
+        let outcome =
+            run_scenario(&mut agent, &registry, scenario, config.mode, config.seed).await?;
+        write_outcome(&dir.join("scenarios"), &outcome)?;
+        progress.scenario_done(&outcome);
+        outcomes.push(outcome);
+    }
+    let mode = outcomes.first().map_or(config.mode, |o| o.mode);
+    let results = AppsResults::from_outcomes(config.seed, mode, &outcomes);
+    write_json(&dir.join("results.json"), &results, "the results")?;
+    write_text(&dir.join("junit.xml"), &report::junit(&results))?;
+    manifest.finished_at = Some(Utc::now());
+    write_text(
+        &dir.join("report.html"),
+        &report::html(&manifest, &results, &outcomes),
+    )?;
+    write_json(&dir.join("manifest.json"), &manifest, "the manifest")?;
+    Ok(AppsRun {
+        dir,
+        results,
+        outcomes,
+    })
+}
+
+fn create_dir(path: &Path) -> Result<(), AppsSuiteError> {
+    std::fs::create_dir_all(path).map_err(|source| AppsSuiteError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn write_text(path: &Path, text: &str) -> Result<(), AppsSuiteError> {
+    std::fs::write(path, text).map_err(|source| AppsSuiteError::Io {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn write_json<T: Serialize>(
+    path: &Path,
+    value: &T,
+    what: &'static str,
+) -> Result<(), AppsSuiteError> {
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|source| AppsSuiteError::Json { what, source })?;
+    text.push('\n');
+    write_text(path, &text)
+}

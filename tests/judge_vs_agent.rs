@@ -1,0 +1,216 @@
+//! The two real binaries against each other over HTTP: the `judge` CLI benchmarking the bundled
+//! `agent-server` on its embedded defaults.
+//!
+//! - `judge apps`: the builtin model operates the PayPal app through tool calls, a good share of
+//!   the shipped scenarios pass, every run-directory file is there, and the same seed gives
+//!   byte-identical audit logs and final states;
+//! - `judge ltm`: memory on scores clearly above the `--memory off` baseline.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{Server, binary};
+use serde_json::Value;
+
+fn judge(args: &[&str]) -> (i32, String) {
+    let output = Command::new(binary("judge"))
+        .args(args)
+        .output()
+        .expect("judge runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    (
+        output.status.code().unwrap_or(-1),
+        format!("{stdout}\n--- stderr ---\n{stderr}"),
+    )
+}
+
+/// The single run directory below `out`.
+fn run_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one run directory in {}", out.display());
+    dirs.into_iter().next().unwrap()
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// Every file below `dir`, as (relative path, bytes), sorted.
+fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).unwrap().to_path_buf();
+                out.push((relative, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn judge_apps_against_the_builtin_agent_is_graded_and_reproducible() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &[]);
+    let runs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    let mut dirs = Vec::new();
+    for out in &runs {
+        let (code, output) = judge(&[
+            "apps",
+            "--endpoint",
+            &server.base_url,
+            "--out",
+            out.path().to_str().unwrap(),
+            "--seed",
+            "7",
+            "--trials",
+            "2",
+            "--quiet",
+        ]);
+        assert_eq!(code, 0, "{output}");
+        assert!(output.contains("report.html"), "{output}");
+        dirs.push(run_dir(out.path()));
+    }
+    let dir = &dirs[0];
+    for file in ["manifest.json", "results.json", "junit.xml", "report.html"] {
+        assert!(dir.join(file).is_file(), "{file} missing");
+    }
+
+    let results = read_json(&dir.join("results.json"));
+    let scenarios = results["scenarios"].as_array().unwrap();
+    assert_eq!(scenarios.len(), 14, "every shipped scenario ran");
+    let passed = |id: &str| {
+        scenarios
+            .iter()
+            .find(|s| s["id"] == id)
+            .unwrap_or_else(|| panic!("scenario {id} missing"))["all_passed"]
+            .as_bool()
+            .unwrap()
+    };
+    // Each action and the main failure outcomes, operated by the builtin model through tools.
+    for id in [
+        "transfer-basic",
+        "check-balance",
+        "insufficient-funds-recovery",
+        "unknown-recipient",
+        "request-money",
+        "pay-request",
+        "decline-request",
+        "view-transactions",
+        "request-already-resolved",
+        "fee-and-split",
+    ] {
+        assert!(passed(id), "{id} should pass: {:#}", results);
+    }
+    // What the builtin model cannot do is reported with the reason, not hidden.
+    let daily = scenarios.iter().find(|s| s["id"] == "daily-limit").unwrap();
+    assert_eq!(daily["all_passed"], false);
+    assert!(
+        daily["why"][0]
+            .as_str()
+            .unwrap()
+            .contains("/paypal/accounts/alice/balance_cents"),
+        "{daily:#}"
+    );
+
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert_eq!(junit.matches("<testcase ").count(), 14, "{junit}");
+    assert!(junit.contains(r#"name="daily-limit"><failure"#), "{junit}");
+    let report = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(
+        report.contains("State diff"),
+        "the report shows state diffs"
+    );
+    assert!(
+        report.contains("paypal.transfer"),
+        "the report shows audit logs"
+    );
+
+    // A transfer really ran, in order, through a tool call, and is in the audit log.
+    let audit =
+        std::fs::read_to_string(dir.join("scenarios/transfer-basic/trial-0/audit.jsonl")).unwrap();
+    let entry: Value = serde_json::from_str(audit.lines().next().unwrap()).unwrap();
+    assert_eq!(entry["action"], "transfer");
+    assert_eq!(entry["params"]["to"], "bob");
+    assert_eq!(entry["success"], true);
+
+    // Same seed, same deterministic target: byte-identical scenario files and results.
+    let (a, b) = (
+        tree(&dirs[0].join("scenarios")),
+        tree(&dirs[1].join("scenarios")),
+    );
+    assert!(!a.is_empty());
+    assert_eq!(a.len(), b.len());
+    for ((path_a, bytes_a), (path_b, bytes_b)) in a.iter().zip(&b) {
+        assert_eq!(path_a, path_b);
+        assert!(
+            bytes_a == bytes_b,
+            "{} differs between runs",
+            path_a.display()
+        );
+    }
+    assert_eq!(
+        std::fs::read(dirs[0].join("results.json")).unwrap(),
+        std::fs::read(dirs[1].join("results.json")).unwrap()
+    );
+}
+
+#[test]
+fn judge_apps_rejects_unknown_scenarios_with_the_known_ones() {
+    let (code, output) = judge(&[
+        "apps",
+        "--endpoint",
+        "http://127.0.0.1:9",
+        "--only",
+        "no-such-scenario",
+    ]);
+    assert_ne!(code, 0);
+    assert!(output.contains("no-such-scenario"), "{output}");
+    assert!(output.contains("transfer-basic"), "{output}");
+}
+
+/// The overall LTM score of a run of `judge ltm` against a server started with `server_args`.
+fn ltm_overall(server_args: &[&str]) -> f64 {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), server_args);
+    let out = tempfile::tempdir().unwrap();
+    let (code, output) = judge(&[
+        "ltm",
+        "--endpoint",
+        &server.base_url,
+        "--out",
+        out.path().to_str().unwrap(),
+        "--trials",
+        "1",
+        "--span",
+        "200",
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{output}");
+    let results = read_json(&run_dir(out.path()).join("results.json"));
+    results["overall"].as_f64().expect("an overall score")
+}
+
+#[test]
+fn memory_on_scores_clearly_above_the_memory_off_baseline() {
+    let on = ltm_overall(&[]);
+    let off = ltm_overall(&["--memory", "off"]);
+    assert!(on >= 0.8, "agent-server with memory scores {on}");
+    assert!(
+        on - off >= 0.4,
+        "memory on {on} should be clearly above memory off {off}"
+    );
+}
