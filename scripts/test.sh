@@ -8,6 +8,7 @@
 #   3. the binaries the cross-process tests start
 #   4. cargo nextest (or cargo test when nextest is not installed)
 #   5. the Arize Phoenix trace check (scripts/phoenix-trace-check.sh)
+#   6. the deployment files (scripts/validate-deploy.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -36,3 +37,7 @@ fi
 
 # One trace from caller to model, checked in a real Arize Phoenix (its own virtualenv).
 scripts/phoenix-trace-check.sh
+
+# docker-compose.yml, the Kubernetes manifests and the Dockerfiles, validated without Docker or a
+# cluster (schemas, hadolint, structure checks; validators in their own virtualenv).
+scripts/validate-deploy.sh

@@ -214,3 +214,88 @@ fn memory_on_scores_clearly_above_the_memory_off_baseline() {
         "memory on {on} should be clearly above memory off {off}"
     );
 }
+
+/// The container args of the first container of a Kubernetes manifest in `deploy/k8s/`.
+fn k8s_args(file: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("deploy/k8s")
+        .join(file);
+    let manifest: Value = serde_norway::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    manifest["spec"]["template"]["spec"]["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The Indexed Job's own arguments, run as its pods would (every completion index, `/runs` a
+/// temporary folder), then the merge Job's command: the manifests drive the real CLI.
+#[test]
+fn the_kubernetes_jobs_commands_shard_and_merge_a_benchmark() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &[]);
+    let runs = tempfile::tempdir().unwrap();
+    let runs_dir = runs.path().to_str().unwrap();
+    let job_args = k8s_args("judge-job.yaml");
+    let shard_arg = job_args
+        .iter()
+        .find(|a| a.starts_with("$(JOB_COMPLETION_INDEX)/"))
+        .expect("the Job passes its completion index as --shard");
+    let count: u32 = shard_arg.rsplit('/').next().unwrap().parse().unwrap();
+    for index in 0..count {
+        let mut args: Vec<String> = job_args
+            .iter()
+            .map(|a| {
+                a.replace("$(JOB_COMPLETION_INDEX)", &index.to_string())
+                    .replace("/runs", runs_dir)
+            })
+            .collect();
+        // Small, so the test is quick; the Job's own flags stay as they are.
+        args.extend(["--trials", "1", "--span", "150"].map(str::to_owned));
+        args.extend(["--endpoint".to_owned(), server.base_url.clone()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, output) = judge(&args);
+        assert_eq!(code, 0, "shard {index}: {output}");
+    }
+
+    // `exec judge merge --out /runs/merged /runs/part-*/*/`, with the shell's glob done here.
+    let script = &k8s_args("judge-merge-job.yaml")[0];
+    let merge_line = script
+        .strip_prefix("exec judge ")
+        .expect("the merge Job runs judge");
+    let mut args: Vec<String> = Vec::new();
+    for word in merge_line.split_whitespace() {
+        let word = word.replace("/runs", runs_dir);
+        if word.contains("part-*") {
+            let mut parts: Vec<String> = std::fs::read_dir(runs.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| {
+                    p.file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .starts_with("part-")
+                })
+                .flat_map(|p| std::fs::read_dir(p).unwrap().map(|e| e.unwrap().path()))
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect();
+            parts.sort();
+            assert_eq!(parts.len(), count as usize, "one run directory per shard");
+            args.extend(parts);
+        } else {
+            args.push(word);
+        }
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, output) = judge(&args);
+    assert_eq!(code, 0, "merge: {output}");
+    let merged = run_dir(&runs.path().join("merged"));
+    let results = read_json(&merged.join("results.json"));
+    assert_eq!(
+        results["tests"].as_array().unwrap().len(),
+        14,
+        "every test type once, from the {count} shards"
+    );
+    assert!(results["overall"].as_f64().unwrap() >= 0.8, "{results:#}");
+}

@@ -3,12 +3,14 @@
 //! - [`target`]: the HTTP client toward the target, its resilience and the capability probe;
 //! - [`suites`]: benchmark suites (the long-term-memory suite, `ltm`);
 //! - [`report`]: results, JUnit, the HTML report, session logs, statistics, comparisons;
-//! - [`run`]: a run directory from start (or resume) to its final files.
+//! - [`run`]: a run directory from start (or resume) to its final files;
+//! - [`shard`]: one benchmark split across processes (`--shard`) and merged back (`judge merge`).
 
 pub mod apps;
 pub mod config;
 pub mod report;
 pub mod run;
+pub mod shard;
 pub mod suites;
 pub mod target;
 

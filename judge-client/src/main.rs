@@ -15,6 +15,7 @@ use judge_client::report::results::{RunResults, TestResult, TestStatus};
 use judge_client::report::stats::latency;
 use judge_client::report::summary::render_table;
 use judge_client::run::{self, Progress, RunOutcome};
+use judge_client::shard::{self, Shard};
 use judge_client::suites::ltm::TestType;
 use judge_client::target::{
     BreakerPolicy, Credentials, RetryPolicy, TargetClient, TargetSettings, probe, telemetry,
@@ -46,6 +47,18 @@ enum Command {
     Probe(ProbeArgs),
     /// Let the target operate simulated apps (PayPal) for scripted users; graded by final state.
     Apps(AppsArgs),
+    /// Combine the run directories of the shards of one `judge ltm --shard` benchmark into one run.
+    Merge(MergeArgs),
+}
+
+#[derive(Args)]
+struct MergeArgs {
+    /// Where the merged run directory goes.
+    #[arg(long, default_value = "runs")]
+    out: PathBuf,
+    /// The shards' run directories (every shard exactly once).
+    #[arg(required = true, value_name = "PART")]
+    parts: Vec<PathBuf>,
 }
 
 #[derive(Args)]
@@ -153,6 +166,9 @@ struct LtmArgs {
     /// Exit 2 when the overall score (0 to 1) is below this.
     #[arg(long, value_name = "SCORE")]
     fail_under: Option<f64>,
+    /// Run only part INDEX of COUNT of the plan (e.g. 0/4); `judge merge` combines the parts.
+    #[arg(long, value_name = "INDEX/COUNT")]
+    shard: Option<Shard>,
     /// Compare with this earlier run afterwards; exit 3 on a significant regression.
     #[arg(long, value_name = "RUN_DIR")]
     baseline: Option<PathBuf>,
@@ -310,10 +326,11 @@ async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
                     types
                 },
             };
-            run::start(
+            run::start_shard(
                 args.target.settings()?,
                 args.target.credentials(),
                 config,
+                args.shard,
                 &args.out,
                 &bar,
             )
@@ -340,6 +357,13 @@ async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(code)
+}
+
+fn merge_parts(args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let outcome = shard::merge(&args.parts, &args.out).context("merging the shards")?;
+    println!("merged {} parts", args.parts.len());
+    print_outcome(&outcome);
+    Ok(ExitCode::SUCCESS)
 }
 
 fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
@@ -469,6 +493,7 @@ async fn main() -> anyhow::Result<ExitCode> {
         Command::Compare(args) => compare_runs(args),
         Command::Probe(args) => probe_only(args).await,
         Command::Apps(args) => apps(args).await,
+        Command::Merge(args) => merge_parts(args),
     };
     if let Some(provider) = provider
         && let Err(e) = provider.shutdown()

@@ -21,6 +21,7 @@ use crate::config::{LtmConfig, config_hash};
 use crate::report::manifest::{Manifest, RunState};
 use crate::report::results::{RunResults, TestResult, TestTiming};
 use crate::report::{html, junit, session_log, summary};
+use crate::shard::Shard;
 use crate::suites::ltm::TestSpec;
 use crate::suites::ltm::runner::Runner;
 use crate::suites::ltm::script::derive_uuid;
@@ -117,23 +118,37 @@ pub async fn start(
     out_root: &Path,
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
+    start_shard(settings, credentials, config, None, out_root, progress).await
+}
+
+/// [`start`], running only `shard`'s part of the plan when given (see [`crate::shard`]).
+pub async fn start_shard(
+    settings: TargetSettings,
+    credentials: Credentials,
+    config: LtmConfig,
+    shard: Option<Shard>,
+    out_root: &Path,
+    progress: &dyn Progress,
+) -> Result<RunOutcome, RunError> {
     let mut client = TargetClient::new(settings.clone(), credentials);
     let capabilities = probe(&client, &derive_uuid(config.seed, "probe"))
         .await
         .map_err(RunError::Probe)?;
     client.set_model(capabilities.model.clone());
     let now = Utc::now();
-    std::fs::create_dir_all(out_root).map_err(io_err(out_root))?;
-    let base = format!("ltm-{}-seed{}", now.format("%Y%m%dT%H%M%SZ"), config.seed);
-    let dir = unique_dir(out_root, &base);
+    let shard_suffix =
+        shard.map_or_else(String::new, |s| format!("-shard{}of{}", s.index, s.count));
+    let base = format!(
+        "ltm-{}-seed{}{shard_suffix}",
+        now.format("%Y%m%dT%H%M%SZ"),
+        config.seed
+    );
+    let dir = create_run_dir(out_root, &base)?;
     let run_id = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or(base);
-    for sub in ["tests", "logs"] {
-        let path = dir.join(sub);
-        std::fs::create_dir_all(&path).map_err(io_err(&path))?;
-    }
+    let planned = config.specs().len();
     let manifest = Manifest {
         judge_version: env!("CARGO_PKG_VERSION").to_owned(),
         run_id,
@@ -144,7 +159,9 @@ pub async fn start(
         resumed_at: Vec::new(),
         seed: config.seed,
         config_hash: config_hash(&config, &settings),
-        tests_planned: config.types.len() * config.trials as usize,
+        tests_planned: shard.map_or(planned, |s| (0..planned).filter(|i| s.includes(*i)).count()),
+        shard,
+        parts: Vec::new(),
         config,
         target: settings,
         protocol: "openai".to_owned(),
@@ -166,10 +183,7 @@ pub async fn resume(
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
     let manifest_path = run_dir.join("manifest.json");
-    if !manifest_path.is_file() {
-        return Err(RunError::NotARun(run_dir.to_path_buf()));
-    }
-    let mut manifest: Manifest = read_json(&manifest_path)?;
+    let mut manifest = read_manifest(run_dir)?;
     if let Some(endpoint) = endpoint {
         manifest.target.endpoint = endpoint;
     }
@@ -202,6 +216,56 @@ fn log_names(specs: &[TestSpec]) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// The manifest of the run in `dir`.
+pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest, RunError> {
+    let path = dir.join("manifest.json");
+    if !path.is_file() {
+        return Err(RunError::NotARun(dir.to_path_buf()));
+    }
+    read_json(&path)
+}
+
+/// Creates a fresh run directory `out_root/<base>[-n]/` with its `tests/` and `logs/`.
+pub(crate) fn create_run_dir(out_root: &Path, base: &str) -> Result<PathBuf, RunError> {
+    let dir = unique_dir(out_root, base);
+    for sub in ["tests", "logs"] {
+        let path = dir.join(sub);
+        std::fs::create_dir_all(&path).map_err(io_err(&path))?;
+    }
+    Ok(dir)
+}
+
+/// The finished result of `spec` in the run `dir`, if it has one.
+pub(crate) fn read_checkpoint(dir: &Path, spec: &TestSpec) -> Option<TestResult> {
+    read_json(&checkpoint_path(dir, spec)).ok()
+}
+
+pub(crate) fn read_timing(dir: &Path, spec: &TestSpec) -> Option<TestTiming> {
+    read_json(&timing_path(dir, spec)).ok()
+}
+
+/// Copies the files of one finished test (checkpoint, timing, session logs) from run `from` to
+/// run `to`.
+pub(crate) fn copy_test_files(
+    from: &Path,
+    to: &Path,
+    spec: &TestSpec,
+    result: &TestResult,
+) -> Result<(), RunError> {
+    let mut files = vec![checkpoint_path(from, spec)];
+    let timing = timing_path(from, spec);
+    if timing.is_file() {
+        files.push(timing);
+    }
+    files.extend(result.sessions.iter().map(|s| from.join(&s.log_file)));
+    for source in files {
+        let relative = source.strip_prefix(from).unwrap_or(&source);
+        let target = to.join(relative);
+        std::fs::copy(&source, &target).map_err(io_err(&source))?;
+    }
+    Ok(())
+}
+
 fn checkpoint_path(dir: &Path, spec: &TestSpec) -> PathBuf {
     dir.join("tests").join(format!("{}.json", spec.id))
 }
@@ -213,17 +277,23 @@ fn timing_path(dir: &Path, spec: &TestSpec) -> PathBuf {
 async fn execute(
     client: &TargetClient,
     dir: PathBuf,
-    mut manifest: Manifest,
+    manifest: Manifest,
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
     let config = manifest.config.clone();
     let specs = config.specs();
+    // Log names are numbered over the whole plan, so a shard's logs have the names an unsharded
+    // run gives them.
     let names = log_names(&specs);
+    let mine = |position: usize| manifest.shard.is_none_or(|s| s.includes(position));
     let done: Vec<Option<TestResult>> = specs
         .iter()
-        .map(|spec| read_json(&checkpoint_path(&dir, spec)).ok())
+        .map(|spec| read_checkpoint(&dir, spec))
         .collect();
-    progress.begin(specs.len(), done.iter().filter(|d| d.is_some()).count());
+    progress.begin(
+        (0..specs.len()).filter(|i| mine(*i)).count(),
+        done.iter().flatten().count(),
+    );
     let run_span = telemetry::start(
         format!("ltm run {}", manifest.run_id),
         &opentelemetry::Context::new(),
@@ -240,7 +310,9 @@ async fn execute(
     };
     let mode = format!("ltm (history: {})", config.history);
     let mut results: Vec<Option<TestResult>> = done;
-    let pending: Vec<usize> = (0..specs.len()).filter(|i| results[*i].is_none()).collect();
+    let pending: Vec<usize> = (0..specs.len())
+        .filter(|i| mine(*i) && results[*i].is_none())
+        .collect();
     let executed = pending.len();
     // Tests run concurrently (each in its own sessions); results keep the run order.
     let mut finished = stream::iter(pending)
@@ -280,11 +352,23 @@ async fn execute(
     progress.end();
     telemetry::end(&run_span);
 
-    let results = summary::aggregate(&config, results);
     let timings: Vec<TestTiming> = specs
         .iter()
-        .filter_map(|spec| read_json(&timing_path(&dir, spec)).ok())
+        .filter_map(|spec| read_timing(&dir, spec))
         .collect();
+    finish(dir, manifest, results, timings, executed)
+}
+
+/// Scores `results` (in plan order) and writes the run's final files: `results.json`,
+/// `timing.json`, `junit.xml`, `report.html` and the completed manifest.
+pub(crate) fn finish(
+    dir: PathBuf,
+    mut manifest: Manifest,
+    results: Vec<TestResult>,
+    timings: Vec<TestTiming>,
+    executed: usize,
+) -> Result<RunOutcome, RunError> {
+    let results = summary::aggregate(&manifest.config, results);
     write_json(&dir.join("results.json"), &results)?;
     write_json(&dir.join("timing.json"), &timings)?;
     write_atomic(&dir.join("junit.xml"), junit::render(&results).as_bytes())?;

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::config::LtmConfig;
+use crate::shard::Shard;
 use crate::target::{Capabilities, TargetSettings};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,5 +35,12 @@ pub struct Manifest {
     pub protocol: String,
     pub tokenizer: String,
     pub capabilities: Capabilities,
+    /// Tests this run directory was to hold (a shard's share of the plan).
     pub tests_planned: usize,
+    /// Set when this run is one shard of a benchmark (`judge ltm --shard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// The run ids of the shards a merged run was made from (`judge merge`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
 }
