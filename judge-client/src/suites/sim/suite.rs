@@ -79,11 +79,24 @@ impl SimRunConfig {
             SimulatorSpec::Scripted => "scripted".to_owned(),
             SimulatorSpec::Llm { settings, .. } => format!("llm:{}", settings.endpoint),
         };
+        // Where an injected agent lives is not part of the simulation: the same simulation
+        // against another endpoint must send identical requests (record and replay, A/B).
+        let mut injection = serde_json::to_value(&self.injection).unwrap_or_default();
+        if let Some(endpoints) = injection
+            .get_mut("endpoints")
+            .and_then(serde_json::Value::as_array_mut)
+        {
+            for endpoint in endpoints {
+                if let Some(e) = endpoint.as_object_mut() {
+                    e.remove("url");
+                }
+            }
+        }
         sha256_of(&serde_json::json!({
             "settings": self.settings,
             "personas": personas,
             "simulator": simulator,
-            "injection": self.injection,
+            "injection": injection,
         }))
     }
 }
