@@ -48,10 +48,10 @@ pub fn bradley_terry(players: usize, comparisons: &[Comparison]) -> Vec<f64> {
         games[c.first][c.second] += 1.0;
         games[c.second][c.first] += 1.0;
     }
-    for i in 0..players {
-        for j in 0..players {
+    for (i, row) in games.iter_mut().enumerate() {
+        for (j, cell) in row.iter_mut().enumerate() {
             if i != j {
-                games[i][j] += 1.0;
+                *cell += 1.0;
                 wins[i] += 0.5;
             }
         }

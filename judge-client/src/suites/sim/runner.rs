@@ -171,12 +171,12 @@ pub async fn run_conversation(
     let label = format!("{}/{}", persona.id, trial);
     let session_id = derived_uuid(settings.seed, &format!("session/{label}"));
     let mut simulator = match &panel.simulator {
-        SimulatorChoice::Scripted => UserSimulator::Scripted(ScriptedUser::new(
+        SimulatorChoice::Scripted => UserSimulator::Scripted(Box::new(ScriptedUser::new(
             persona.clone(),
             settings.seed,
             &label,
             &settings.stop_token,
-        )),
+        ))),
         SimulatorChoice::Llm(client) => UserSimulator::Llm(Box::new(LlmUser::new(
             persona.clone(),
             client.clone(),

@@ -48,7 +48,7 @@ pub struct Exchange<'a> {
 
 /// A user simulator playing one persona in one conversation.
 pub enum UserSimulator {
-    Scripted(ScriptedUser),
+    Scripted(Box<ScriptedUser>),
     Llm(Box<LlmUser>),
 }
 

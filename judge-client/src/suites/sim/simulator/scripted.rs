@@ -93,7 +93,7 @@ impl ScriptedUser {
         if let Some(fact) = self.pending_reveal.take() {
             return self.reveal(&fact);
         }
-        if round % 2 == 0
+        if round.is_multiple_of(2)
             && let Some(turn) = self.ask_next_goal()
         {
             return turn;
