@@ -145,6 +145,36 @@ fn every_shipped_persona_talks_15_rounds_with_agent_server_and_both_formats_pars
             .contains("Persona simulation")
     );
 
+    // Same seed, same deterministic agent: byte-identical results, transcripts and logs (the
+    // judge resets each session first, so the second run does not inherit the first's memory).
+    let again = tempfile::tempdir().unwrap();
+    judge(&[
+        "sim",
+        "--endpoint",
+        &server.base_url,
+        "--rounds",
+        "15",
+        "--seed",
+        "3",
+        "--out",
+        again.path().to_str().unwrap(),
+    ]);
+    let rerun = only_run(again.path());
+    let mut files = vec![PathBuf::from("results.json"), PathBuf::from("junit.xml")];
+    for c in conversations {
+        files.push(PathBuf::from(c["transcript_file"].as_str().unwrap()));
+        files.push(PathBuf::from(c["log_file"].as_str().unwrap()));
+    }
+    for file in &files {
+        let first = std::fs::read(run.join(file)).unwrap();
+        let second = std::fs::read(rerun.join(file)).unwrap();
+        assert!(
+            first == second,
+            "{} differs between runs of seed 3",
+            file.display()
+        );
+    }
+
     // Document 001's single-turn mode: one message, one reply.
     let single = tempfile::tempdir().unwrap();
     judge(&[
@@ -197,6 +227,9 @@ fn ab_of_memory_on_against_memory_off_rates_on_higher_with_a_significant_paired_
     let p = ab["test"]["sign_test_p"].as_f64().unwrap();
     assert!((p - 2.0 * 0.5f64.powi(pairs as i32)).abs() < 1e-12, "{p}");
     assert!(p < 0.001);
+    // The win share's Wilson interval stays informative when every pair goes one way.
+    let share_low = ab["test"]["win_share_ci"][0].as_f64().unwrap();
+    assert!(share_low > 0.75, "{share_low}");
     let diff = ab["test"]["mean_difference"].as_f64().unwrap();
     assert!(diff > 0.9, "{diff}");
     let rating = |i: usize, k: &str| ab["ratings"][i][k].as_f64().unwrap();

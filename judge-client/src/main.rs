@@ -529,8 +529,18 @@ async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
             print_sim(&outcome.b);
             let r = &outcome.results;
             println!(
-                "A/B over {} pairs: A wins {}, B wins {}, ties {}; sign test p = {:.6}",
-                r.test.pairs, r.test.wins_a, r.test.wins_b, r.test.ties, r.test.sign_test_p
+                "A/B over {} pairs: A wins {}, B wins {}, ties {}; sign test p = {:.6}; A's share of decisive pairs {} (95% Wilson {})",
+                r.test.pairs,
+                r.test.wins_a,
+                r.test.wins_b,
+                r.test.ties,
+                r.test.sign_test_p,
+                r.test
+                    .win_share_a
+                    .map_or("-".to_owned(), |w| format!("{w:.2}")),
+                r.test
+                    .win_share_ci
+                    .map_or("-".to_owned(), |(lo, hi)| format!("{lo:.2} to {hi:.2}"))
             );
             for rating in &r.ratings {
                 println!(

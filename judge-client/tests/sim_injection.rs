@@ -344,7 +344,11 @@ async fn timeouts_fall_back_to_the_simulated_persona_and_are_marked_and_excluded
     );
     assert!(v["turn_marks"].get("user0").is_none());
     let log = std::fs::read_to_string(dir.path().join("logs/session-0001.log")).unwrap();
-    assert_eq!(log.matches("[fallback: simulated_agent]").count(), 2);
+    assert_eq!(
+        log.matches("[fallback: simulated_agent after timeout, circuit CLOSED]")
+            .count(),
+        2
+    );
     let probe = probe_cost(&target).await;
     assert_accounted(&outcome, target.chats() - 2 * probe);
     fake.handle.stop(false).await;

@@ -9,7 +9,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::report::stats::{bootstrap_ci, mcnemar_exact, mean};
+use crate::report::stats::{bootstrap_ci, mcnemar_exact, mean, wilson};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -81,7 +81,9 @@ pub fn bradley_terry(players: usize, comparisons: &[Comparison]) -> Vec<f64> {
         .collect()
 }
 
-/// Ratings with 95 % percentile-bootstrap intervals (comparisons resampled, fixed seed).
+/// Ratings with 95 % percentile-bootstrap intervals (comparisons resampled, fixed seed). When
+/// every comparison has the same outcome, every resample does too and the interval collapses to
+/// the estimate: [`PairedTest`]'s sign test and Wilson interval carry the uncertainty then.
 pub fn rate(names: &[String], comparisons: &[Comparison], seed: u64) -> Vec<Rating> {
     let point = bradley_terry(names.len(), comparisons);
     let mut rng = ChaCha8Rng::seed_from_u64(seed ^ 0xb7_b007);
@@ -129,6 +131,10 @@ pub struct PairedTest {
     pub ties: usize,
     /// Two-sided exact sign test on the pairs with a preference.
     pub sign_test_p: f64,
+    /// A's share of the pairs with a preference, and its 95 % Wilson interval. Unlike the
+    /// bootstrap interval of the ratings, it does not collapse when every pair goes one way.
+    pub win_share_a: Option<f64>,
+    pub win_share_ci: Option<(f64, f64)>,
     /// Mean of score(A) − score(B) over the pairs, and its 95 % bootstrap interval.
     pub mean_difference: Option<f64>,
     pub difference_ci: Option<(f64, f64)>,
@@ -144,6 +150,8 @@ pub fn paired_test(preferences: &[Preference], differences: &[f64]) -> PairedTes
         ties: count(Preference::Tie),
         // The exact sign test is McNemar's exact test on the discordant pairs.
         sign_test_p: mcnemar_exact(wins_a, wins_b),
+        win_share_a: (wins_a + wins_b > 0).then(|| wins_a as f64 / (wins_a + wins_b) as f64),
+        win_share_ci: wilson(wins_a, wins_a + wins_b),
         mean_difference: mean(differences),
         difference_ci: bootstrap_ci(differences),
     }
@@ -204,5 +212,8 @@ mod tests {
         assert_eq!((t.wins_a, t.wins_b, t.ties), (8, 0, 1));
         assert!((t.sign_test_p - 2.0 * 0.5f64.powi(8)).abs() < 1e-12);
         assert_eq!(t.mean_difference, Some(1.0));
+        assert_eq!(t.win_share_a, Some(1.0));
+        let (lo, hi) = t.win_share_ci.unwrap();
+        assert!(lo > 0.6 && lo < 0.7 && hi == 1.0, "{lo} {hi}");
     }
 }

@@ -165,8 +165,7 @@ pub fn html(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "<h1>Persona simulation</h1><p class=\"meta\">run {} · seed {} · model {} · {} user · max {} turns · config {}</p>",
-        escape(&r.run_id),
+        "<h1>Persona simulation</h1><p class=\"meta\">seed {} · model {} · {} user · max {} turns · config {}</p>",
         r.seed,
         escape(&r.target_model),
         escape(&r.simulator),
@@ -258,12 +257,15 @@ pub fn ab_html(ab: &AbResults, a: &SimResults, b: &SimResults) -> String {
     let t = &ab.test;
     let _ = writeln!(
         out,
-        "<table><tr><th>pairs</th><th>A wins</th><th>B wins</th><th>ties</th><th>sign test p</th><th>mean score A−B (95% CI)</th><th>goal rate A</th><th>goal rate B</th><th>position-inconsistent</th></tr><tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"big\">{:.4}</td><td>{}{}</td><td>{:.0}%</td><td>{:.0}%</td><td>{}</td></tr></table>",
+        "<table><tr><th>pairs</th><th>A wins</th><th>B wins</th><th>ties</th><th>sign test p</th><th>A's share of decisive pairs (95% Wilson)</th><th>mean score A−B (95% CI)</th><th>goal rate A</th><th>goal rate B</th><th>position-inconsistent</th></tr><tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"big\">{:.6}</td><td>{}{}</td><td>{}{}</td><td>{:.0}%</td><td>{:.0}%</td><td>{}</td></tr></table>",
         t.pairs,
         t.wins_a,
         t.wins_b,
         t.ties,
         t.sign_test_p,
+        opt(t.win_share_a, 2),
+        t.win_share_ci
+            .map_or(String::new(), |(lo, hi)| format!(" ({lo:.2}–{hi:.2})")),
         opt(t.mean_difference, 2),
         t.difference_ci
             .map_or(String::new(), |(lo, hi)| format!(" ({lo:.2}–{hi:.2})")),

@@ -57,7 +57,6 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimResults {
     pub suite: String,
-    pub run_id: String,
     pub seed: u64,
     pub config_hash: String,
     pub target_model: String,

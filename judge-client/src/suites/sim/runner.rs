@@ -122,6 +122,9 @@ pub struct Panel<'a> {
     pub target: &'a TargetClient,
     /// Send `X-Mock-Time` (the target honours it).
     pub mock_time: bool,
+    /// Reset each session before its conversation (the target offers reset): session ids are
+    /// derived from the seed, so a re-run must not inherit the previous run's memory.
+    pub reset: bool,
     pub personas: &'a [Persona],
     pub settings: &'a SimSettings,
     pub simulator: SimulatorChoice,
@@ -193,7 +196,21 @@ pub async fn run_conversation(
     let max_turns = settings.max_turns();
     let mut rounds: Vec<Round> = Vec::new();
     let mut stop_reason: Option<String> = None;
+    if panel.reset {
+        let ctx = RequestContext {
+            session_id: session_id.clone(),
+            mock_time: panel.mock_time.then_some(settings.start),
+            request_no: 0,
+        };
+        if let Err(e) = panel.target.reset(&ctx).await {
+            // Not reset means not comparable: the conversation does not start.
+            stop_reason = Some(e.kind.as_str().to_owned());
+        }
+    }
     for index in 0..max_turns {
+        if stop_reason.is_some() {
+            break;
+        }
         let at = settings.start + Duration::minutes(index as i64);
         let user = match &endpoint {
             None => simulator

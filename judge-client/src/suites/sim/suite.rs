@@ -233,6 +233,7 @@ pub async fn run_sim(config: &SimRunConfig, dir: &Path) -> Result<SimOutcome, Si
     let panel = Panel {
         target: &target,
         mock_time: capabilities.mock_time,
+        reset: capabilities.reset,
         personas: &config.personas,
         settings: &config.settings,
         simulator,
@@ -266,7 +267,8 @@ pub async fn run_sim(config: &SimRunConfig, dir: &Path) -> Result<SimOutcome, Si
         let transcript_file = format!("transcripts/conversation-{:04}.json", c.number);
         let log_file = format!("logs/session-{:04}.log", c.number);
         let notes = format!(
-            "agentwall sim, run {run_id}; user{{i}} is the persona's message of round i, system{{i}} the reply of the agent under test"
+            "agentwall sim, seed {}, config {config_hash}; user{{i}} is the persona's message of round i, system{{i}} the reply of the agent under test",
+            config.settings.seed
         );
         write(
             &dir.join(&transcript_file),
@@ -287,7 +289,6 @@ pub async fn run_sim(config: &SimRunConfig, dir: &Path) -> Result<SimOutcome, Si
     }
     let results = SimResults {
         suite: "sim".to_owned(),
-        run_id: run_id.clone(),
         seed: config.settings.seed,
         config_hash,
         target_model: capabilities.model.clone(),
@@ -304,7 +305,13 @@ pub async fn run_sim(config: &SimRunConfig, dir: &Path) -> Result<SimOutcome, Si
         write_json(&dir.join("fixtures/target.json"), &f.finish(now))?;
     }
     if let Some(f) = &injected_fixtures {
-        write_json(&dir.join("fixtures/injected.json"), &f.finish(now))?;
+        let fixture = f.finish(now);
+        write_json(&dir.join("fixtures/injected.json"), &fixture)?;
+        // Document 000's `benchmark.fixture_path`, `{timestamp}` filled in, as a second copy.
+        if let Some(path) = &config.injection.fixture_path {
+            let path = path.replace("{timestamp}", &now.format("%Y%m%dT%H%M%SZ").to_string());
+            write_json(Path::new(&path), &fixture)?;
+        }
     }
     write(&dir.join("junit.xml"), report::junit(&results).as_bytes())?;
     write(

@@ -96,11 +96,17 @@ pub fn log_text(c: &Conversation, mode: &str) -> String {
         .iter()
         .map(|r| {
             let user = match r.user_source {
-                UserSource::Fallback => format!(
-                    "{} [fallback: {}]",
-                    r.user,
-                    r.fallback.as_ref().map_or("", |f| f.strategy.as_str())
-                ),
+                // The log is plain text: the mark says which fallback, why, and the circuit state.
+                UserSource::Fallback => match &r.fallback {
+                    Some(f) => format!(
+                        "{} [fallback: {} after {}, circuit {}]",
+                        r.user,
+                        f.strategy.as_str(),
+                        f.kind,
+                        f.circuit_state
+                    ),
+                    None => r.user.clone(),
+                },
                 _ => r.user.clone(),
             };
             let assistant =
@@ -293,6 +299,10 @@ mod tests {
         let roles: Vec<&str> = parsed.turns.iter().map(|t| t.0.as_str()).collect();
         assert_eq!(roles, ["user", "assistant", "user"]);
         assert_eq!(parsed.turns[0].2, "Hello!\nIt's me.");
-        assert!(parsed.turns[2].2.ends_with("[fallback: error_message]"));
+        assert!(
+            parsed.turns[2]
+                .2
+                .ends_with("[fallback: error_message after timeout, circuit CLOSED]")
+        );
     }
 }
