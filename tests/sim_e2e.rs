@@ -295,3 +295,80 @@ fn recorded_requests_replay_identically_against_another_agent_and_differ_where_m
     assert_eq!(recall["reply"], "I don't know; you haven't told me that.");
     assert_eq!(recall["identical"], false);
 }
+
+#[test]
+fn a_config_injected_persona_whose_endpoint_is_down_falls_back_and_opens_the_breaker() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &[]);
+    let work = tempfile::tempdir().unwrap();
+    let config = work.path().join("injection.yaml");
+    // Document 000's YAML shape; nothing listens on the endpoint's port.
+    std::fs::write(
+        &config,
+        format!(
+            r#"
+simulation:
+  name: down endpoint
+  agent_injection:
+    endpoints:
+      - agent_id: maya
+        url: "http://127.0.0.1:{}/respond"
+        timeout_seconds: 1
+        privacy_tier: full
+    circuit_breaker: {{failure_threshold: 3, half_open_probe_interval_seconds: 30, success_threshold: 2}}
+    fallback: {{strategy: simulated_agent}}
+injection: {{privacy_tier: basic, send_persona_details_externally: true, redact_pii_patterns: true}}
+"#,
+            common::free_port()
+        ),
+    )
+    .unwrap();
+    let out = work.path().join("runs");
+    judge(&[
+        "sim",
+        "--endpoint",
+        &server.base_url,
+        "--persona",
+        "maya,gus",
+        "--config",
+        config.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let run = only_run(&out);
+    let metrics = json(&run.join("metrics.json"));
+    let m = &metrics[0];
+    assert_eq!(m["agent_id"], "maya");
+    assert_eq!(m["calls"], 15);
+    assert_eq!(m["infra_errors"], 15);
+    assert_eq!(m["circuit_rejections"], 12);
+    assert_eq!(m["circuit_state"], "OPEN");
+    assert_eq!(m["transitions"][0]["call"], 3);
+    let results = json(&run.join("results.json"));
+    let maya = &results["conversations"][0];
+    let gus = &results["conversations"][1];
+    assert_eq!(
+        maya["fallback_turns"], 15,
+        "every maya turn was the simulator's, marked"
+    );
+    assert_eq!(maya["injected"]["scored_turns"], 0);
+    assert!(
+        maya["injected"]["score"].is_null(),
+        "no turn of its own: no score"
+    );
+    assert_eq!(
+        maya["checks"]["goal_reached"], true,
+        "the target is still judged on its replies"
+    );
+    assert_eq!(gus["fallback_turns"], 0);
+    assert!(gus.get("injected").is_none(), "gus was not injected");
+    let transcript =
+        std::fs::read_to_string(run.join("transcripts/conversation-0001.json")).unwrap();
+    let marks: Value = serde_json::from_str::<Value>(&transcript).unwrap()["turn_marks"].clone();
+    assert_eq!(marks.as_object().unwrap().len(), 15);
+    assert!(marks["user5"].as_str().unwrap().contains("circuit OPEN"));
+    assert_eq!(
+        parse_transcript(&transcript).unwrap().user_agent_id,
+        "maya@injected"
+    );
+}
