@@ -132,7 +132,6 @@ pub struct Panel<'a> {
     pub injected: &'a [(String, Rc<InjectedEndpoint>)],
     pub fallback: FallbackStrategy,
     pub config_hash: String,
-    pub run_id: String,
     pub target_fixtures: Option<&'a FixtureRecorder>,
     pub injected_fixtures: Option<&'a FixtureRecorder>,
 }

@@ -240,7 +240,6 @@ pub async fn run_sim(config: &SimRunConfig, dir: &Path) -> Result<SimOutcome, Si
         injected: &injected,
         fallback: config.injection.fallback,
         config_hash: config_hash.clone(),
-        run_id: run_id.clone(),
         target_fixtures: target_fixtures.as_ref(),
         injected_fixtures: injected_fixtures.as_ref(),
     };
