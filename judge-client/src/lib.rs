@@ -1,7 +1,8 @@
 //! The agentwall judge: benchmarks any OpenAI-compatible endpoint over HTTP only.
 //!
 //! - [`target`]: the HTTP client toward the target, its resilience and the capability probe;
-//! - [`suites`]: benchmark suites (the long-term-memory suite, `ltm`);
+//! - [`suites`]: benchmark suites (`ltm`, long-term memory; `sim`, persona simulations, agent
+//!   injection and A/B comparison);
 //! - [`report`]: results, JUnit, the HTML report, session logs, statistics, comparisons;
 //! - [`run`]: a run directory from start (or resume) to its final files;
 //! - [`shard`]: one benchmark split across processes (`--shard`) and merged back (`judge merge`).

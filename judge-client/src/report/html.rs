@@ -13,7 +13,7 @@ use super::stats::latency;
 use crate::suites::ltm::TestType;
 use crate::suites::ltm::filler::FILLER_PREFIX;
 
-/// The report pages' shared stylesheet (the LTM report and `judge apps`' report).
+/// The report pages' shared stylesheet (the LTM, `judge apps` and `judge sim` reports).
 pub(crate) const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;color:#222}
 h1{margin-bottom:.2em}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:left}
 .big{font-size:2.4em;font-weight:bold}.passed{color:#17803d}.failed{color:#b42318}.error{color:#a15c07}.not_applicable{color:#777}

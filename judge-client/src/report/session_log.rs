@@ -21,19 +21,48 @@ fn indented(text: &str) -> String {
     }
 }
 
-/// The log of session `index` of a test.
-pub fn render(result: &TestResult, index: usize, mode: &str) -> String {
-    let session = &result.sessions[index];
+/// The `Run metadata:` block of a log.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogMeta<'a> {
+    pub session_id: &'a str,
+    pub mode: &'a str,
+    pub scenario: &'a str,
+    pub max_turns: usize,
+    pub stop_reason: &'a str,
+}
+
+/// One line of the `Conversation:` block: `role [timestamp]:` and the indented text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogTurn<'a> {
+    /// `user` or `assistant`.
+    pub role: &'a str,
+    pub at: DateTime<Utc>,
+    pub text: &'a str,
+}
+
+/// A whole log in document 001's format; every suite's logs go through here.
+pub fn render_log(meta: &LogMeta<'_>, turns: &[LogTurn<'_>]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Run metadata:");
-    let _ = writeln!(out, "- session_id: {}", session.session_id);
-    let _ = writeln!(out, "- mode: {mode}");
-    let _ = writeln!(out, "- scenario: {}", result.id);
-    let _ = writeln!(out, "- max_turns: {}", session.planned_turns);
-    let _ = writeln!(out, "- stop_reason: {}", session.stop_reason);
+    let _ = writeln!(out, "- session_id: {}", meta.session_id);
+    let _ = writeln!(out, "- mode: {}", meta.mode);
+    let _ = writeln!(out, "- scenario: {}", meta.scenario);
+    let _ = writeln!(out, "- max_turns: {}", meta.max_turns);
+    let _ = writeln!(out, "- stop_reason: {}", meta.stop_reason);
     let _ = writeln!(out);
     let _ = writeln!(out, "Conversation:");
     let _ = writeln!(out);
+    for turn in turns {
+        let _ = writeln!(out, " - {} [{}]:", turn.role, stamp(turn.at));
+        let _ = writeln!(out, "{}", indented(turn.text));
+    }
+    out
+}
+
+/// The log of session `index` of a test.
+pub fn render(result: &TestResult, index: usize, mode: &str) -> String {
+    let session = &result.sessions[index];
+    let mut lines: Vec<(DateTime<Utc>, String, String)> = Vec::new();
     for entry in &result.transcript {
         if let TranscriptEntry::Turn {
             session: label,
@@ -52,13 +81,34 @@ pub fn render(result: &TestResult, index: usize, mode: &str) -> String {
                 (None, Some(f)) => format!("[{}] {}", f.kind, f.message),
                 (None, None) => "[agent_error] no reply".to_owned(),
             };
-            let _ = writeln!(out, " - user [{}]:", stamp(*at));
-            let _ = writeln!(out, "{}", indented(user));
-            let _ = writeln!(out, " - assistant [{}]:", stamp(*at + Duration::seconds(1)));
-            let _ = writeln!(out, "{}", indented(&assistant));
+            lines.push((*at, user.clone(), assistant));
         }
     }
-    out
+    let turns: Vec<LogTurn<'_>> = lines
+        .iter()
+        .flat_map(|(at, user, assistant)| {
+            [
+                LogTurn {
+                    role: "user",
+                    at: *at,
+                    text: user,
+                },
+                LogTurn {
+                    role: "assistant",
+                    at: *at + Duration::seconds(1),
+                    text: assistant,
+                },
+            ]
+        })
+        .collect();
+    let meta = LogMeta {
+        session_id: &session.session_id,
+        mode,
+        scenario: &result.id,
+        max_turns: session.planned_turns,
+        stop_reason: &session.stop_reason,
+    };
+    render_log(&meta, &turns)
 }
 
 #[cfg(test)]
@@ -136,4 +186,87 @@ Conversation:
 ";
         assert_eq!(log, expected);
     }
+}
+
+/// A log read back: its metadata and its turns, as document 001's evaluator sees them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedLog {
+    /// `Run metadata:` entries, in order.
+    pub meta: Vec<(String, String)>,
+    /// `(role, "YYYY-MM-DD HH:MM:SS", text)` of each turn.
+    pub turns: Vec<(String, String, String)>,
+}
+
+impl ParsedLog {
+    pub fn meta(&self, key: &str) -> Option<&str> {
+        self.meta
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// Why a text is not a document 001 log.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("not a conversation log (line {line}): {reason}")]
+pub struct LogParseError {
+    pub line: usize,
+    pub reason: String,
+}
+
+/// Reads a log in document 001's format back, strictly: both headers, `- key: value` metadata,
+/// ` - role [YYYY-MM-DD HH:MM:SS]:` turn heads each followed by lines indented by two spaces.
+pub fn parse_log(text: &str) -> Result<ParsedLog, LogParseError> {
+    let fail = |line: usize, reason: &str| LogParseError {
+        line: line + 1,
+        reason: reason.to_owned(),
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.first() != Some(&"Run metadata:") {
+        return Err(fail(0, "expected `Run metadata:`"));
+    }
+    let mut meta = Vec::new();
+    let mut i = 1;
+    while i < lines.len() && lines[i].starts_with("- ") {
+        let (key, value) = lines[i][2..]
+            .split_once(": ")
+            .ok_or_else(|| fail(i, "metadata line without `key: value`"))?;
+        meta.push((key.to_owned(), value.to_owned()));
+        i += 1;
+    }
+    if lines.get(i) != Some(&"") || lines.get(i + 1) != Some(&"Conversation:") {
+        return Err(fail(i, "expected a blank line and `Conversation:`"));
+    }
+    i += 2;
+    if lines.get(i) == Some(&"") {
+        i += 1;
+    }
+    let mut turns: Vec<(String, String, String)> = Vec::new();
+    while i < lines.len() {
+        let head = lines[i];
+        let rest = head
+            .strip_prefix(" - ")
+            .and_then(|r| r.strip_suffix("]:"))
+            .ok_or_else(|| fail(i, "expected ` - role [YYYY-MM-DD HH:MM:SS]:`"))?;
+        let (role, stamp) = rest
+            .split_once(" [")
+            .ok_or_else(|| fail(i, "turn head without a timestamp"))?;
+        if !matches!(role, "user" | "assistant") {
+            return Err(fail(i, "role is neither user nor assistant"));
+        }
+        if chrono::NaiveDateTime::parse_from_str(stamp, "%Y-%m-%d %H:%M:%S").is_err() {
+            return Err(fail(i, "timestamp is not YYYY-MM-DD HH:MM:SS"));
+        }
+        i += 1;
+        let mut body = Vec::new();
+        while i < lines.len() && lines[i].starts_with("  ") {
+            body.push(&lines[i][2..]);
+            i += 1;
+        }
+        if body.is_empty() {
+            return Err(fail(i, "turn without an indented text line"));
+        }
+        turns.push((role.to_owned(), stamp.to_owned(), body.join("\n")));
+    }
+    Ok(ParsedLog { meta, turns })
 }

@@ -1,3 +1,4 @@
-//! Benchmark suites. Only `ltm` exists so far.
+//! Benchmark suites: `ltm` (long-term memory) and `sim` (persona simulations, injection, A/B).
 
 pub mod ltm;
+pub mod sim;

@@ -132,6 +132,16 @@ impl CircuitBreaker {
     pub fn is_closed(&self) -> bool {
         matches!(self.state, State::Closed { .. })
     }
+
+    /// The state as design document 000 names it: `CLOSED`, `OPEN` or `HALF_OPEN`. An open
+    /// circuit whose wait is over reads `HALF_OPEN`: the next request is its probe.
+    pub fn state_name(&self, now: Instant) -> &'static str {
+        match self.state {
+            State::Closed { .. } => "CLOSED",
+            State::Open { until } if now < until => "OPEN",
+            State::Open { .. } | State::HalfOpen { .. } => "HALF_OPEN",
+        }
+    }
 }
 
 #[cfg(test)]

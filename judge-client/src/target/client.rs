@@ -197,7 +197,8 @@ impl TargetClient {
         ctx: &RequestContext,
         messages: Vec<ChatMessage>,
     ) -> Result<ChatReply, TargetError> {
-        self.chat_with_tools(ctx, messages, None).await
+        let request = self.chat_request_for(messages);
+        self.chat_request(ctx, &request).await
     }
 
     /// `POST /v1/chat/completions` (non-streamed) offering `tools`: the reply's text and tool
@@ -208,14 +209,29 @@ impl TargetClient {
         messages: Vec<ChatMessage>,
         tools: Option<&[Tool]>,
     ) -> Result<ChatReply, TargetError> {
-        let request = ChatCompletionRequest {
+        let mut request = self.chat_request_for(messages);
+        request.tools = tools.filter(|t| !t.is_empty()).map(<[Tool]>::to_vec);
+        self.chat_request(ctx, &request).await
+    }
+
+    /// The request [`TargetClient::chat`] sends for `messages` (recorded as a fixture by `judge sim --record`).
+    pub fn chat_request_for(&self, messages: Vec<ChatMessage>) -> ChatCompletionRequest {
+        ChatCompletionRequest {
             model: Some(self.model().to_owned()),
             messages,
             stream: Some(false),
-            tools: tools.filter(|t| !t.is_empty()).map(<[Tool]>::to_vec),
             ..ChatCompletionRequest::default()
-        };
-        let body = serde_json::to_vec(&request).map_err(|e| {
+        }
+    }
+
+    /// `POST /v1/chat/completions` with a request exactly as given (replayed fixtures, simulators
+    /// and judges that set a seed).
+    pub async fn chat_request(
+        &self,
+        ctx: &RequestContext,
+        request: &ChatCompletionRequest,
+    ) -> Result<ChatReply, TargetError> {
+        let body = serde_json::to_vec(request).map_err(|e| {
             TargetError::new(
                 FailureKind::JudgeError,
                 format!("cannot encode request: {e}"),

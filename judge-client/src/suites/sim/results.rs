@@ -1,0 +1,131 @@
+//! `results.json` of a simulation run: one entry per conversation with its checks, and a
+//! summary. Deterministic (no wall-clock time): latencies live in `metrics.json`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::evaluate::{ConversationChecks, InjectedChecks};
+use super::judge::Rubric;
+use super::runner::{Conversation, UserSource};
+use crate::report::results::Failure;
+use crate::report::stats::{bootstrap_ci, mean};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationResult {
+    pub number: usize,
+    pub persona_id: String,
+    pub trial: u32,
+    pub session_id: String,
+    pub transcript_file: String,
+    pub log_file: String,
+    pub stop_reason: String,
+    pub rounds: usize,
+    /// Rounds whose user turn came from a fallback (marked in both files).
+    pub fallback_turns: usize,
+    /// The target's failure that ended the conversation, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<Failure>,
+    pub checks: ConversationChecks,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injected: Option<InjectedChecks>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric: Option<Rubric>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rubric_failure: Option<Failure>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub conversations: usize,
+    /// Share of conversations in which every goal was reached.
+    pub goal_rate: f64,
+    pub mean_score: Option<f64>,
+    pub score_ci: Option<(f64, f64)>,
+    pub mean_turns_to_resolution: Option<f64>,
+    pub stop_reasons: BTreeMap<String, usize>,
+    pub safety_hits: usize,
+    pub refusals: usize,
+    pub empty_replies: usize,
+    pub overlong_replies: usize,
+    pub repeated_replies: usize,
+    pub fallback_turns: usize,
+    /// Mean score of injected endpoints over their own turns.
+    pub injected_mean_score: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SimResults {
+    pub suite: String,
+    pub seed: u64,
+    pub config_hash: String,
+    pub target_model: String,
+    pub simulator: String,
+    pub max_turns: usize,
+    pub summary: Summary,
+    pub conversations: Vec<ConversationResult>,
+}
+
+pub fn conversation_result(
+    c: &Conversation,
+    checks: ConversationChecks,
+    injected: Option<InjectedChecks>,
+    files: (String, String),
+) -> ConversationResult {
+    ConversationResult {
+        number: c.number,
+        persona_id: c.persona_id.clone(),
+        trial: c.trial,
+        session_id: c.session_id.clone(),
+        transcript_file: files.0,
+        log_file: files.1,
+        stop_reason: c.stop_reason.clone(),
+        rounds: c.rounds.len(),
+        fallback_turns: c
+            .rounds
+            .iter()
+            .filter(|r| r.user_source == UserSource::Fallback)
+            .count(),
+        failure: c.rounds.iter().find_map(|r| r.agent_failure.clone()),
+        checks,
+        injected,
+        rubric: None,
+        rubric_failure: None,
+    }
+}
+
+pub fn summarise(results: &[ConversationResult]) -> Summary {
+    let scores: Vec<f64> = results.iter().map(|r| r.checks.score).collect();
+    let resolved: Vec<f64> = results
+        .iter()
+        .filter_map(|r| r.checks.turns_to_resolution.map(|t| t as f64))
+        .collect();
+    let mut stop_reasons = BTreeMap::new();
+    for r in results {
+        *stop_reasons.entry(r.stop_reason.clone()).or_insert(0) += 1;
+    }
+    let sum = |f: &dyn Fn(&ConversationResult) -> usize| results.iter().map(f).sum::<usize>();
+    let injected: Vec<f64> = results
+        .iter()
+        .filter_map(|r| r.injected.as_ref().and_then(|i| i.score))
+        .collect();
+    Summary {
+        conversations: results.len(),
+        goal_rate: if results.is_empty() {
+            0.0
+        } else {
+            results.iter().filter(|r| r.checks.goal_reached).count() as f64 / results.len() as f64
+        },
+        mean_score: mean(&scores),
+        score_ci: bootstrap_ci(&scores),
+        mean_turns_to_resolution: mean(&resolved),
+        stop_reasons,
+        safety_hits: sum(&|r| r.checks.safety_hits.len()),
+        refusals: sum(&|r| r.checks.refusals),
+        empty_replies: sum(&|r| r.checks.empty_replies),
+        overlong_replies: sum(&|r| r.checks.overlong_replies),
+        repeated_replies: sum(&|r| r.checks.repeated_replies),
+        fallback_turns: sum(&|r| r.fallback_turns),
+        injected_mean_score: mean(&injected),
+    }
+}

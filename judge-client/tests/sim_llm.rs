@@ -1,0 +1,240 @@
+//! The LLM user simulator and the LLM judge against fake OpenAI-compatible models (actix-web on
+//! 127.0.0.1:0): the prompts they send, stop tokens, rubric parsing, and pairwise preference with
+//! position swapping in an A/B run.
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix_web::{App, HttpResponse, HttpServer, web};
+use judge_client::suites::sim::ab::run_ab;
+use judge_client::suites::sim::injection::InjectionPlan;
+use judge_client::suites::sim::persona::{select, shipped};
+use judge_client::suites::sim::ratings::Preference;
+use judge_client::suites::sim::{SimRunConfig, SimSettings, SimulatorSpec, run_sim};
+use judge_client::target::{Credentials, TargetSettings};
+use protocol::openai::ChatCompletionRequest;
+use serde_json::json;
+
+type Brain = fn(&ChatCompletionRequest, usize) -> String;
+
+struct Model {
+    url: String,
+    requests: Arc<Mutex<Vec<ChatCompletionRequest>>>,
+}
+
+async fn model(brain: Brain) -> Model {
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let seen = requests.clone();
+    let server = HttpServer::new(move || {
+        let seen = seen.clone();
+        App::new()
+            .route(
+                "/v1/models",
+                web::get().to(|| async {
+                    HttpResponse::Ok().json(json!({"object": "list", "data": [{"id": "fake-llm", "object": "model", "created": 0, "owned_by": "t"}]}))
+                }),
+            )
+            .route(
+                "/v1/chat/completions",
+                web::post().to(move |body: web::Json<ChatCompletionRequest>| {
+                    let seen = seen.clone();
+                    async move {
+                        let n = {
+                            let mut all = seen.lock().unwrap();
+                            all.push(body.0.clone());
+                            all.len()
+                        };
+                        let text = brain(&body.0, n);
+                        HttpResponse::Ok().json(json!({
+                            "id": "x", "object": "chat.completion", "created": 0, "model": "fake-llm",
+                            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]
+                        }))
+                    }
+                }),
+            )
+    })
+    .workers(1)
+    .disable_signals()
+    .bind(("127.0.0.1", 0))
+    .unwrap();
+    let addr = server.addrs()[0];
+    actix_rt::spawn(server.run());
+    Model {
+        url: format!("http://{addr}"),
+        requests,
+    }
+}
+
+fn last_text(request: &ChatCompletionRequest) -> String {
+    request
+        .messages
+        .last()
+        .and_then(|m| m.text_content())
+        .unwrap_or_default()
+}
+
+fn config(target: &str, ids: &[&str], rounds: usize, simulator: SimulatorSpec) -> SimRunConfig {
+    SimRunConfig {
+        settings: SimSettings {
+            seed: 21,
+            rounds,
+            trials: 1,
+            single_turn: false,
+            stop_token: "[END]".to_owned(),
+            concurrency: 2,
+            start: "2026-01-05T09:00:00Z".parse().unwrap(),
+            max_reply_chars: 2000,
+        },
+        target: TargetSettings::new(target),
+        credentials: Credentials::default(),
+        personas: select(
+            shipped().unwrap(),
+            &ids.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+        )
+        .unwrap(),
+        simulator,
+        judge: None,
+        injection: InjectionPlan::none(),
+        record: false,
+    }
+}
+
+/// Plays Gus: greets, reveals his boat when told the agent does not know, then leaves.
+fn gus(request: &ChatCompletionRequest, _: usize) -> String {
+    let turns = request.messages.len();
+    match turns {
+        // System prompt and the opening cue.
+        2 => "Hello. Keep track of my boat.".to_owned(),
+        _ if last_text(request).contains("don't know") => "My boat name is Saltwind.".to_owned(),
+        _ if turns < 7 => "What is my boat name?".to_owned(),
+        _ => "That will do. [END]".to_owned(),
+    }
+}
+
+#[actix_rt::test]
+async fn the_llm_user_plays_the_persona_from_a_trait_conditioned_prompt_and_stops_on_the_token() {
+    let target = common::amnesiac().await;
+    let user = model(gus).await;
+    let dir = tempfile::tempdir().unwrap();
+    let simulator = SimulatorSpec::Llm {
+        settings: TargetSettings::new(&user.url),
+        credentials: Credentials::default(),
+    };
+    let cfg = config(&target.url, &["gus"], 15, simulator);
+    let outcome = actix_rt::time::timeout(Duration::from_secs(20), run_sim(&cfg, dir.path()))
+        .await
+        .unwrap()
+        .unwrap();
+    let c = &outcome.conversations[0];
+    assert_eq!(c.simulator, "llm");
+    assert_eq!(c.stop_reason, "stop_token");
+    let users: Vec<&str> = c.rounds.iter().map(|r| r.user.as_str()).collect();
+    assert_eq!(users[0], "Hello. Keep track of my boat.");
+    assert_eq!(users.last().copied(), Some("That will do. [END]"));
+    assert!(users.contains(&"What is my boat name?"));
+    let requests = user.requests.lock().unwrap().clone();
+    assert_eq!(
+        requests.len(),
+        c.rounds.len(),
+        "one model call per user turn"
+    );
+    let system = requests[0].messages[0].text_content().unwrap();
+    assert!(system.contains("Gus Halvorsen") && system.contains("openness low (0.20)"));
+    assert!(system.contains("only when asked") && system.contains("[END]"));
+    assert_eq!(requests[0].temperature, Some(0.0));
+    assert_eq!(requests[0].seed, Some(21));
+    // Roles are swapped: the agent's replies reach the model as `user` messages.
+    let second = &requests[1].messages;
+    assert_eq!(
+        second[1].text_content().as_deref(),
+        Some("Hello. Keep track of my boat.")
+    );
+    assert_eq!(format!("{:?}", second[1].role), "Assistant");
+    assert_eq!(format!("{:?}", second[2].role), "User");
+    assert!(!outcome.results.conversations[0].checks.goal_reached);
+}
+
+/// A judge biased to whatever is shown first.
+fn biased(request: &ChatCompletionRequest, _: usize) -> String {
+    if last_text(request).contains("Conversation 1:") {
+        "1".to_owned()
+    } else {
+        r#"Scores: {"persona_consistency": 5, "coherence": 3, "instruction_following": 1}"#
+            .to_owned()
+    }
+}
+
+/// A judge that prefers the conversation in which the assistant said "Noted." (the amnesiac
+/// target acknowledges; the stub only says hello), whichever position it is in.
+fn fair(request: &ChatCompletionRequest, _: usize) -> String {
+    let text = last_text(request);
+    let Some(start) = text.find("Conversation 1:") else {
+        return "not JSON at all".to_owned();
+    };
+    let second = text.find("Conversation 2:").unwrap();
+    if text[start..second].contains("Noted.") {
+        "1"
+    } else {
+        "2"
+    }
+    .to_owned()
+}
+
+#[actix_rt::test]
+async fn pairwise_preference_swaps_positions_so_a_biased_judge_yields_ties_and_a_fair_one_a_winner()
+{
+    let a = common::amnesiac().await;
+    let b = common::stub().await;
+    for (brain, expected, consistent) in [
+        (biased as Brain, Preference::Tie, false),
+        (fair as Brain, Preference::A, true),
+    ] {
+        let judge = model(brain).await;
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = config(&a.url, &["maya", "gus", "lena"], 4, SimulatorSpec::Scripted);
+        cfg.judge = Some((TargetSettings::new(&judge.url), Credentials::default()));
+        let outcome = run_ab(
+            &cfg,
+            TargetSettings::new(&b.url),
+            Credentials::default(),
+            dir.path(),
+        )
+        .await
+        .unwrap();
+        let r = &outcome.results;
+        assert_eq!(r.pairs.len(), 3);
+        for pair in &r.pairs {
+            assert_eq!(pair.decided_by, "llm_judge");
+            assert_eq!(pair.preference, expected);
+            let verdict = pair.verdict.as_ref().unwrap();
+            assert_eq!(verdict.position_consistent, consistent);
+        }
+        assert_eq!(r.position_inconsistent, if consistent { 0 } else { 3 });
+        // Two judge calls per pair (both orders) plus one rubric call per conversation.
+        assert_eq!(judge.requests.lock().unwrap().len(), 3 * 2 + 6);
+        let rubric = &outcome.a.results.conversations[0];
+        if consistent {
+            // The fair judge's rubric answer is not JSON: a judge_error, reported, not a score.
+            assert!(rubric.rubric.is_none());
+            assert_eq!(
+                rubric.rubric_failure.as_ref().unwrap().kind.as_str(),
+                "judge_error"
+            );
+            assert_eq!(r.test.wins_a, 3);
+        } else {
+            let scores = rubric.rubric.as_ref().unwrap();
+            assert_eq!(
+                (
+                    scores.persona_consistency,
+                    scores.coherence,
+                    scores.instruction_following
+                ),
+                (1.0, 0.5, 0.0)
+            );
+            assert_eq!(r.test.ties, 3);
+            assert_eq!(r.test.sign_test_p, 1.0);
+        }
+    }
+}
