@@ -1,3 +1,4 @@
-//! Benchmark suites. Only `ltm` exists so far.
+//! Benchmark suites: `ltm` (long-term memory) and `load` (the load generator).
 
+pub mod load;
 pub mod ltm;
