@@ -82,19 +82,25 @@ done
 
 # (c) judge vs guidellm, streaming, against the bare server: each at its highest rate
 # (closed loop at 64 streams, guidellm's `throughput` profile at 64).
+# guidellm's CPU per request is its marginal cost: process-tree CPU of a run minus that of a
+# one-request run (Python start-up, imports, tokenizer load), over the requests of the run.
+guidellm() {
+  local name=$1 constraint=$2
+  local TIMEFORMAT='%U %S'
+  { time HF_HUB_OFFLINE=1 $client_cpu .venv/guidellm/bin/guidellm run \
+      --backend "kind=openai_http,target=http://127.0.0.1:$bare_port,model=bare,validate_backend=false" \
+      --profile kind=throughput,max_concurrency=64 --constraint "$constraint" \
+      --tokenizer "kind=hf_auto,model=$PWD/.venv/guidellm-tokenizer" \
+      --data kind=synthetic_text,prompt_tokens=16,output_tokens=16 \
+      --output "kind=json,path=$PWD/$out/$name.json" \
+      --disable-progress >"$out/$name.log" 2>&1; } 2>"$out/$name.cpu" ||
+    echo "guidellm failed: see $out/$name.log" >&2
+}
 if [ -x .venv/guidellm/bin/guidellm ]; then
   [ -d .venv/guidellm-tokenizer ] ||
     .venv/guidellm/bin/python scripts/bench/make_tokenizer.py .venv/guidellm-tokenizer >/dev/null
-  TIMEFORMAT='%U %S'
-  { time HF_HUB_OFFLINE=1 $client_cpu .venv/guidellm/bin/guidellm run \
-      --backend "kind=openai_http,target=http://127.0.0.1:$bare_port,model=bare,validate_backend=false" \
-      --profile kind=throughput,max_concurrency=64 \
-      --constraint "kind=max_duration,seconds=$seconds" \
-      --tokenizer "kind=hf_auto,model=$PWD/.venv/guidellm-tokenizer" \
-      --data kind=synthetic_text,prompt_tokens=16,output_tokens=16 \
-      --output "kind=json,path=$PWD/$out/c-guidellm.json" \
-      --disable-progress >"$out/c-guidellm.log" 2>&1; } 2>"$out/c-guidellm.cpu" ||
-    echo "guidellm failed: see $out/c-guidellm.log" >&2
+  guidellm c-guidellm-startup "kind=max_requests,count=1"
+  guidellm c-guidellm "kind=max_duration,seconds=$((seconds * 2))"
 else
   echo "no guidellm: python3 -m venv .venv/guidellm && .venv/guidellm/bin/pip install guidellm" >&2
 fi

@@ -147,10 +147,12 @@ if os.path.exists(guide_path):
     rps = metrics["requests_per_second"]["successful"]["mean"]
     totals = metrics["request_totals"]
     made = sum(totals.get(k, 0) or 0 for k in ("successful", "errored", "incomplete"))
-    cpu = cpu_seconds("c-guidellm")
+    total_cpu = cpu_seconds("c-guidellm")
+    startup = cpu_seconds("c-guidellm-startup") or 0.0
+    cpu = total_cpu - startup if total_cpu else None
     per = cpu / made * 1e6 if cpu and made else None
     print(f"    guidellm: {fmt(rps)} streams/s, {fmt(per, 1)} µs client CPU per request "
-          f"(process-tree time {fmt(cpu, 2)} s / {made} requests)")
+          f"(process-tree time {fmt(total_cpu, 2)} s minus {fmt(startup, 2)} s start-up / {made} requests)")
     if step and rps and per and judge_cpu:
         judge_per = judge_cpu / step["client"]["requests_including_warmup"] * 1e6
         print(f"    judge / guidellm: {step['throughput']['requests_per_s'] / rps:.1f}x the rate, "

@@ -499,3 +499,108 @@ pub fn render_html(r: &LoadResults) -> String {
     h.push_str("</dl></body></html>\n");
     h
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::suites::load::metrics::StreamTimer;
+    use crate::suites::load::schedule::Arrivals;
+
+    fn client(saturated: bool) -> ClientCpu {
+        ClientCpu {
+            threads: 1,
+            cpu_s: 1.0,
+            requests_including_warmup: 100,
+            cpu_us_per_request: Some(10_000.0),
+            busiest_thread_share: if saturated { 0.97 } else { 0.2 },
+            saturated,
+        }
+    }
+
+    /// 100 sends 10 ms apart (99/0.99 s = 100/s), replies 5 ms after each.
+    fn metrics(late: u64, skipped: u64) -> Metrics {
+        let t0 = Instant::now();
+        let mut m = Metrics::default();
+        for i in 0..100u64 {
+            let sent = t0 + Duration::from_millis(10 * i);
+            m.record_send(sent, 4);
+            let done = sent + Duration::from_millis(5);
+            m.record_ok(&StreamTimer::whole(sent, done, 3), &Slos::default(), done);
+        }
+        m.late_sends = late;
+        m.skipped_sends = skipped;
+        m
+    }
+
+    #[test]
+    fn step_figures_come_from_the_measured_window() {
+        let level = LoadLevel::Open {
+            rate: 100.0,
+            arrivals: Arrivals::Constant,
+        };
+        let step = StepResult::new(
+            level,
+            &metrics(0, 0),
+            client(false),
+            Duration::from_millis(2),
+        );
+        assert!(step.warnings.is_empty(), "{:?}", step.warnings);
+        // First send at 0, last reply at 995 ms.
+        assert!((step.duration_s - 0.995).abs() < 1e-9);
+        assert!((step.throughput.requests_per_s - 100.0 / 0.995).abs() < 1e-6);
+        assert!((step.throughput.output_tokens_per_s - 300.0 / 0.995).abs() < 1e-6);
+        assert!((step.achieved_rate.unwrap() - 100.0).abs() < 1e-6);
+        assert_eq!(step.target_rate, Some(100.0));
+    }
+
+    #[test]
+    fn a_saturated_or_late_judge_and_an_unkept_rate_are_warned_about() {
+        let level = LoadLevel::Open {
+            rate: 200.0,
+            arrivals: Arrivals::Poisson,
+        };
+        let step = StepResult::new(
+            level,
+            &metrics(5, 7),
+            client(true),
+            Duration::from_millis(2),
+        );
+        let all = step.warnings.join("\n");
+        assert!(all.contains("the judge was saturated"), "{all}");
+        assert!(
+            all.contains("5 of 100 sends started more than 2 ms late"),
+            "{all}"
+        );
+        assert!(all.contains("7 sends were skipped"), "{all}");
+        assert!(
+            all.contains("achieved 100.0 sends/s of the 200 asked for"),
+            "{all}"
+        );
+        let html = render_html(&LoadResults {
+            suite: "load",
+            judge_version: "0",
+            started_at: Utc::now(),
+            endpoint: "http://127.0.0.1:1".into(),
+            model: "m<x>".into(),
+            stream: true,
+            seed: 1,
+            workload: WorkloadSummary {
+                prompt_tokens: "4".into(),
+                output_tokens: "3".into(),
+                sessions: 1,
+            },
+            warmup_s: 0.0,
+            requests_per_step: None,
+            duration_per_step_s: Some(1.0),
+            threads: 1,
+            slos: Slos::default(),
+            definitions: DEFINITIONS.into_iter().collect(),
+            steps: vec![step],
+        });
+        assert!(html.contains("the judge was saturated"));
+        assert!(html.contains("m&lt;x&gt;"), "escaped");
+        assert!(html.contains("<svg"));
+    }
+}
