@@ -279,7 +279,7 @@ fn open_loop_keeps_the_rate_and_excludes_the_warmup() {
     let sent = step["requests"]["sent"].as_u64().unwrap();
     assert!((195..=201).contains(&sent), "1 s at 200/s, got {sent}");
     let achieved = step["achieved_rate"].as_f64().unwrap();
-    assert!((achieved - 200.0).abs() < 10.0, "achieved {achieved}");
+    assert!((achieved - 200.0).abs() < 25.0, "achieved {achieved}");
     let total = seen.requests.load(Ordering::SeqCst);
     assert!(
         total >= sent + 95,
@@ -288,6 +288,38 @@ fn open_loop_keeps_the_rate_and_excludes_the_warmup() {
     assert_eq!(step["requests"]["skipped_sends"], 0);
     let ok = step["requests"]["ok"].as_u64().unwrap();
     assert_eq!(step["throughput"]["good_requests"].as_u64().unwrap(), ok);
+}
+
+#[test]
+fn a_concurrency_sweep_reports_one_step_per_level() {
+    let (url, seen) = start_fake();
+    let out = tempfile::tempdir().unwrap();
+    let output = judge(&[
+        "--endpoint",
+        &url,
+        "--model",
+        "fake-model",
+        "--concurrency",
+        "1,4",
+        "--requests",
+        "20",
+        "--quiet",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let results = results_of(&output, out.path());
+    let steps = results["steps"].as_array().unwrap();
+    let labels: Vec<&str> = steps.iter().map(|s| s["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, vec!["closed c=1", "closed c=4"]);
+    for step in steps {
+        assert_eq!(step["requests"]["sent"], 20);
+        assert_eq!(
+            step["target_rate"],
+            Value::Null,
+            "a closed loop has no target rate"
+        );
+    }
+    assert_eq!(seen.requests.load(Ordering::SeqCst), 40);
 }
 
 #[test]

@@ -354,8 +354,9 @@ mod tests {
             let scheduled = start + Duration::from_millis(10 * i as u64);
             let lag = sent.saturating_duration_since(scheduled);
             assert!(*sent >= scheduled, "send {i} went early");
-            // Generous for a shared, noisy machine; a closed loop would be 100 ms late.
-            assert!(lag < Duration::from_millis(25), "send {i} was {lag:?} late");
+            // Generous for a shared, noisy machine; a closed loop would send number i
+            // 90 * i ms late.
+            assert!(lag < Duration::from_millis(50), "send {i} was {lag:?} late");
         }
         assert_eq!(stats.skipped, 0);
         // Every reply was awaited before returning.
@@ -396,7 +397,7 @@ mod tests {
         })
         .await;
         assert_eq!(u64::from(made.get()) + stats.skipped, 20, "{stats:?}");
-        assert!((3..=6).contains(&made.get()), "made {}", made.get());
+        assert!((2..=8).contains(&made.get()), "made {}", made.get());
     }
 
     #[actix_rt::test]
