@@ -1,4 +1,6 @@
-//! Benchmark suites: `ltm` (long-term memory) and `sim` (persona simulations, injection, A/B).
+//! Benchmark suites: `ltm` (long-term memory), `sim` (persona simulations, injection, A/B) and
+//! `load` (the load generator).
 
+pub mod load;
 pub mod ltm;
 pub mod sim;

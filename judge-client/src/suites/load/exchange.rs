@@ -1,0 +1,236 @@
+//! One chat completion request of the load, streamed (SSE) or not, timed and classified. Only
+//! what the figures need is parsed: whether a chunk carries output text, and the usage.
+
+use std::borrow::Cow;
+use std::time::{Duration, Instant};
+
+use awc::http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
+use protocol::headers::SESSION_ID;
+use serde::Deserialize;
+
+use super::metrics::{RequestTimes, StreamTimer};
+use crate::target::FailureKind;
+use crate::target::resilience::{classify_send_error, classify_status};
+
+/// Largest non-streamed body, and largest single SSE line, the load reads.
+const BODY_LIMIT: usize = 8 * 1024 * 1024;
+
+/// Where the load goes and how each request is sent. One per worker thread.
+pub struct Endpoint {
+    pub client: awc::Client,
+    /// `…/v1/chat/completions`.
+    pub url: awc::http::Uri,
+    pub authorization: Option<HeaderValue>,
+    pub stream: bool,
+    pub timeout: Duration,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ChunkChoice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+}
+
+/// What the load reads of a stream chunk (OpenAI's `chat.completion.chunk`).
+#[derive(Deserialize)]
+struct ChunkPeek<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<ChunkChoice<'a>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct Message<'a> {
+    #[serde(default, borrow)]
+    content: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(borrow)]
+    message: Message<'a>,
+}
+
+/// What the load reads of a whole `chat.completion`.
+#[derive(Deserialize)]
+struct CompletionPeek<'a> {
+    #[serde(borrow)]
+    choices: Vec<Choice<'a>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+impl ChunkPeek<'_> {
+    fn has_output(&self) -> bool {
+        self.choices.iter().any(|c| {
+            c.delta.as_ref().is_some_and(|d| {
+                d.content.as_deref().is_some_and(|t| !t.is_empty())
+                    || d.reasoning_content
+                        .as_deref()
+                        .is_some_and(|t| !t.is_empty())
+            })
+        })
+    }
+}
+
+/// Sends one request. `on_itl` gets every inter-token gap as it happens.
+pub async fn send(
+    endpoint: &Endpoint,
+    body: Bytes,
+    session: HeaderValue,
+    sent: Instant,
+    on_itl: impl FnMut(Duration),
+) -> Result<RequestTimes, FailureKind> {
+    match actix_rt::time::timeout(
+        endpoint.timeout,
+        exchange(endpoint, body, session, sent, on_itl),
+    )
+    .await
+    {
+        Ok(result) => result,
+        Err(_) => Err(FailureKind::Timeout),
+    }
+}
+
+async fn exchange(
+    endpoint: &Endpoint,
+    body: Bytes,
+    session: HeaderValue,
+    sent: Instant,
+    mut on_itl: impl FnMut(Duration),
+) -> Result<RequestTimes, FailureKind> {
+    let mut request = endpoint
+        .client
+        .post(endpoint.url.clone())
+        .insert_header((CONTENT_TYPE, HeaderValue::from_static("application/json")))
+        .insert_header((HeaderName::from_static(SESSION_ID), session));
+    if let Some(auth) = &endpoint.authorization {
+        request = request.insert_header((AUTHORIZATION, auth.clone()));
+    }
+    let mut response = request
+        .send_body(body)
+        .await
+        .map_err(|e| classify_send_error(&e).0)?;
+    let status = response.status().as_u16();
+    if !(200..300).contains(&status) {
+        // Read the (small) error body so the connection can be kept alive.
+        let _ = response.body().limit(64 * 1024).await;
+        return Err(classify_status(status));
+    }
+    if !endpoint.stream {
+        let bytes = response
+            .body()
+            .limit(BODY_LIMIT)
+            .await
+            .map_err(|_| FailureKind::InfraError)?;
+        let end = Instant::now();
+        let completion: CompletionPeek =
+            serde_json::from_slice(&bytes).map_err(|_| FailureKind::AgentError)?;
+        let Some(choice) = completion.choices.first() else {
+            return Err(FailureKind::AgentError);
+        };
+        let tokens = completion
+            .usage
+            .and_then(|u| u.completion_tokens)
+            .unwrap_or_else(|| {
+                // No usage: count words, the closest guess without a tokenizer.
+                choice
+                    .message
+                    .content
+                    .as_deref()
+                    .map_or(0, |t| t.split_whitespace().count() as u64)
+            });
+        return Ok(StreamTimer::whole(sent, end, tokens));
+    }
+
+    let mut timer = StreamTimer::new(sent);
+    let mut usage_tokens = None;
+    let mut pending = BytesMut::new();
+    let mut done = false;
+    while let Some(chunk) = response.next().await {
+        let chunk = chunk.map_err(|_| FailureKind::InfraError)?;
+        let arrived = Instant::now();
+        pending.extend_from_slice(&chunk);
+        while let Some(newline) = pending.iter().position(|b| *b == b'\n') {
+            let line = pending.split_to(newline + 1);
+            let line = trim_line(&line);
+            let Some(data) = line.strip_prefix(b"data:") else {
+                continue; // comments, `event:` lines, blank separators
+            };
+            let data = data.trim_ascii();
+            if data == b"[DONE]" {
+                done = true;
+                continue;
+            }
+            let peek: ChunkPeek =
+                serde_json::from_slice(data).map_err(|_| FailureKind::AgentError)?;
+            if peek.error.is_some() {
+                return Err(FailureKind::AgentError);
+            }
+            if peek.has_output()
+                && let Some(gap) = timer.output_chunk(arrived)
+            {
+                on_itl(gap);
+            }
+            if let Some(tokens) = peek.usage.and_then(|u| u.completion_tokens) {
+                usage_tokens = Some(tokens);
+            }
+        }
+        if pending.len() > BODY_LIMIT {
+            return Err(FailureKind::AgentError);
+        }
+    }
+    if !done {
+        // The stream ended without OpenAI's terminator: the reply was cut off.
+        return Err(FailureKind::InfraError);
+    }
+    Ok(timer.finish(Instant::now(), usage_tokens))
+}
+
+fn trim_line(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_peek_sees_output_and_usage() {
+        let text: ChunkPeek = serde_json::from_slice(
+            br#"{"id":"x","choices":[{"index":0,"delta":{"content":"Hi \"there\""}}]}"#,
+        )
+        .unwrap();
+        assert!(text.has_output());
+        let role_only: ChunkPeek =
+            serde_json::from_slice(br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#)
+                .unwrap();
+        assert!(!role_only.has_output());
+        let usage: ChunkPeek = serde_json::from_slice(
+            br#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":7}}"#,
+        )
+        .unwrap();
+        assert!(!usage.has_output());
+        assert_eq!(usage.usage.and_then(|u| u.completion_tokens), Some(7));
+    }
+}

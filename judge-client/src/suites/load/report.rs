@@ -1,0 +1,606 @@
+//! The results of a load run: `results.json` (for CI and scripts) and a self-contained
+//! `report.html` (inline CSS and SVG, nothing fetched) with the definitions of every metric.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::LoadError;
+use super::metrics::{Metrics, Percentiles};
+use super::runner::LoadConfig;
+use super::schedule::LoadLevel;
+use super::slo::Slos;
+use super::workload::Workload;
+use crate::report::junit::escape;
+
+/// Each figure's definition, written into both files so a reader never has to guess.
+pub const DEFINITIONS: [(&str, &str); 11] = [
+    (
+        "latency",
+        "End-to-end request latency (vLLM's E2EL): from sending the request to the last byte of the reply.",
+    ),
+    (
+        "ttft",
+        "Time to first token: from sending the request to the first streamed chunk carrying output text. A non-streamed reply arrives whole, so its TTFT equals its latency.",
+    ),
+    (
+        "itl",
+        "Inter-token latency: the gap between two consecutive output chunks of a stream; every gap is one sample (streaming only).",
+    ),
+    (
+        "tpot",
+        "Time per output token, per request: (latency - TTFT) / (output tokens - 1), for streamed replies of 2 or more tokens.",
+    ),
+    (
+        "output_tokens",
+        "usage.completion_tokens as the server reports it; without usage, the number of output chunks (streaming) or words (non-streaming).",
+    ),
+    (
+        "requests_per_s",
+        "Successful requests divided by the measured window (first measured send to last measured reply).",
+    ),
+    (
+        "output_tokens_per_s",
+        "Output tokens of successful requests divided by the measured window.",
+    ),
+    (
+        "goodput_per_s",
+        "Successful requests that met every --slo, divided by the measured window (absent without --slo).",
+    ),
+    (
+        "error_rate",
+        "Failed measured requests over all finished measured requests; failures by class: agent_error (an HTTP error status or an unusable body), timeout, rate_limited (429), infra_error (connection, 502-504, a cut-off stream), judge_error.",
+    ),
+    (
+        "achieved_rate",
+        "Open loop: measured sends divided by the time from the first to the last measured send; compare with target_rate. late_sends started more than 2 ms after their scheduled time, skipped_sends were not made because --max-in-flight requests were outstanding.",
+    ),
+    (
+        "client_cpu",
+        "The judge's own CPU time (getrusage, user + system) over the step divided by every request it made, warm-up included. The judge warns when a worker thread was busy for 90 % or more of its wall time: then the figures are the judge's limit, not the target's.",
+    ),
+];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RequestCounts {
+    pub sent: u64,
+    pub ok: u64,
+    pub failed: u64,
+    pub error_rate: f64,
+    pub errors: BTreeMap<&'static str, u64>,
+    pub late_sends: u64,
+    pub skipped_sends: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Throughput {
+    pub requests_per_s: f64,
+    pub output_tokens_per_s: f64,
+    pub output_tokens: u64,
+    pub goodput_per_s: Option<f64>,
+    pub good_requests: Option<u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ClientCpu {
+    pub threads: usize,
+    pub cpu_s: f64,
+    pub requests_including_warmup: u64,
+    pub cpu_us_per_request: Option<f64>,
+    /// The busiest worker thread's CPU time over its wall time.
+    pub busiest_thread_share: f64,
+    pub saturated: bool,
+}
+
+/// One load level's figures.
+#[derive(Debug, Clone, Serialize)]
+pub struct StepResult {
+    pub label: String,
+    pub level: LoadLevel,
+    pub target_rate: Option<f64>,
+    pub achieved_rate: Option<f64>,
+    pub duration_s: f64,
+    pub requests: RequestCounts,
+    pub throughput: Throughput,
+    pub latency: Option<Percentiles>,
+    pub ttft: Option<Percentiles>,
+    pub itl: Option<Percentiles>,
+    pub tpot: Option<Percentiles>,
+    pub send_lag: Option<Percentiles>,
+    pub client: ClientCpu,
+    pub warnings: Vec<String>,
+}
+
+impl StepResult {
+    pub fn new(level: LoadLevel, m: &Metrics, client: ClientCpu, late_after: Duration) -> Self {
+        let window = match (m.first_send, m.last_done) {
+            (Some(first), Some(last)) => last.saturating_duration_since(first).as_secs_f64(),
+            _ => 0.0,
+        };
+        let per_s = |n: u64| if window > 0.0 { n as f64 / window } else { 0.0 };
+        let finished = m.ok + m.failed();
+        let target_rate = match level {
+            LoadLevel::Open { rate, .. } => Some(rate),
+            LoadLevel::Closed { .. } => None,
+        };
+        let achieved_rate = match (m.first_send, m.last_send) {
+            (Some(first), Some(last)) if m.sent > 1 && last > first => {
+                Some((m.sent - 1) as f64 / (last - first).as_secs_f64())
+            }
+            _ => None,
+        };
+        let mut warnings = Vec::new();
+        if client.saturated {
+            warnings.push(format!(
+                "the judge was saturated (a worker thread was busy {:.0} % of the time): these figures may be the client's limit; add --threads or lower the load",
+                client.busiest_thread_share * 100.0
+            ));
+        }
+        if m.late_sends > 0 && m.late_sends * 100 >= m.sent {
+            warnings.push(format!(
+                "{} of {} sends started more than {} ms late: the judge could not keep the schedule",
+                m.late_sends,
+                m.sent,
+                late_after.as_millis()
+            ));
+        }
+        if m.skipped_sends > 0 {
+            warnings.push(format!(
+                "{} sends were skipped because --max-in-flight requests were outstanding: the target cannot keep up with this rate",
+                m.skipped_sends
+            ));
+        }
+        if let (Some(target), Some(achieved)) = (target_rate, achieved_rate)
+            && achieved < 0.95 * target
+        {
+            warnings.push(format!(
+                "achieved {achieved:.1} sends/s of the {target} asked for"
+            ));
+        }
+        if m.sent == 0 {
+            warnings.push("no request was measured (is the warm-up longer than the run?)".into());
+        }
+        Self {
+            label: level.to_string(),
+            level,
+            target_rate,
+            achieved_rate,
+            duration_s: window,
+            requests: RequestCounts {
+                sent: m.sent,
+                ok: m.ok,
+                failed: m.failed(),
+                error_rate: if finished > 0 {
+                    m.failed() as f64 / finished as f64
+                } else {
+                    0.0
+                },
+                errors: m.errors_by_class(),
+                late_sends: m.late_sends,
+                skipped_sends: m.skipped_sends,
+            },
+            throughput: Throughput {
+                requests_per_s: per_s(m.ok),
+                output_tokens_per_s: per_s(m.output_tokens),
+                output_tokens: m.output_tokens,
+                goodput_per_s: None,
+                good_requests: None,
+            },
+            latency: Percentiles::of(&m.latency),
+            ttft: Percentiles::of(&m.ttft),
+            itl: Percentiles::of(&m.itl),
+            tpot: Percentiles::of(&m.tpot),
+            send_lag: Percentiles::of(&m.send_lag),
+            client,
+            warnings,
+        }
+        .with_goodput(m, window)
+    }
+
+    fn with_goodput(mut self, m: &Metrics, window: f64) -> Self {
+        // Goodput only means something against objectives; LoadResults clears it without any.
+        self.throughput.good_requests = Some(m.good);
+        self.throughput.goodput_per_s = Some(if window > 0.0 {
+            m.good as f64 / window
+        } else {
+            0.0
+        });
+        self
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadSummary {
+    pub prompt_tokens: String,
+    pub output_tokens: String,
+    pub sessions: u32,
+}
+
+/// Everything `results.json` holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoadResults {
+    pub suite: &'static str,
+    pub judge_version: &'static str,
+    pub started_at: DateTime<Utc>,
+    pub endpoint: String,
+    pub model: String,
+    pub stream: bool,
+    pub seed: u64,
+    pub workload: WorkloadSummary,
+    pub warmup_s: f64,
+    pub requests_per_step: Option<u64>,
+    pub duration_per_step_s: Option<f64>,
+    pub threads: usize,
+    pub slos: Slos,
+    pub definitions: BTreeMap<&'static str, &'static str>,
+    pub steps: Vec<StepResult>,
+}
+
+impl LoadResults {
+    pub fn new(
+        config: &LoadConfig,
+        workload: &Workload,
+        started_at: DateTime<Utc>,
+        mut steps: Vec<StepResult>,
+    ) -> Self {
+        if config.slos.is_empty() {
+            for step in &mut steps {
+                step.throughput.goodput_per_s = None;
+                step.throughput.good_requests = None;
+            }
+        }
+        Self {
+            suite: "load",
+            judge_version: env!("CARGO_PKG_VERSION"),
+            started_at,
+            endpoint: config.endpoint.clone(),
+            model: workload.model.clone(),
+            stream: config.stream,
+            seed: config.seed,
+            workload: WorkloadSummary {
+                prompt_tokens: workload.prompt_tokens.to_string(),
+                output_tokens: workload.output_tokens.to_string(),
+                sessions: workload.sessions,
+            },
+            warmup_s: config.warmup.as_secs_f64(),
+            requests_per_step: config.requests,
+            duration_per_step_s: config.duration.map(|d| d.as_secs_f64()),
+            threads: config.threads,
+            slos: config.slos.clone(),
+            definitions: DEFINITIONS.into_iter().collect(),
+            steps,
+        }
+    }
+}
+
+/// Writes `results.json` and `report.html` into `<out>/load-<time>/` and returns that directory.
+pub fn write(out: &Path, results: &LoadResults) -> Result<PathBuf, LoadError> {
+    let stamp = results.started_at.format("%Y%m%dT%H%M%S%.3fZ");
+    let dir = out.join(format!("load-{stamp}"));
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| LoadError::Write { path, source }
+    };
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let json = serde_json::to_vec_pretty(results).expect("results serialise");
+    let json_path = dir.join("results.json");
+    std::fs::write(&json_path, json).map_err(io(&json_path))?;
+    let html_path = dir.join("report.html");
+    std::fs::write(&html_path, render_html(results)).map_err(io(&html_path))?;
+    Ok(dir)
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+th:first-child,td:first-child{text-align:left}.warn{color:#b42318}dt{font-weight:bold;margin-top:.4em}";
+
+fn ms(p: &Option<Percentiles>, pick: fn(&Percentiles) -> f64) -> String {
+    p.as_ref().map_or("–".into(), |p| format!("{:.2}", pick(p)))
+}
+
+/// Grouped bars: p50, p90, p99, p99.9 of one metric per step, on a shared linear scale.
+fn percentile_chart(
+    title: &str,
+    steps: &[StepResult],
+    pick: fn(&StepResult) -> &Option<Percentiles>,
+) -> String {
+    let rows: Vec<(&str, [f64; 4])> = steps
+        .iter()
+        .filter_map(|s| {
+            pick(s)
+                .as_ref()
+                .map(|p| (s.label.as_str(), [p.p50_ms, p.p90_ms, p.p99_ms, p.p999_ms]))
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let max = rows
+        .iter()
+        .flat_map(|(_, v)| v.iter().copied())
+        .fold(0.0f64, f64::max)
+        .max(0.001);
+    let (left, width, bar) = (170.0, 560.0, 11.0);
+    let group = bar * 4.0 + 12.0;
+    let height = group * rows.len() as f64 + 30.0;
+    let colours = ["#93c5fd", "#3b82f6", "#1d4ed8", "#172554"];
+    let mut svg = format!(
+        r#"<h3>{}</h3><svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" role="img" aria-label="{}">"#,
+        escape(title),
+        left + width + 120.0,
+        escape(title)
+    );
+    for (i, (label, values)) in rows.iter().enumerate() {
+        let y0 = i as f64 * group + 4.0;
+        let _ = write!(
+            svg,
+            r#"<text x="{}" y="{}" font-size="12" text-anchor="end">{}</text>"#,
+            left - 8.0,
+            y0 + 2.0 * bar + 4.0,
+            escape(label)
+        );
+        for (j, (value, name)) in values
+            .iter()
+            .zip(["p50", "p90", "p99", "p99.9"])
+            .enumerate()
+        {
+            let y = y0 + j as f64 * bar;
+            let _ = write!(
+                svg,
+                r#"<rect x="{left}" y="{y}" width="{:.1}" height="{}" fill="{}"/><text x="{:.1}" y="{}" font-size="10">{name} {value:.2} ms</text>"#,
+                value / max * width,
+                bar - 1.0,
+                colours[j],
+                left + value / max * width + 4.0,
+                y + bar - 2.0
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+/// Throughput per step (the shape of a sweep: where it stops growing is the knee).
+fn throughput_chart(steps: &[StepResult]) -> String {
+    let max = steps
+        .iter()
+        .map(|s| s.throughput.requests_per_s)
+        .fold(0.0f64, f64::max)
+        .max(0.001);
+    let (left, width, row) = (170.0, 560.0, 22.0);
+    let height = row * steps.len() as f64 + 10.0;
+    let mut svg = format!(
+        r#"<h3>Requests/s per load level</h3><svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" role="img" aria-label="Requests per second">"#,
+        left + width + 120.0
+    );
+    for (i, s) in steps.iter().enumerate() {
+        let y = i as f64 * row + 4.0;
+        let value = s.throughput.requests_per_s;
+        let _ = write!(
+            svg,
+            r##"<text x="{}" y="{}" font-size="12" text-anchor="end">{}</text><rect x="{left}" y="{y}" width="{:.1}" height="16" fill="#16a34a"/><text x="{:.1}" y="{}" font-size="11">{value:.1}/s</text>"##,
+            left - 8.0,
+            y + 12.0,
+            escape(&s.label),
+            value / max * width,
+            left + value / max * width + 4.0,
+            y + 12.0
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+pub fn render_html(r: &LoadResults) -> String {
+    let mut h = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>judge load: {}</title><style>{STYLE}</style></head><body>",
+        escape(&r.endpoint)
+    );
+    let _ = write!(
+        h,
+        "<h1>Load: {}</h1><p>model <code>{}</code>, {}, prompts {} tokens, outputs {} tokens, {} sessions, seed {}, warm-up {} s excluded, {} worker threads, started {}</p>",
+        escape(&r.endpoint),
+        escape(&r.model),
+        if r.stream {
+            "streaming"
+        } else {
+            "non-streaming"
+        },
+        escape(&r.workload.prompt_tokens),
+        escape(&r.workload.output_tokens),
+        r.workload.sessions,
+        r.seed,
+        r.warmup_s,
+        r.threads,
+        r.started_at.to_rfc3339()
+    );
+    if !r.slos.is_empty() {
+        let slos: Vec<String> = r.slos.iter().map(|s| s.to_string()).collect();
+        let _ = write!(h, "<p>SLOs: {}</p>", escape(&slos.join(", ")));
+    }
+    h.push_str("<table><tr><th>load</th><th>req/s</th><th>target/achieved rate</th><th>output tok/s</th><th>goodput/s</th><th>ok</th><th>error rate</th><th>errors by class</th><th>latency p50/p99 ms</th><th>TTFT p99 ms</th><th>ITL p99 ms</th><th>TPOT p99 ms</th><th>client µs/req</th></tr>");
+    for s in &r.steps {
+        let errors: Vec<String> = s
+            .requests
+            .errors
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        let rate = match (s.target_rate, s.achieved_rate) {
+            (Some(t), Some(a)) => format!("{t} / {a:.1}"),
+            (Some(t), None) => format!("{t} / –"),
+            _ => "–".into(),
+        };
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{:.1}</td><td>{rate}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{:.2} %</td><td>{}</td><td>{} / {}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            escape(&s.label),
+            s.throughput.requests_per_s,
+            s.throughput.output_tokens_per_s,
+            s.throughput
+                .goodput_per_s
+                .map_or("–".into(), |g| format!("{g:.1}")),
+            s.requests.ok,
+            s.requests.error_rate * 100.0,
+            escape(&errors.join(", ")),
+            ms(&s.latency, |p| p.p50_ms),
+            ms(&s.latency, |p| p.p99_ms),
+            ms(&s.ttft, |p| p.p99_ms),
+            ms(&s.itl, |p| p.p99_ms),
+            ms(&s.tpot, |p| p.p99_ms),
+            s.client
+                .cpu_us_per_request
+                .map_or("–".into(), |c| format!("{c:.1}")),
+        );
+    }
+    h.push_str("</table>");
+    for s in &r.steps {
+        for w in &s.warnings {
+            let _ = write!(
+                h,
+                "<p class=\"warn\">{}: {}</p>",
+                escape(&s.label),
+                escape(w)
+            );
+        }
+    }
+    if r.steps.len() > 1 {
+        h.push_str(&throughput_chart(&r.steps));
+    }
+    h.push_str(&percentile_chart("Request latency (ms)", &r.steps, |s| {
+        &s.latency
+    }));
+    if r.stream {
+        h.push_str(&percentile_chart(
+            "Time to first token (ms)",
+            &r.steps,
+            |s| &s.ttft,
+        ));
+        h.push_str(&percentile_chart(
+            "Inter-token latency (ms)",
+            &r.steps,
+            |s| &s.itl,
+        ));
+        h.push_str(&percentile_chart(
+            "Time per output token (ms)",
+            &r.steps,
+            |s| &s.tpot,
+        ));
+    }
+    h.push_str("<h2>Definitions</h2><dl>");
+    for (name, text) in &r.definitions {
+        let _ = write!(h, "<dt>{}</dt><dd>{}</dd>", escape(name), escape(text));
+    }
+    h.push_str("</dl></body></html>\n");
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use super::*;
+    use crate::suites::load::metrics::StreamTimer;
+    use crate::suites::load::schedule::Arrivals;
+
+    fn client(saturated: bool) -> ClientCpu {
+        ClientCpu {
+            threads: 1,
+            cpu_s: 1.0,
+            requests_including_warmup: 100,
+            cpu_us_per_request: Some(10_000.0),
+            busiest_thread_share: if saturated { 0.97 } else { 0.2 },
+            saturated,
+        }
+    }
+
+    /// 100 sends 10 ms apart (99/0.99 s = 100/s), replies 5 ms after each.
+    fn metrics(late: u64, skipped: u64) -> Metrics {
+        let t0 = Instant::now();
+        let mut m = Metrics::default();
+        for i in 0..100u64 {
+            let sent = t0 + Duration::from_millis(10 * i);
+            m.record_send(sent, 4);
+            let done = sent + Duration::from_millis(5);
+            m.record_ok(&StreamTimer::whole(sent, done, 3), &Slos::default(), done);
+        }
+        m.late_sends = late;
+        m.skipped_sends = skipped;
+        m
+    }
+
+    #[test]
+    fn step_figures_come_from_the_measured_window() {
+        let level = LoadLevel::Open {
+            rate: 100.0,
+            arrivals: Arrivals::Constant,
+        };
+        let step = StepResult::new(
+            level,
+            &metrics(0, 0),
+            client(false),
+            Duration::from_millis(2),
+        );
+        assert!(step.warnings.is_empty(), "{:?}", step.warnings);
+        // First send at 0, last reply at 995 ms.
+        assert!((step.duration_s - 0.995).abs() < 1e-9);
+        assert!((step.throughput.requests_per_s - 100.0 / 0.995).abs() < 1e-6);
+        assert!((step.throughput.output_tokens_per_s - 300.0 / 0.995).abs() < 1e-6);
+        assert!((step.achieved_rate.unwrap() - 100.0).abs() < 1e-6);
+        assert_eq!(step.target_rate, Some(100.0));
+    }
+
+    #[test]
+    fn a_saturated_or_late_judge_and_an_unkept_rate_are_warned_about() {
+        let level = LoadLevel::Open {
+            rate: 200.0,
+            arrivals: Arrivals::Poisson,
+        };
+        let step = StepResult::new(
+            level,
+            &metrics(5, 7),
+            client(true),
+            Duration::from_millis(2),
+        );
+        let all = step.warnings.join("\n");
+        assert!(all.contains("the judge was saturated"), "{all}");
+        assert!(
+            all.contains("5 of 100 sends started more than 2 ms late"),
+            "{all}"
+        );
+        assert!(all.contains("7 sends were skipped"), "{all}");
+        assert!(
+            all.contains("achieved 100.0 sends/s of the 200 asked for"),
+            "{all}"
+        );
+        let html = render_html(&LoadResults {
+            suite: "load",
+            judge_version: "0",
+            started_at: Utc::now(),
+            endpoint: "http://127.0.0.1:1".into(),
+            model: "m<x>".into(),
+            stream: true,
+            seed: 1,
+            workload: WorkloadSummary {
+                prompt_tokens: "4".into(),
+                output_tokens: "3".into(),
+                sessions: 1,
+            },
+            warmup_s: 0.0,
+            requests_per_step: None,
+            duration_per_step_s: Some(1.0),
+            threads: 1,
+            slos: Slos::default(),
+            definitions: DEFINITIONS.into_iter().collect(),
+            steps: vec![step],
+        });
+        assert!(html.contains("the judge was saturated"));
+        assert!(html.contains("m&lt;x&gt;"), "escaped");
+        assert!(html.contains("<svg"));
+    }
+}

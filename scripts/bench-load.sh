@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# Load benchmarks of issue 8, all in ONE run so their ratios are comparable:
+#   (a) bare actix-web fixed-JSON server vs agent-server (builtin model, embedded store),
+#       non-streaming, 64 connections, generator `judge load` (and wrk as a cross-check);
+#   (b) streamed turns/s of both;
+#   (c) `judge load` vs guidellm against the bare server: highest sustained rate and client CPU
+#       per request (process-tree user+sys time from bash's `time`, over requests made).
+# Servers run on CPU 0 and generators on CPU 1 (taskset), one worker/thread each, so a figure is
+# "per core". Writes runs/bench-load-<time>/ and prints the summary table.
+#
+#   scripts/bench-load.sh                 # 10 s per measurement, 3 repeats, medians
+#   BENCH_SECONDS=5 BENCH_REPEATS=1 scripts/bench-load.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${BENCH_SECONDS:-10}
+repeats=${BENCH_REPEATS:-3}
+warmup=${BENCH_WARMUP:-2}
+bare_port=${BENCH_BARE_PORT:-18091}
+agent_port=${BENCH_AGENT_PORT:-18092}
+
+cargo build --release --quiet -p agent-server -p judge-client -p agentwall --bins --example bare_server
+out=runs/bench-load-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$out"
+echo "results in $out" >&2
+
+server_cpu="taskset -c 0"
+client_cpu="taskset -c 1"
+if [ "$(nproc)" -lt 2 ]; then server_cpu=""; client_cpu=""; fi
+
+pids=()
+cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+trap cleanup EXIT
+
+wait_up() {
+  for _ in $(seq 100); do
+    curl -fsS "http://127.0.0.1:$1/v1/models" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "server on port $1 did not start" >&2
+  exit 1
+}
+
+$server_cpu target/release/examples/bare_server --port "$bare_port" --workers 1 --chunks 16 \
+  2>"$out/bare_server.log" &
+pids+=($!)
+$server_cpu target/release/agent-server --addr "127.0.0.1:$agent_port" --workers 1 \
+  --data-dir "$out/agent-data" >"$out/agent-server.log" 2>&1 &
+pids+=($!)
+wait_up "$bare_port"
+wait_up "$agent_port"
+
+# judge NAME PORT ARGS...: one `judge load` measurement, its process CPU time in NAME.cpu.
+judge() {
+  local name=$1 port=$2
+  shift 2
+  local TIMEFORMAT='%U %S'
+  { time $client_cpu target/release/judge load --endpoint "http://127.0.0.1:$port" \
+      --threads 1 --duration "${seconds}s" --warmup "${warmup}s" --prompt-tokens 16 \
+      --output-tokens 16 --quiet --out "$out/judge/$name" "$@" >"$out/$name.log" 2>&1; } \
+    2>"$out/$name.cpu"
+}
+
+metrics() { curl -fsS "http://127.0.0.1:$agent_port/metrics" >"$out/$1.metrics" || true; }
+
+for rep in $(seq "$repeats"); do
+  echo "repeat $rep/$repeats" >&2
+  # (a) non-streaming, 64 connections
+  judge "a-bare-judge-$rep" "$bare_port" --concurrency 64
+  metrics "a-agent-judge-$rep.before"
+  judge "a-agent-judge-$rep" "$agent_port" --concurrency 64
+  metrics "a-agent-judge-$rep.after"
+  if command -v wrk >/dev/null; then
+    $client_cpu wrk -t1 -c64 -d"${seconds}s" --latency -s scripts/bench/chat.lua \
+      "http://127.0.0.1:$bare_port/v1/chat/completions" >"$out/a-bare-wrk-$rep.log"
+    $client_cpu wrk -t1 -c64 -d"${seconds}s" --latency -s scripts/bench/chat.lua \
+      "http://127.0.0.1:$agent_port/v1/chat/completions" >"$out/a-agent-wrk-$rep.log"
+  fi
+  # (b) streaming, 64 connections (16 output chunks per reply from the bare server)
+  judge "b-bare-judge-$rep" "$bare_port" --concurrency 64 --stream
+  judge "b-agent-judge-$rep" "$agent_port" --concurrency 64 --stream
+done
+
+# (c) judge vs guidellm, streaming, against the bare server: each at its highest rate
+# (closed loop at 64 streams, guidellm's `throughput` profile at 64).
+# guidellm's CPU per request is its marginal cost: process-tree CPU of a run minus that of a
+# one-request run (Python start-up, imports, tokenizer load), over the requests of the run.
+guidellm() {
+  local name=$1 constraint=$2
+  local TIMEFORMAT='%U %S'
+  { time HF_HUB_OFFLINE=1 $client_cpu .venv/guidellm/bin/guidellm run \
+      --backend "kind=openai_http,target=http://127.0.0.1:$bare_port,model=bare,validate_backend=false" \
+      --profile kind=throughput,max_concurrency=64 --constraint "$constraint" \
+      --tokenizer "kind=hf_auto,model=$PWD/.venv/guidellm-tokenizer" \
+      --data kind=synthetic_text,prompt_tokens=16,output_tokens=16 \
+      --output "kind=json,path=$PWD/$out/$name.json" \
+      --disable-progress >"$out/$name.log" 2>&1; } 2>"$out/$name.cpu" ||
+    echo "guidellm failed: see $out/$name.log" >&2
+}
+if [ -x .venv/guidellm/bin/guidellm ]; then
+  [ -d .venv/guidellm-tokenizer ] ||
+    .venv/guidellm/bin/python scripts/bench/make_tokenizer.py .venv/guidellm-tokenizer >/dev/null
+  guidellm c-guidellm-startup "kind=max_requests,count=1"
+  guidellm c-guidellm "kind=max_duration,seconds=$((seconds * 2))"
+else
+  echo "no guidellm: python3 -m venv .venv/guidellm && .venv/guidellm/bin/pip install guidellm" >&2
+fi
+judge "c-judge" "$bare_port" --concurrency 64 --stream
+
+python3 scripts/bench/summarise.py "$out" | tee "$out/summary.txt"

@@ -1,0 +1,159 @@
+"""Summarises one scripts/bench-load.sh run directory: medians over repeats, ratios, client CPU
+per request, and agent-server's own time per memory operation from /metrics."""
+
+import glob
+import json
+import os
+import re
+import statistics
+import sys
+
+out = sys.argv[1]
+
+
+def judge_step(name):
+    files = glob.glob(os.path.join(out, "judge", name, "load-*", "results.json"))
+    if not files:
+        return None
+    with open(files[0]) as f:
+        return json.load(f)["steps"][0]
+
+
+def cpu_seconds(name):
+    try:
+        with open(os.path.join(out, name + ".cpu")) as f:
+            user, system = f.read().split()[-2:]
+        return float(user) + float(system)
+    except (OSError, ValueError):
+        return None
+
+
+def wrk(name):
+    try:
+        with open(os.path.join(out, name + ".log")) as f:
+            text = f.read()
+    except OSError:
+        return None
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    p99 = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)", text, re.M)
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    return {
+        "rps": float(rps.group(1)) if rps else None,
+        "p99_ms": float(p99.group(1)) * scale[p99.group(2)] if p99 else None,
+        "non_2xx": int(errors.group(1)) if errors else 0,
+    }
+
+
+def med(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(v, digits=0):
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def repeats(prefix):
+    return sorted(
+        {int(m.group(1)) for p in os.listdir(out) if (m := re.match(prefix + r"-(\d+)\.", p))}
+    )
+
+
+def judge_row(label, name):
+    steps = [judge_step(f"{name}-{r}") for r in repeats(name)]
+    steps = [s for s in steps if s]
+    if not steps:
+        return None
+    rps = med([s["throughput"]["requests_per_s"] for s in steps])
+    p50 = med([s["latency"]["p50_ms"] for s in steps if s["latency"]])
+    p99 = med([s["latency"]["p99_ms"] for s in steps if s["latency"]])
+    cpu = med([s["client"]["cpu_us_per_request"] for s in steps])
+    errors = sum(s["requests"]["failed"] for s in steps)
+    saturated = sum(1 for s in steps if s["client"]["saturated"])
+    print(
+        f"{label:<44} {fmt(rps):>10} {fmt(p50, 2):>8} {fmt(p99, 2):>8} {fmt(cpu, 1):>10} "
+        f"{errors:>7} {saturated}/{len(steps)}"
+    )
+    return rps
+
+
+def memory_ms(rep):
+    """Mean server-side ms per memory operation over the agent run, from /metrics deltas."""
+
+    def read(path):
+        sums = {}
+        try:
+            with open(path) as f:
+                for line in f:
+                    m = re.match(
+                        r'agentwall_(memory_operation|http_request)_duration_seconds_(sum|count)\{([^}]*)\} ([\d.e+-]+)',
+                        line,
+                    )
+                    if m:
+                        key = (m.group(1), m.group(3), m.group(2))
+                        sums[key] = sums.get(key, 0.0) + float(m.group(4))
+        except OSError:
+            pass
+        return sums
+
+    before = read(os.path.join(out, f"a-agent-judge-{rep}.before.metrics"))
+    after = read(os.path.join(out, f"a-agent-judge-{rep}.after.metrics"))
+    result = {}
+    for (kind, labels, part), value in after.items():
+        if part != "sum":
+            continue
+        count = after.get((kind, labels, "count"), 0) - before.get((kind, labels, "count"), 0)
+        total = value - before.get((kind, labels, "sum"), 0)
+        if count > 0 and ("chat" in labels or kind == "memory_operation"):
+            result[f"{kind}{{{labels}}}"] = (count, total / count * 1000)
+    return result
+
+
+print(f"bench-load run {os.path.basename(out)}; medians over {len(repeats('a-bare-judge'))} repeats")
+print(f"{'measurement':<44} {'req/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'client µs':>10} {'errors':>7} saturated")
+bare = judge_row("(a) bare actix-web, judge, c=64", "a-bare-judge")
+agent = judge_row("(a) agent-server, judge, c=64", "a-agent-judge")
+if bare and agent:
+    print(f"    agent-server / bare (judge): {agent / bare:.1%}")
+wb = [wrk(f"a-bare-wrk-{r}") for r in repeats("a-bare-wrk")]
+wa = [wrk(f"a-agent-wrk-{r}") for r in repeats("a-agent-wrk")]
+if any(wb) and any(wa):
+    b, a = med([w["rps"] for w in wb if w]), med([w["rps"] for w in wa if w])
+    print(f"{'(a) bare actix-web, wrk, c=64':<44} {fmt(b):>10} {'':>8} {fmt(med([w['p99_ms'] for w in wb if w]), 2):>8}")
+    print(f"{'(a) agent-server, wrk, c=64':<44} {fmt(a):>10} {'':>8} {fmt(med([w['p99_ms'] for w in wa if w]), 2):>8}"
+          f"   non-2xx {sum(w['non_2xx'] for w in wa if w)}")
+    if a and b:
+        print(f"    agent-server / bare (wrk): {a / b:.1%}")
+judge_row("(b) bare actix-web, judge, stream, c=64", "b-bare-judge")
+judge_row("(b) agent-server, judge, stream, c=64", "b-agent-judge")
+for name, (count, ms) in sorted(memory_ms(1).items()):
+    print(f"    server-side mean {ms:.3f} ms over {count:.0f}: {name}")
+
+print("(c) generators against the bare server, streaming, 16 prompt / 16 output tokens")
+step = judge_step("c-judge")
+judge_cpu = cpu_seconds("c-judge")
+if step:
+    made = step["client"]["requests_including_warmup"]
+    per = judge_cpu / made * 1e6 if judge_cpu and made else None
+    print(f"    judge:    {fmt(step['throughput']['requests_per_s'])} streams/s, "
+          f"{fmt(per, 1)} µs client CPU per request (process time {fmt(judge_cpu, 2)} s / {made} requests)")
+guide_path = os.path.join(out, "c-guidellm.json")
+if os.path.exists(guide_path):
+    with open(guide_path) as f:
+        report = json.load(f)
+    bench = report["benchmarks"][0]
+    metrics = bench["metrics"]
+    rps = metrics["requests_per_second"]["successful"]["mean"]
+    totals = metrics["request_totals"]
+    made = sum(totals.get(k, 0) or 0 for k in ("successful", "errored", "incomplete"))
+    total_cpu = cpu_seconds("c-guidellm")
+    startup = cpu_seconds("c-guidellm-startup") or 0.0
+    cpu = total_cpu - startup if total_cpu else None
+    per = cpu / made * 1e6 if cpu and made else None
+    print(f"    guidellm: {fmt(rps)} streams/s, {fmt(per, 1)} µs client CPU per request "
+          f"(process-tree time {fmt(total_cpu, 2)} s minus {fmt(startup, 2)} s start-up / {made} requests)")
+    if step and rps and per and judge_cpu:
+        judge_per = judge_cpu / step["client"]["requests_including_warmup"] * 1e6
+        print(f"    judge / guidellm: {step['throughput']['requests_per_s'] / rps:.1f}x the rate, "
+              f"{judge_per / per:.3f}x the CPU per request")
