@@ -5,9 +5,9 @@
 #
 # Builds both binaries (release), starts agent-server on a free loopback port with a fresh data
 # directory and no external service, waits until it is ready, runs the judge's long-term-memory
-# suite and then its simulated-applications suite against it, prints each summary and the path of
-# each report.html, and stops the server. Flags go to `judge ltm`; its exit code wins (2: below
-# --fail-under, 3: regression against --baseline), else the apps run's.
+# suite, its simulated-applications suite and its persona simulations against it, prints each
+# summary and the path of each report.html, and stops the server. Flags go to `judge ltm`; its exit
+# code wins (2: below --fail-under, 3: regression against --baseline), then the others'.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,7 +42,12 @@ echo
 echo "==> judge apps (simulated applications: the agent operates PayPal)"
 target/release/judge apps --endpoint "http://127.0.0.1:$port" --out runs
 apps_status=$?
+echo
+echo "==> judge sim (15-round conversations with the shipped persona panel)"
+target/release/judge sim --endpoint "http://127.0.0.1:$port" --out runs
+sim_status=$?
 set -e
-# The LTM verdict (with the caller's --fail-under / --baseline) wins; otherwise the apps run's.
-if [ "$status" -ne 0 ]; then exit "$status"; fi
-exit "$apps_status"
+# The LTM verdict (with the caller's --fail-under / --baseline) wins; then the others'.
+for s in "$status" "$apps_status" "$sim_status"; do
+  if [ "$s" -ne 0 ]; then exit "$s"; fi
+done

@@ -123,15 +123,19 @@ struct SimArgs {
     /// OpenAI-compatible endpoint of the LLM user simulator.
     #[arg(long)]
     user_endpoint: Option<String>,
+    /// Model of the LLM user simulator (default: the first one its endpoint lists).
     #[arg(long)]
     user_model: Option<String>,
+    /// Bearer key for --user-endpoint.
     #[arg(long, env = "JUDGE_USER_API_KEY", hide_env_values = true)]
     user_api_key: Option<String>,
     /// OpenAI-compatible endpoint of the LLM judge (rubric scores; pairwise preference in A/B).
     #[arg(long)]
     judge_endpoint: Option<String>,
+    /// Model of the LLM judge (default: the first one its endpoint lists).
     #[arg(long)]
     judge_model: Option<String>,
+    /// Bearer key for --judge-endpoint.
     #[arg(long, env = "JUDGE_JUDGE_API_KEY", hide_env_values = true)]
     judge_api_key: Option<String>,
     /// Configuration file in design document 000's YAML shape (agent injection).
