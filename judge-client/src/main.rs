@@ -40,7 +40,8 @@ const EXIT_REGRESSION: u8 = 3;
 #[command(
     name = "judge",
     version,
-    about = "Benchmarks any OpenAI-compatible chat endpoint over HTTP."
+    about = "Benchmarks any OpenAI-compatible chat endpoint over HTTP.",
+    after_help = "Examples:\n  judge ltm --endpoint http://127.0.0.1:8080\n  judge apps --endpoint http://127.0.0.1:8080 --action-mode tools\n  judge sim --endpoint http://127.0.0.1:8080 --endpoint-b http://127.0.0.1:8081\n  judge load --endpoint http://127.0.0.1:8080 --concurrency 64 --duration 30s\n  judge compare runs/<run-a> runs/<run-b>\n\nEvery run writes runs/<run-id>/ with results.json, junit.xml and report.html."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -51,23 +52,23 @@ struct Cli {
 enum Command {
     /// Run the long-term-memory suite (or finish an interrupted run with --resume).
     Ltm(LtmArgs),
-    /// Compare two runs test by test; exits 3 on a significant regression of RUN_B against RUN_A.
-    Compare(CompareArgs),
-    /// Only probe the target's capabilities and print them.
-    Probe(ProbeArgs),
+    /// Let the target operate simulated apps (PayPal) for scripted users; graded by final state.
+    Apps(AppsArgs),
     /// Simulate persona conversations against the target (A/B with --endpoint-b).
     Sim(SimArgs),
     /// A/B comparison: the same simulation against --endpoint and --endpoint-b.
     Ab(SimArgs),
-    /// Send the requests of a fixture file to another agent and compare its replies.
-    Replay(ReplayArgs),
-    /// Let the target operate simulated apps (PayPal) for scripted users; graded by final state.
-    Apps(AppsArgs),
-    /// Combine the run directories of the shards of one `judge ltm --shard` benchmark into one run.
-    Merge(MergeArgs),
     /// Load-test the endpoint: closed or open loop, streaming or not; writes results.json and
     /// report.html.
     Load(LoadArgs),
+    /// Compare two runs test by test; exits 3 on a significant regression of RUN_B against RUN_A.
+    Compare(CompareArgs),
+    /// Send the requests of a fixture file to another agent and compare its replies.
+    Replay(ReplayArgs),
+    /// Combine the run directories of the shards of one `judge ltm --shard` benchmark into one run.
+    Merge(MergeArgs),
+    /// Only probe the target's capabilities and print them.
+    Probe(ProbeArgs),
 }
 
 #[derive(Args)]
