@@ -780,8 +780,18 @@ async fn apps(args: AppsArgs) -> anyhow::Result<ExitCode> {
             s.trials,
             s.pass_hat_k.map_or("–".to_owned(), |v| format!("{:.2}", v))
         );
-        for why in &s.why {
-            println!("       {why}");
+        // Trials of a deterministic agent usually fail alike: say a shared reason once.
+        let reasons: Vec<&str> = s
+            .why
+            .iter()
+            .map(|w| w.split_once(": ").map_or(w.as_str(), |(_, r)| r))
+            .collect();
+        if reasons.len() > 1 && reasons.iter().all(|r| *r == reasons[0]) {
+            println!("       all {} trials: {}", reasons.len(), reasons[0]);
+        } else {
+            for why in &s.why {
+                println!("       {why}");
+            }
         }
     }
     let mean = results.mean_pass_hat_k.unwrap_or(0.0);
