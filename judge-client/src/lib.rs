@@ -8,6 +8,7 @@
 //! - [`shard`]: one benchmark split across processes (`--shard`) and merged back (`judge merge`).
 
 pub mod apps;
+pub mod canonical;
 pub mod config;
 pub mod report;
 pub mod run;

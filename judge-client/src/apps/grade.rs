@@ -77,44 +77,9 @@ pub fn grade(
     }
 }
 
-/// Canonical JSON: object keys sorted at every level, no whitespace. Written out by hand because
-/// serde_json keeps insertion order when any crate in the build enables `preserve_order`.
-pub fn canonical_json(value: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(value, &mut out);
-    out
-}
+pub use crate::canonical::canonical_json;
 
-fn write_canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[key], out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
-}
-
+/// SHA-256 (hex) of the canonical JSON of an app state.
 pub fn state_hash(state: &Value) -> String {
     let digest = Sha256::digest(canonical_json(state).as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()

@@ -14,7 +14,8 @@
 //!   replayed against another agent.
 
 pub mod ab;
-pub mod canonical;
+// Canonical JSON and derived ids are shared with the apps suite; the old path stays valid.
+pub use crate::canonical;
 pub mod evaluate;
 pub mod injection;
 pub mod judge;

@@ -1,7 +1,8 @@
 //! Canonical JSON and the `sha256:` hashes of design document 000 (config, persona and request
-//! hashes). Canonical here means: object keys sorted at every depth, no insignificant whitespace,
-//! serde_json's number formatting. Written out explicitly rather than relying on serde_json's map
-//! order, which changes when any crate in the build turns on its `preserve_order` feature.
+//! hashes), also used for app state hashes (`apps::grade`). Canonical here means: object keys
+//! sorted at every depth, no insignificant whitespace, serde_json's number formatting. Written out
+//! explicitly rather than relying on serde_json's map order, which changes when any crate in the
+//! build turns on its `preserve_order` feature.
 
 use serde::Serialize;
 use serde_json::Value;
