@@ -111,7 +111,11 @@ async fn many_concurrent_commits_are_all_stored() {
     let writes = (0..400).map(|i| {
         let s = &sessions[i % sessions.len()];
         let store = &store;
-        async move { store.commit_turn(s, turn(&format!("turn {i}"), Some(0))).await }
+        async move {
+            store
+                .commit_turn(s, turn(&format!("turn {i}"), Some(0)))
+                .await
+        }
     });
     for result in join_all(writes).await {
         let stored = result.expect("every concurrent commit succeeds");

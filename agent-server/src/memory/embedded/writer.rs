@@ -64,9 +64,7 @@ impl Writer {
             result: None,
             reply,
         };
-        self.jobs
-            .send(Box::new(job))
-            .map_err(|_| stopped_error())?;
+        self.jobs.send(Box::new(job)).map_err(|_| stopped_error())?;
         // A dropped sender means the thread died without answering (it never does short of a
         // panic escaping `catch_unwind`); that is an error, never a success.
         answer.await.map_err(|_| stopped_error())?
