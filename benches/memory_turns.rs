@@ -7,6 +7,9 @@
 //!                                                          # AGENTWALL_TEST_REDIS_URL and
 //!                                                          # AGENTWALL_TEST_DATABASE_URL are set
 //! cargo bench --bench memory_turns -- --seconds 10 --concurrency 1,16,64
+//! AGENTWALL_BENCH_BASELINE=/tmp/agent-server-main cargo bench --bench memory_turns
+//!     # also the embedded store of another agent-server binary (e.g. built from main), on its own
+//!     # fresh data directory, in the same run: before/after ratios
 //! ```
 //!
 //! Each client task owns 8 sessions and alternates a statement ("My item 3 is v17.") with the
@@ -272,10 +275,23 @@ fn main() {
     let o = options();
     let binary = cargo_build_release();
     let data = tempfile::tempdir().unwrap();
-    let mut backends: Vec<(&str, Vec<String>)> = vec![(
+    let baseline_data = tempfile::tempdir().unwrap();
+    let mut backends: Vec<(&str, std::path::PathBuf, Vec<String>)> = Vec::new();
+    if let Some(baseline) = std::env::var_os("AGENTWALL_BENCH_BASELINE") {
+        backends.push((
+            "embedded@base",
+            baseline.into(),
+            vec![
+                "--data-dir".into(),
+                baseline_data.path().display().to_string(),
+            ],
+        ));
+    }
+    backends.push((
         "embedded",
+        binary.clone(),
         vec!["--data-dir".into(), data.path().display().to_string()],
-    )];
+    ));
     if let (Ok(redis), Ok(pg)) = (
         std::env::var("AGENTWALL_TEST_REDIS_URL"),
         std::env::var("AGENTWALL_TEST_DATABASE_URL"),
@@ -283,6 +299,7 @@ fn main() {
         let db = create_database(&pg, &format!("bench_{}", std::process::id()));
         backends.push((
             "redis+postgres",
+            binary.clone(),
             vec!["--redis-url".into(), redis, "--database-url".into(), db],
         ));
     } else {
@@ -306,15 +323,19 @@ fn main() {
         "commit ms",
         "memory%"
     );
-    for (name, args) in &backends {
-        let server = start(&binary, args);
+    for (name, binary, args) in &backends {
+        let server = start(binary, args);
         for &c in &o.concurrency {
             let m = run(
                 &server.url,
                 c,
                 o.seconds,
                 // Session ids allow only [A-Za-z0-9._:-]: "redis+postgres" becomes "redis-postgres".
-                &format!("{}-{c}-{}", name.replace('+', "-"), std::process::id()),
+                &format!(
+                    "{}-{c}-{}",
+                    name.replace(['+', '@'], "-"),
+                    std::process::id()
+                ),
             );
             let recall = m.memory_ms_per_turn.get("recall").copied().unwrap_or(0.0);
             let commit = m.memory_ms_per_turn.get("commit").copied().unwrap_or(0.0);

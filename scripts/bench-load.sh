@@ -10,6 +10,11 @@
 #
 #   scripts/bench-load.sh                 # 10 s per measurement, 3 repeats, medians
 #   BENCH_SECONDS=5 BENCH_REPEATS=1 scripts/bench-load.sh
+#   BENCH_PARTS=a BENCH_AGENT_BASELINE=/tmp/agent-server-main scripts/bench-load.sh
+#       # only (a), plus a second agent-server binary (e.g. built from main) measured in the same
+#       # run, alternating with this tree's, for before/after ratios
+parts=${BENCH_PARTS:-abc}
+baseline=${BENCH_AGENT_BASELINE:-}
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${BENCH_SECONDS:-10}
@@ -17,6 +22,7 @@ repeats=${BENCH_REPEATS:-3}
 warmup=${BENCH_WARMUP:-2}
 bare_port=${BENCH_BARE_PORT:-18091}
 agent_port=${BENCH_AGENT_PORT:-18092}
+baseline_port=${BENCH_BASELINE_PORT:-18093}
 
 cargo build --release --quiet -p agent-server -p judge-client -p agentwall --bins --example bare_server
 out=runs/bench-load-$(date -u +%Y%m%dT%H%M%SZ)
@@ -46,6 +52,12 @@ pids+=($!)
 $server_cpu target/release/agent-server --addr "127.0.0.1:$agent_port" --workers 1 \
   --data-dir "$out/agent-data" >"$out/agent-server.log" 2>&1 &
 pids+=($!)
+if [ -n "$baseline" ]; then
+  $server_cpu "$baseline" --addr "127.0.0.1:$baseline_port" --workers 1 \
+    --data-dir "$out/baseline-data" >"$out/baseline-server.log" 2>&1 &
+  pids+=($!)
+  wait_up "$baseline_port"
+fi
 wait_up "$bare_port"
 wait_up "$agent_port"
 
@@ -60,24 +72,34 @@ judge() {
     2>"$out/$name.cpu"
 }
 
-metrics() { curl -fsS "http://127.0.0.1:$agent_port/metrics" >"$out/$1.metrics" || true; }
+# metrics NAME [PORT]: the agent-server's /metrics, for server-side time per memory operation.
+metrics() { curl -fsS "http://127.0.0.1:${2:-$agent_port}/metrics" >"$out/$1.metrics" || true; }
 
 for rep in $(seq "$repeats"); do
   echo "repeat $rep/$repeats" >&2
-  # (a) non-streaming, 64 connections
-  judge "a-bare-judge-$rep" "$bare_port" --concurrency 64
-  metrics "a-agent-judge-$rep.before"
-  judge "a-agent-judge-$rep" "$agent_port" --concurrency 64
-  metrics "a-agent-judge-$rep.after"
-  if command -v wrk >/dev/null; then
-    $client_cpu wrk -t1 -c64 -d"${seconds}s" --latency -s scripts/bench/chat.lua \
-      "http://127.0.0.1:$bare_port/v1/chat/completions" >"$out/a-bare-wrk-$rep.log"
-    $client_cpu wrk -t1 -c64 -d"${seconds}s" --latency -s scripts/bench/chat.lua \
-      "http://127.0.0.1:$agent_port/v1/chat/completions" >"$out/a-agent-wrk-$rep.log"
+  if [[ $parts == *a* ]]; then
+    # (a) non-streaming, 64 connections
+    judge "a-bare-judge-$rep" "$bare_port" --concurrency 64
+    metrics "a-agent-judge-$rep.before"
+    judge "a-agent-judge-$rep" "$agent_port" --concurrency 64
+    metrics "a-agent-judge-$rep.after"
+    if [ -n "$baseline" ]; then
+      metrics "a-baseline-judge-$rep.before" "$baseline_port"
+      judge "a-baseline-judge-$rep" "$baseline_port" --concurrency 64
+      metrics "a-baseline-judge-$rep.after" "$baseline_port"
+    fi
+    if command -v wrk >/dev/null; then
+      $client_cpu wrk -t1 -c64 -d"${seconds}s" --latency -s scripts/bench/chat.lua \
+        "http://127.0.0.1:$bare_port/v1/chat/completions" >"$out/a-bare-wrk-$rep.log"
+      $client_cpu wrk -t1 -c64 -d"${seconds}s" --latency -s scripts/bench/chat.lua \
+        "http://127.0.0.1:$agent_port/v1/chat/completions" >"$out/a-agent-wrk-$rep.log"
+    fi
   fi
-  # (b) streaming, 64 connections (16 output chunks per reply from the bare server)
-  judge "b-bare-judge-$rep" "$bare_port" --concurrency 64 --stream
-  judge "b-agent-judge-$rep" "$agent_port" --concurrency 64 --stream
+  if [[ $parts == *b* ]]; then
+    # (b) streaming, 64 connections (16 output chunks per reply from the bare server)
+    judge "b-bare-judge-$rep" "$bare_port" --concurrency 64 --stream
+    judge "b-agent-judge-$rep" "$agent_port" --concurrency 64 --stream
+  fi
 done
 
 # (c) judge vs guidellm, streaming, against the bare server: each at its highest rate
@@ -96,7 +118,9 @@ guidellm() {
       --disable-progress >"$out/$name.log" 2>&1; } 2>"$out/$name.cpu" ||
     echo "guidellm failed: see $out/$name.log" >&2
 }
-if [ -x .venv/guidellm/bin/guidellm ]; then
+if [[ $parts != *c* ]]; then
+  :
+elif [ -x .venv/guidellm/bin/guidellm ]; then
   [ -d .venv/guidellm-tokenizer ] ||
     .venv/guidellm/bin/python scripts/bench/make_tokenizer.py .venv/guidellm-tokenizer >/dev/null
   guidellm c-guidellm-startup "kind=max_requests,count=1"
@@ -104,6 +128,6 @@ if [ -x .venv/guidellm/bin/guidellm ]; then
 else
   echo "no guidellm: python3 -m venv .venv/guidellm && .venv/guidellm/bin/pip install guidellm" >&2
 fi
-judge "c-judge" "$bare_port" --concurrency 64 --stream
+[[ $parts != *c* ]] || judge "c-judge" "$bare_port" --concurrency 64 --stream
 
 python3 scripts/bench/summarise.py "$out" | tee "$out/summary.txt"

@@ -78,7 +78,7 @@ def judge_row(label, name):
     return rps
 
 
-def memory_ms(rep):
+def memory_ms(rep, name="a-agent-judge"):
     """Mean server-side ms per memory operation over the agent run, from /metrics deltas."""
 
     def read(path):
@@ -97,8 +97,8 @@ def memory_ms(rep):
             pass
         return sums
 
-    before = read(os.path.join(out, f"a-agent-judge-{rep}.before.metrics"))
-    after = read(os.path.join(out, f"a-agent-judge-{rep}.after.metrics"))
+    before = read(os.path.join(out, f"{name}-{rep}.before.metrics"))
+    after = read(os.path.join(out, f"{name}-{rep}.after.metrics"))
     result = {}
     for (kind, labels, part), value in after.items():
         if part != "sum":
@@ -116,6 +116,13 @@ bare = judge_row("(a) bare actix-web, judge, c=64", "a-bare-judge")
 agent = judge_row("(a) agent-server, judge, c=64", "a-agent-judge")
 if bare and agent:
     print(f"    agent-server / bare (judge): {agent / bare:.1%}")
+baseline = judge_row("(a) agent-server BASELINE, judge, c=64", "a-baseline-judge")
+if baseline and agent:
+    print(f"    agent-server / baseline: {agent / baseline:.1f}x")
+    for label, name in (("this tree", "a-agent-judge"), ("baseline", "a-baseline-judge")):
+        for rep in repeats(name):
+            for key, (count, ms) in sorted(memory_ms(rep, name).items()):
+                print(f"    {label} repeat {rep}: server-side mean {ms:.3f} ms over {count:.0f}: {key}")
 wb = [wrk(f"a-bare-wrk-{r}") for r in repeats("a-bare-wrk")]
 wa = [wrk(f"a-agent-wrk-{r}") for r in repeats("a-agent-wrk")]
 if any(wb) and any(wa):

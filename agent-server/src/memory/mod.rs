@@ -224,7 +224,8 @@ pub struct Snapshot {
     pub facts: Vec<Fact>,
 }
 
-#[derive(Debug, thiserror::Error)]
+/// `Clone` so that one failure (a group commit's) can be reported to every waiter it affects.
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum MemoryError {
     /// A backing service could not be reached or did not answer in time. Maps to 503.
     #[error("{dependency} is unavailable: {reason}")]

@@ -3,17 +3,20 @@
 //! - Working memory, facts and each session's epoch are tables of one database ([`schema`]); facts
 //!   have an FTS5 index (`porter unicode61`) that recall ranks with `bm25`, re-ranked by
 //!   [`ranking::combined_score`](crate::memory::ranking::combined_score) on the session clock.
-//! - Every operation is one transaction; writes are `BEGIN IMMEDIATE`, so a turn's epoch check,
-//!   supersession and inserts see no other writer in between, also across processes.
-//! - SQLite calls block, so they run on the pool's blocking threads (`interact`), never on the
-//!   async executor.
-//! - Durability: WAL with `synchronous = NORMAL`; a write that returned `Ok` survives the process
-//!   being killed (see [`schema`] for why, and what it does not cover).
+//! - Writes go through group commit ([`writer`]): one thread owns the write connection and commits
+//!   all the turns waiting for it in one `BEGIN IMMEDIATE` transaction, each turn in its own
+//!   savepoint (its epoch check decides for it alone), and answers each waiter only after the
+//!   commit. A turn's epoch check, supersession and inserts see no other writer in between, also
+//!   across processes.
+//! - Reads run on pooled connections on the blocking threads (`interact`), never on the async
+//!   executor; WAL lets them run alongside the writer.
+//! - Durability: WAL with `synchronous = FULL`; a write that returned `Ok` is on disk (see
+//!   [`schema`]). Group commit pays the sync once per batch rather than once per turn.
 //!
 //! Limits worth knowing:
-//! - One writer at a time per file (SQLite's rule); writes are short transactions, so this caps
-//!   write throughput rather than correctness. Other processes may share the file; they wait up
-//!   to [`BUSY_TIMEOUT`] for the write lock, then get [`MemoryError::Unavailable`].
+//! - One writer at a time per file (SQLite's rule), hence the batching. Other processes may share
+//!   the file; their writers wait up to [`BUSY_TIMEOUT`] for the write lock, then get
+//!   [`MemoryError::Unavailable`] (and so does every turn of a batch that waited in vain).
 //! - `bm25` takes its statistics (document count, term frequencies across documents, average
 //!   length) from the whole index, i.e. from every session. Which facts a session can recall
 //!   never depends on other sessions, but the relative weight of two different query terms, and
@@ -23,6 +26,7 @@
 
 mod ops;
 mod schema;
+mod writer;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -44,8 +48,9 @@ use super::{
 /// The dependency name in errors and health reports.
 const DEPENDENCY: &str = "embedded";
 
-/// Connections per store. SQLite runs one writer at a time whatever the pool size (and this
-/// process's writers queue on `write_gate` first), so the pool mostly serves concurrent readers.
+/// Reader connections per store (the writer has its own). Reads are short and CPU-bound; on this
+/// project's 2-core machines more connections than blocking threads that can run at once only
+/// add switching.
 const POOL_SIZE: usize = 4;
 
 /// How long a request waits for a free connection before the store reports itself unavailable.
@@ -56,11 +61,8 @@ pub struct EmbeddedStore {
     pool: Pool,
     config: MemoryConfig,
     path: PathBuf,
-    /// Serialises this process's writers before they take a connection. SQLite admits one writer
-    /// at a time anyway; queueing here in FIFO order keeps waiting writers off the blocking
-    /// threads and out of the busy handler's sleep-and-retry loop, which then only arbitrates
-    /// between processes sharing the file.
-    write_gate: tokio::sync::Mutex<()>,
+    /// The group-commit writer: every write of this store goes through it.
+    writer: writer::Writer,
 }
 
 impl std::fmt::Debug for EmbeddedStore {
@@ -118,14 +120,20 @@ impl EmbeddedStore {
                 reason: format!("cannot build the connection pool: {e}"),
             })?;
 
-        let store = Self {
+        // The writer's connection migrates the file before any reader uses it.
+        let writer_path = path.to_owned();
+        let conn = tokio::task::spawn_blocking(move || open_writer(&writer_path))
+            .await
+            .map_err(|e| MemoryError::Backend {
+                dependency: DEPENDENCY,
+                reason: format!("opening the database failed: {e}"),
+            })??;
+        Ok(Self {
             pool,
             config,
             path: path.to_owned(),
-            write_gate: tokio::sync::Mutex::new(()),
-        };
-        store.write(schema::migrate).await?;
-        Ok(store)
+            writer: writer::Writer::spawn(conn)?,
+        })
     }
 
     /// The database file.
@@ -154,15 +162,22 @@ impl EmbeddedStore {
         conn.interact(f).await.map_err(interact_error)?
     }
 
-    /// [`Self::read`] for a function that writes: one writer of this process at a time.
+    /// Runs `f` in the writer's next batch; returns once that batch has committed.
     async fn write<T, F>(&self, f: F) -> Result<T, MemoryError>
     where
-        F: FnOnce(&mut Connection) -> Result<T, MemoryError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, MemoryError> + Send + 'static,
         T: Send + 'static,
     {
-        let _gate = self.write_gate.lock().await;
-        self.read(f).await
+        self.writer.write(f).await
     }
+}
+
+/// The writer's connection, configured and with the file migrated to [`SCHEMA_VERSION`].
+fn open_writer(path: &Path) -> Result<Connection, MemoryError> {
+    let mut conn = Connection::open(path).map_err(sqlite_error)?;
+    schema::configure_connection(&mut conn).map_err(sqlite_error)?;
+    schema::migrate(&mut conn)?;
+    Ok(conn)
 }
 
 #[async_trait]

@@ -1,12 +1,13 @@
 //! The store's operations as plain synchronous functions over one connection. The async shell in
-//! `mod.rs` runs each of them on a blocking thread through the pool's `interact`.
+//! `mod.rs` runs reads on a pooled connection (on a blocking thread, through `interact`) and hands
+//! writes to the group-commit writer (`writer.rs`), which runs them inside its batch transaction.
+//!
+//! Statements run on every turn go through `prepare_cached`, so each connection compiles them once.
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use deadpool_sqlite::rusqlite::{
-    Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params,
-};
+use deadpool_sqlite::rusqlite::{Connection, OptionalExtension, Row, params};
 use protocol::control::{FactKind, FactSource};
 use uuid::Uuid;
 
@@ -102,44 +103,43 @@ pub(super) fn snapshot(
     Ok(Snapshot { working, facts })
 }
 
+/// Writes one turn. Runs inside the writer's batch transaction, in a savepoint of its own, so an
+/// error here (a reset session included) undoes this turn's writes only.
 pub(super) fn commit_turn(
-    conn: &mut Connection,
+    conn: &Connection,
     config: &MemoryConfig,
     session: &str,
     turn: TurnWrite,
 ) -> Result<Vec<StoredFact>, MemoryError> {
-    // IMMEDIATE takes the write lock up front: the epoch check and every write below happen with
-    // no other writer (a reset included) in between, and a busy database is waited for here
-    // rather than failing half-way when a read would upgrade to a write.
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sqlite_error)?;
+    // The writer holds the write lock for the whole batch, and applies jobs in queue order: no
+    // reset can run between this check and the writes below.
     if let Some(expected) = turn.expected_epoch
-        && read_epoch(&tx, session)? != expected
+        && read_epoch(conn, session)? != expected
     {
-        // Dropping the transaction rolls it back; nothing was written yet anyway.
         return Err(MemoryError::SessionReset);
     }
-    register_session(&tx, session)?;
+    register_session(conn, session)?;
 
-    for id in &turn.retire {
-        tx.execute(
-            "DELETE FROM facts WHERE session_id = ?1 AND id = ?2",
-            params![session, id.to_string()],
-        )
-        .map_err(sqlite_error)?;
+    if !turn.retire.is_empty() {
+        let mut retire = conn
+            .prepare_cached("DELETE FROM facts WHERE session_id = ?1 AND id = ?2")
+            .map_err(sqlite_error)?;
+        for id in &turn.retire {
+            retire
+                .execute(params![session, id.to_string()])
+                .map_err(sqlite_error)?;
+        }
     }
-    let stored = write_facts(&tx, session, turn.facts)?;
+    let stored = write_facts(conn, session, turn.facts)?;
 
     if !turn.items.is_empty() {
-        let next_seq: i64 = tx
-            .query_row(
+        let next_seq: i64 = conn
+            .prepare_cached(
                 "SELECT coalesce(max(seq), 0) + 1 FROM working_items WHERE session_id = ?1",
-                [session],
-                |row| row.get(0),
             )
+            .and_then(|mut stmt| stmt.query_row([session], |row| row.get(0)))
             .map_err(sqlite_error)?;
-        let mut insert = tx
+        let mut insert = conn
             .prepare_cached(
                 "INSERT INTO working_items (session_id, seq, role, text, at)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -159,50 +159,43 @@ pub(super) fn commit_turn(
         drop(insert);
         // Capacity: keep the newest items by (at, seq), whatever their liveness.
         let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
-        tx.execute(
+        conn.prepare_cached(
             "DELETE FROM working_items WHERE session_id = ?1 AND seq NOT IN (
                  SELECT seq FROM working_items WHERE session_id = ?1
                  ORDER BY at DESC, seq DESC LIMIT ?2)",
-            params![session, capacity],
         )
+        .and_then(|mut stmt| stmt.execute(params![session, capacity]))
         .map_err(sqlite_error)?;
     }
-    tx.commit().map_err(sqlite_error)?;
     Ok(stored)
 }
 
+/// Writes facts outside a turn; like [`commit_turn`], inside the writer's batch.
 pub(super) fn inject(
-    conn: &mut Connection,
+    conn: &Connection,
     session: &str,
     facts: Vec<NewFact>,
 ) -> Result<Vec<StoredFact>, MemoryError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sqlite_error)?;
-    register_session(&tx, session)?;
-    let stored = write_facts(&tx, session, facts)?;
-    tx.commit().map_err(sqlite_error)?;
-    Ok(stored)
+    register_session(conn, session)?;
+    write_facts(conn, session, facts)
 }
 
-pub(super) fn reset(conn: &mut Connection, session: &str) -> Result<ResetCounts, MemoryError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(sqlite_error)?;
-    let working_items = tx
+/// Clears a session and bumps its epoch; inside the writer's batch, so turns queued after it see
+/// the new epoch.
+pub(super) fn reset(conn: &Connection, session: &str) -> Result<ResetCounts, MemoryError> {
+    let working_items = conn
         .execute("DELETE FROM working_items WHERE session_id = ?1", [session])
         .map_err(sqlite_error)?;
     // The delete trigger removes each row from the full-text index in the same transaction.
-    let facts = tx
+    let facts = conn
         .execute("DELETE FROM facts WHERE session_id = ?1", [session])
         .map_err(sqlite_error)?;
-    tx.execute(
+    conn.execute(
         "INSERT INTO sessions (session_id, epoch) VALUES (?1, 1)
          ON CONFLICT (session_id) DO UPDATE SET epoch = epoch + 1",
         [session],
     )
     .map_err(sqlite_error)?;
-    tx.commit().map_err(sqlite_error)?;
     Ok(ResetCounts {
         working_items: working_items as u64,
         facts: facts as u64,
@@ -225,7 +218,7 @@ pub(super) fn match_expression(terms: &[String]) -> Option<String> {
 
 /// Writes `facts` in order with supersession by key; one [`StoredFact`] per input.
 fn write_facts(
-    tx: &Transaction<'_>,
+    conn: &Connection,
     session: &str,
     facts: Vec<NewFact>,
 ) -> Result<Vec<StoredFact>, MemoryError> {
@@ -233,7 +226,7 @@ fn write_facts(
     // Facts written earlier in this same call, by id, so that one superseded by a later entry of
     // the batch is reported as not current: `current` describes the state after the commit.
     let mut written: HashMap<String, usize> = HashMap::new();
-    let mut insert = tx
+    let mut insert = conn
         .prepare_cached(
             "INSERT INTO facts
                  (id, session_id, kind, key, text, data, observed_at, importance, source)
@@ -245,13 +238,14 @@ fn write_facts(
         let id = fact.id.to_string();
         let observed_at = fact.observed_at.timestamp_micros();
         if let Some(key) = &fact.key {
-            let existing: Option<(String, i64)> = tx
-                .query_row(
+            let existing: Option<(String, i64)> = conn
+                .prepare_cached(
                     "SELECT id, observed_at FROM facts WHERE session_id = ?1 AND key = ?2",
-                    params![session, key],
-                    |row| Ok((row.get(0)?, row.get(1)?)),
                 )
-                .optional()
+                .and_then(|mut stmt| {
+                    stmt.query_row(params![session, key], |row| Ok((row.get(0)?, row.get(1)?)))
+                        .optional()
+                })
                 .map_err(sqlite_error)?;
             if let Some((existing_id, existing_at)) = existing {
                 if existing_at > observed_at {
@@ -264,7 +258,8 @@ fn write_facts(
                     continue;
                 }
                 // Same or older observation time: the later write wins.
-                tx.execute("DELETE FROM facts WHERE id = ?1", [&existing_id])
+                conn.prepare_cached("DELETE FROM facts WHERE id = ?1")
+                    .and_then(|mut stmt| stmt.execute([&existing_id]))
                     .map_err(sqlite_error)?;
                 if let Some(&index) = written.get(&existing_id) {
                     stored[index].current = false;
@@ -304,23 +299,19 @@ fn write_facts(
 }
 
 /// Records that the session exists (its epoch starts at 0); a no-op when it already does.
-fn register_session(tx: &Transaction<'_>, session: &str) -> Result<(), MemoryError> {
-    tx.execute(
+fn register_session(conn: &Connection, session: &str) -> Result<(), MemoryError> {
+    conn.prepare_cached(
         "INSERT INTO sessions (session_id) VALUES (?1) ON CONFLICT (session_id) DO NOTHING",
-        [session],
     )
+    .and_then(|mut stmt| stmt.execute([session]))
     .map_err(sqlite_error)?;
     Ok(())
 }
 
 fn read_epoch(conn: &Connection, session: &str) -> Result<u64, MemoryError> {
     let epoch: Option<i64> = conn
-        .query_row(
-            "SELECT epoch FROM sessions WHERE session_id = ?1",
-            [session],
-            |row| row.get(0),
-        )
-        .optional()
+        .prepare_cached("SELECT epoch FROM sessions WHERE session_id = ?1")
+        .and_then(|mut stmt| stmt.query_row([session], |row| row.get(0)).optional())
         .map_err(sqlite_error)?;
     let epoch = epoch.unwrap_or(0);
     u64::try_from(epoch).map_err(|_| corrupt(format!("negative epoch {epoch}")))

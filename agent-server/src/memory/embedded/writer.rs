@@ -1,0 +1,173 @@
+//! Group commit: the store's one writer, a dedicated thread that owns the write connection.
+//!
+//! Writes (turn commits, injects, resets) are queued here instead of each taking SQLite's write
+//! lock in turn. The thread takes every job waiting in the queue (up to [`MAX_BATCH`]), applies
+//! them in order inside ONE `BEGIN IMMEDIATE` transaction, commits it (one WAL sync for the whole
+//! batch), and only then answers each job's waiter. So:
+//! - an `Ok` is sent only after the transaction holding that job's writes has committed (with
+//!   `synchronous = FULL`, after the WAL is on disk): acknowledged writes stay durable;
+//! - each job runs in its own savepoint: a job that fails (a turn whose session was reset meanwhile,
+//!   any SQLite error of its own) is rolled back and answered with its error alone, and the rest of
+//!   the batch still commits;
+//! - when the batch itself fails (BEGIN, COMMIT, SQLite aborting the transaction, a panic), every
+//!   waiter gets an error: never a success for something that was not committed;
+//! - jobs are applied in the order they were queued, so a reset queued before a turn is seen by
+//!   that turn's epoch check, exactly as with one transaction per job.
+//!
+//! A dedicated thread rather than the blocking pool: the writer is always busy under load, and
+//! one long-lived thread avoids a hand-off to a pool thread (and a connection checkout) per write.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::mpsc;
+
+use deadpool_sqlite::rusqlite::{Connection, Transaction, TransactionBehavior};
+use tokio::sync::oneshot;
+
+use super::{DEPENDENCY, sqlite_error};
+use crate::memory::MemoryError;
+
+/// Most jobs per transaction. Bounds the time the first job of a batch waits for the last one, and
+/// the memory held in results until the commit; far above what 64 connections queue.
+const MAX_BATCH: usize = 512;
+
+/// Work a job does inside the batch's transaction (through its own savepoint).
+type Work<T> = Box<dyn FnOnce(&Connection) -> Result<T, MemoryError> + Send>;
+
+/// Handle to the writer thread. Dropping it lets the thread finish the queued jobs and exit.
+pub(super) struct Writer {
+    jobs: mpsc::Sender<Box<dyn Job>>,
+}
+
+impl Writer {
+    /// Starts the writer thread on `conn`, which must be configured and migrated already.
+    pub(super) fn spawn(conn: Connection) -> Result<Self, MemoryError> {
+        let (jobs, queue) = mpsc::channel();
+        std::thread::Builder::new()
+            .name("embedded-writer".to_owned())
+            .spawn(move || run(conn, queue))
+            .map_err(|e| MemoryError::Backend {
+                dependency: DEPENDENCY,
+                reason: format!("cannot start the writer thread: {e}"),
+            })?;
+        Ok(Self { jobs })
+    }
+
+    /// Queues `work` and waits until its batch has committed (or failed).
+    pub(super) async fn write<T, F>(&self, work: F) -> Result<T, MemoryError>
+    where
+        F: FnOnce(&Connection) -> Result<T, MemoryError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Pending {
+            work: Some(Box::new(work)),
+            result: None,
+            reply,
+        };
+        self.jobs.send(Box::new(job)).map_err(|_| stopped_error())?;
+        // A dropped sender means the thread died without answering (it never does short of a
+        // panic escaping `catch_unwind`); that is an error, never a success.
+        answer.await.map_err(|_| stopped_error())?
+    }
+}
+
+fn stopped_error() -> MemoryError {
+    MemoryError::Unavailable {
+        dependency: DEPENDENCY,
+        reason: "the database writer has stopped".to_owned(),
+    }
+}
+
+/// One queued write, type-erased so that jobs with different results share the queue.
+trait Job: Send {
+    /// Runs the work in a savepoint of `tx`, keeping its result for [`Job::settle`].
+    fn apply(&mut self, tx: &mut Transaction<'_>);
+    /// Answers the waiter, given how the batch's transaction ended.
+    fn settle(self: Box<Self>, batch: &Result<(), MemoryError>);
+}
+
+struct Pending<T> {
+    work: Option<Work<T>>,
+    result: Option<Result<T, MemoryError>>,
+    reply: oneshot::Sender<Result<T, MemoryError>>,
+}
+
+impl<T: Send> Job for Pending<T> {
+    fn apply(&mut self, tx: &mut Transaction<'_>) {
+        let Some(work) = self.work.take() else { return };
+        let result = tx.savepoint().map_err(sqlite_error).and_then(|savepoint| {
+            let value = work(&savepoint)?;
+            savepoint.commit().map_err(sqlite_error)?;
+            Ok(value)
+        });
+        // On error the savepoint was dropped, which rolled back this job's writes only.
+        self.result = Some(result);
+    }
+
+    fn settle(self: Box<Self>, batch: &Result<(), MemoryError>) {
+        let answer = match (batch, self.result) {
+            // The job failed on its own: nothing of it was written, whatever the batch did.
+            (_, Some(Err(own))) => Err(own),
+            (Ok(()), Some(Ok(value))) => Ok(value),
+            (Err(batch), _) => Err(batch.clone()),
+            // Not applied although the batch committed: only if the batch stopped early, which
+            // always comes with an error; answer with one rather than inventing a result.
+            (Ok(()), None) => Err(MemoryError::Backend {
+                dependency: DEPENDENCY,
+                reason: "the write was not applied".to_owned(),
+            }),
+        };
+        // The waiter may have gone (a cancelled request); its write stands either way.
+        let _ = self.reply.send(answer);
+    }
+}
+
+/// The writer thread: batch, commit, answer, until every [`Writer`] handle is dropped.
+fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>) {
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let outcome = catch_unwind(AssertUnwindSafe(|| commit_batch(&mut conn, &mut batch)))
+            .unwrap_or_else(|_| {
+                Err(MemoryError::Backend {
+                    dependency: DEPENDENCY,
+                    reason: "the database writer panicked; the batch was rolled back".to_owned(),
+                })
+            });
+        if !conn.is_autocommit() {
+            // Only after a panic between BEGIN and the transaction's guard: make sure nothing of
+            // the failed batch can be committed by the next one.
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        for job in batch {
+            job.settle(&outcome);
+        }
+    }
+}
+
+/// Applies `batch` in order in one transaction and commits it.
+fn commit_batch(conn: &mut Connection, batch: &mut [Box<dyn Job>]) -> Result<(), MemoryError> {
+    // IMMEDIATE takes the write lock up front, so each job's epoch check and writes see no other
+    // writer (another process included) in between; a busy file is waited for here.
+    let mut tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sqlite_error)?;
+    for job in batch.iter_mut() {
+        job.apply(&mut tx);
+        if tx.is_autocommit() {
+            // Some errors (disk full, I/O, out of memory) make SQLite roll back the whole
+            // transaction, not just the statement. Carrying on would run the remaining jobs in
+            // autocommit mode, outside the batch; the batch has failed instead.
+            return Err(MemoryError::Unavailable {
+                dependency: DEPENDENCY,
+                reason: "SQLite rolled back the write transaction after an error".to_owned(),
+            });
+        }
+    }
+    tx.commit().map_err(sqlite_error)
+}
