@@ -11,6 +11,7 @@ pub mod apps;
 pub mod config;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod shard;
 pub mod suites;
 pub mod target;
