@@ -5,8 +5,10 @@
 //! - [`config`]: a simulation's config (document 000's YAML or JSON), validated;
 //! - [`state`]: simulations in memory, their events; [`runner`]: a simulation run in the
 //!   background; [`error`]: the one error-to-status table; [`auth`]: `--auth-token`;
-//! - routes per resource: [`runs`], [`simulations`], [`injection`]; [`openapi`].
+//! - routes per resource: [`runs`], [`simulations`], [`injection`], [`apps`] (document 004's
+//!   endpoints over `judge apps` runs); [`openapi`].
 
+pub mod apps;
 pub mod auth;
 pub mod catalog;
 pub mod config;
@@ -72,7 +74,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .service(injection::remove)
         .service(injection::list)
         .service(injection::metrics)
-        .service(injection::health_check);
+        .service(injection::health_check)
+        .service(apps::list)
+        .service(apps::actions)
+        .service(apps::agent_state)
+        .service(apps::get);
 }
 
 /// Binds the server (port 0 picks a free port: read it from the returned address).

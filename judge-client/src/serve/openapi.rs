@@ -3,7 +3,7 @@
 use actix_web::{HttpResponse, get};
 use utoipa::OpenApi;
 
-use super::{catalog, config, injection, runs, simulations, state};
+use super::{apps, catalog, config, injection, runs, simulations, state};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -27,6 +27,10 @@ use super::{catalog, config, injection, runs, simulations, state};
         injection::list,
         injection::metrics,
         injection::health_check,
+        apps::list,
+        apps::get,
+        apps::agent_state,
+        apps::actions,
     ),
     components(schemas(
         catalog::RunSummary,
@@ -37,6 +41,7 @@ use super::{catalog, config, injection, runs, simulations, state};
         config::TargetSpec,
         config::RunSpec,
         state::SimState,
+        apps::AppsSimulationView,
     ))
 )]
 pub struct ApiDoc;

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
+use super::apps;
 use super::config::{SimulationConfig, parse_document};
 use super::error::ApiError;
 use super::injection::{InjectedAgentView, agent_views};
@@ -85,17 +86,27 @@ pub async fn create(
         .json(shown))
 }
 
-/// Every simulation created since the server started, oldest first.
+/// Every simulation created since the server started (oldest first), then every trial of the
+/// `judge apps` runs on disk as simulations of kind `apps`.
 #[utoipa::path(responses((status = 200, body = [SimulationView])))]
 #[get("/simulations")]
 pub async fn list(state: web::Data<ServeState>) -> Result<HttpResponse, ApiError> {
-    let sims = state
-        .simulations
-        .lock()
-        .map_err(|_| ApiError::Internal("the simulation registry is poisoned".to_owned()))?;
-    let mut views: Vec<SimulationView> = sims.values().map(view).collect();
+    let mut views: Vec<SimulationView> = {
+        let sims = state
+            .simulations
+            .lock()
+            .map_err(|_| ApiError::Internal("the simulation registry is poisoned".to_owned()))?;
+        sims.values().map(view).collect()
+    };
     views.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
-    Ok(HttpResponse::Ok().json(views))
+    let mut all: Vec<Value> = views
+        .iter()
+        .map(|v| serde_json::to_value(v).unwrap_or_default())
+        .collect();
+    for trial in apps::all_trials(&state.runs)? {
+        all.push(serde_json::to_value(trial.view(&state.runs)).unwrap_or_default());
+    }
+    Ok(HttpResponse::Ok().json(all))
 }
 
 #[utoipa::path(params(("id" = String, Path)), responses((status = 200, body = SimulationView), (status = 404)))]
@@ -104,6 +115,10 @@ pub async fn get(
     state: web::Data<ServeState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
+    if apps::is_apps_id(&id) {
+        let trial = apps::trial(&state.runs, &id)?;
+        return Ok(HttpResponse::Ok().json(trial.view(&state.runs)));
+    }
     let shown = state.with_sim(&id, |sim| Ok(view(sim)))?;
     Ok(HttpResponse::Ok().json(shown))
 }
