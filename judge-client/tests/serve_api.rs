@@ -192,6 +192,12 @@ async fn runs_are_listed_read_and_compared_from_disk() {
     assert_eq!(status, 400, "{body}");
     let (status, body) = s.get(&format!("/runs/{a}/compare/{b}?alpha=7")).await;
     assert_eq!((status, message(&body).contains("alpha")), (400, true));
+    let (status, page) = s.send("GET", "/", None).await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("<script>") && page.contains("EventSource"),
+        "{page}"
+    );
     let (status, _) = s.get("/no/such/route").await;
     assert_eq!(status, 404);
     let (status, doc) = s.get("/openapi.json").await;
@@ -223,7 +229,7 @@ async fn auth_token_is_required_and_open_addresses_need_one() {
         Ok(_) => panic!("listened on 0.0.0.0 without a token"),
     }
     let mut s = serve(runs.path(), Some("s3cret-token")).await;
-    for path in ["/runs", "/simulations", "/openapi.json"] {
+    for path in ["/runs", "/simulations", "/openapi.json", "/"] {
         s.token = None;
         let (status, body) = s.get(path).await;
         assert_eq!(status, 401, "{path}: {body}");

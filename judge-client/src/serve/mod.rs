@@ -6,12 +6,13 @@
 //! - [`state`]: simulations in memory, their events; [`runner`]: a simulation run in the
 //!   background; [`error`]: the one error-to-status table; [`auth`]: `--auth-token`;
 //! - routes per resource: [`runs`], [`simulations`], [`injection`], [`apps`] (document 004's
-//!   endpoints over `judge apps` runs); [`openapi`].
+//!   endpoints over `judge apps` runs); [`openapi`]; [`dashboard`] at `/`.
 
 pub mod apps;
 pub mod auth;
 pub mod catalog;
 pub mod config;
+pub mod dashboard;
 pub mod error;
 pub mod injection;
 pub mod openapi;
@@ -59,7 +60,8 @@ pub enum ServeError {
 
 /// Registers every route (the tests build the same app).
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.service(openapi::openapi_json)
+    cfg.service(dashboard::index)
+        .service(openapi::openapi_json)
         .service(runs::list)
         .service(runs::file)
         .service(runs::compare_runs)
