@@ -1,7 +1,8 @@
 //! The dashboard in a real browser: headless Chromium (Debian's `chromium`; `$CHROMIUM` to use
 //! another binary) loads every page of `judge serve` over real run directories and a simulation
 //! run through the API, and the DOM it renders after the page's script ran is checked. A
-//! screenshot of each main page is kept in `docs/` (`docs/dashboard-*.png`).
+//! screenshot of each main page is taken; `UPDATE_SCREENSHOTS=1` keeps them in `docs/`
+//! (`docs/dashboard-*.png`).
 //!
 //! Chromium is driven by its own command line (`--dump-dom`, `--screenshot`): each page load is
 //! a fresh browser, which is enough to check what each page shows; clicks are not simulated (the
@@ -67,9 +68,15 @@ fn render(url: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn screenshot(url: &str, name: &str) {
-    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs");
-    let path = docs.join(format!("dashboard-{name}.png"));
+/// Screenshots go to `docs/` with `UPDATE_SCREENSHOTS=1` (so a plain test run leaves the tree
+/// clean), to a temporary folder otherwise; either way each must be a real picture.
+fn screenshot(url: &str, name: &str, scratch: &Path) {
+    let dir = if std::env::var_os("UPDATE_SCREENSHOTS").is_some() {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs")
+    } else {
+        scratch.to_path_buf()
+    };
+    let path = dir.join(format!("dashboard-{name}.png"));
     let profile = tempfile::tempdir().unwrap();
     let out = browser(profile.path())
         .arg(format!("--screenshot={}", path.display()))
@@ -270,9 +277,11 @@ async fn every_dashboard_page_renders_what_the_runs_hold() {
         (format!("{base}/#/compare/{a}/{b}"), "compare"),
         (format!("{base}/#/sim/{id}"), "live-sim"),
     ];
+    let scratch = tempfile::tempdir().unwrap();
+    let scratch_path = scratch.path().to_path_buf();
     blocking(move || {
         for (url, name) in shots {
-            screenshot(&url, name);
+            screenshot(&url, name, &scratch_path);
         }
     })
     .await;
