@@ -581,3 +581,97 @@ async fn a_running_simulation_stops_on_request() {
     s.handle.stop(false).await;
     slow.stop().await;
 }
+
+#[actix_rt::test]
+async fn health_checks_send_one_agentworld_request_and_report_failures() {
+    use actix_web::{App, HttpResponse, HttpServer, web};
+    let bodies = web::Data::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let seen = bodies.clone();
+    let server = HttpServer::new(move || {
+        App::new().app_data(seen.clone()).route(
+            "/respond",
+            web::post().to(
+                |body: web::Json<Value>, seen: web::Data<std::sync::Mutex<Vec<Value>>>| async move {
+                    seen.lock().unwrap().push(body.into_inner());
+                    HttpResponse::Ok().json(json!({"response_text": "OK"}))
+                },
+            ),
+        )
+    })
+    .workers(1)
+    .disable_signals()
+    .bind(("127.0.0.1", 0))
+    .unwrap();
+    let addr = server.addrs()[0];
+    let server = server.run();
+    let agent = server.handle();
+    actix_rt::spawn(server);
+
+    let runs = tempfile::tempdir().unwrap();
+    let s = serve(runs.path(), None).await;
+    let (_, created) = s
+        .post_json("/simulations", &sim_config("http://127.0.0.1:9", 2))
+        .await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    for (persona, url) in [
+        ("maya", format!("http://{addr}/respond")),
+        // Nothing listens on the discard port.
+        ("gus", "http://127.0.0.1:9/respond".to_owned()),
+    ] {
+        let (status, body) = s
+            .post_json(
+                &format!("/simulations/{id}/inject-agent"),
+                &json!({"agent_id": persona, "endpoint_url": url, "timeout_seconds": 2}),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (_, listed) = s.get(&format!("/simulations/{id}/injected-agents")).await;
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+
+    let (status, healthy) = s
+        .post_json(
+            &format!("/simulations/{id}/inject-agent/maya/health-check"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(
+        (status, &healthy["healthy"]),
+        (200, &json!(true)),
+        "{healthy}"
+    );
+    let sent = bodies.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["schema_version"], "1.0");
+    assert_eq!(sent[0]["agent_id"], "maya");
+    let (status, down) = s
+        .post_json(
+            &format!("/simulations/{id}/inject-agent/gus/health-check"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!((status, &down["healthy"]), (200, &json!(false)), "{down}");
+    assert!(down["failure"].is_string(), "{down}");
+
+    let (status, _) = s
+        .send(
+            "DELETE",
+            &format!("/simulations/{id}/inject-agent/gus"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 204);
+    let (status, body) = s
+        .send(
+            "DELETE",
+            &format!("/simulations/{id}/inject-agent/gus"),
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+    let (_, listed) = s.get(&format!("/simulations/{id}/injected-agents")).await;
+    assert_eq!(listed[0]["agent_id"], "maya");
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    s.handle.stop(false).await;
+    agent.stop(false).await;
+}
