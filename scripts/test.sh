@@ -3,7 +3,8 @@
 # whole workspace's tests. Nothing is skipped: a missing service or tool is an error that says
 # what to install.
 #
-#   1. .venv with the official OpenAI Python SDK (scripts/python-env.sh)
+#   1. .venv with the official OpenAI Python SDK (scripts/python-env.sh); Debian's chromium for
+#      the dashboard's browser test (installed with apt-get when run as root)
 #   2. throwaway Redis and Postgres instances (scripts/test-services.sh), stopped on exit
 #   3. the binaries the cross-process tests start
 #   4. cargo nextest (or cargo test when nextest is not installed)
@@ -13,6 +14,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/python-env.sh
+
+# The dashboard's browser test (judge-client/tests/serve_browser.rs) drives Debian's chromium.
+if [ -z "${CHROMIUM:-}" ] && ! [ -x /usr/bin/chromium ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq chromium
+  else
+    echo "test.sh: headless Chromium is missing: run 'sudo apt-get install -y chromium' (or set CHROMIUM to a Chromium binary)" >&2
+    exit 1
+  fi
+fi
 
 services_env=$(mktemp)
 cleanup() {

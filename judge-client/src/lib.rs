@@ -12,6 +12,7 @@ pub mod canonical;
 pub mod config;
 pub mod report;
 pub mod run;
+pub mod serve;
 pub mod shard;
 pub mod suites;
 pub mod target;

@@ -69,6 +69,24 @@ enum Command {
     Merge(MergeArgs),
     /// Only probe the target's capabilities and print them.
     Probe(ProbeArgs),
+    /// Serve the HTTP API (runs, simulations, agent injection) and the dashboard.
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    /// Address to listen on; anything but loopback needs --auth-token.
+    #[arg(long, default_value = "127.0.0.1:8700")]
+    addr: std::net::SocketAddr,
+    /// The folder of run directories to show (simulations started here are written there too).
+    #[arg(long, default_value = "runs")]
+    runs: PathBuf,
+    /// Require `Authorization: Bearer TOKEN` on every request.
+    #[arg(long, env = "JUDGE_SERVE_TOKEN", hide_env_values = true)]
+    auth_token: Option<String>,
+    /// HTTP worker threads.
+    #[arg(long, default_value_t = 2)]
+    workers: usize,
 }
 
 #[derive(Args)]
@@ -940,6 +958,26 @@ async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let (server, addr) = judge_client::serve::bind(judge_client::serve::ServeConfig {
+        addr: args.addr,
+        runs: args.runs.clone(),
+        auth_token: args.auth_token,
+        workers: args.workers,
+    })?;
+    println!(
+        "judge serve: http://{addr}/ (runs in {}; API described at /openapi.json)",
+        args.runs.display()
+    );
+    let handle = server.handle();
+    let server = actix_rt::spawn(server);
+    // Signals are ours, not actix's: Ctrl-C stops the server gracefully.
+    actix_rt::signal::ctrl_c().await?;
+    handle.stop(true).await;
+    server.await??;
+    Ok(ExitCode::SUCCESS)
+}
+
 fn print_sim(outcome: &SimOutcome) {
     let s = &outcome.results.summary;
     println!(
@@ -1037,6 +1075,7 @@ async fn run_command(command: Command) -> anyhow::Result<ExitCode> {
         Command::Sim(args) => simulate(args, false).await,
         Command::Ab(args) => simulate(args, true).await,
         Command::Replay(args) => replay(args).await,
+        Command::Serve(args) => serve(args).await,
         Command::Load(_) => unreachable!("main runs the load outside any runtime"),
     };
     if let Some(provider) = provider

@@ -31,4 +31,4 @@ pub mod transcript;
 
 pub use persona::Persona;
 pub use runner::{Conversation, SimSettings};
-pub use suite::{SimError, SimOutcome, SimRunConfig, SimulatorSpec, run_sim};
+pub use suite::{SimError, SimOutcome, SimRunConfig, SimulatorSpec, run_sim, run_sim_observed};

@@ -18,7 +18,7 @@ use super::injection::schema::{
     AgentWorldRequest, ContextTurn, ConversationContext, ResponseFormat, SCHEMA_VERSION,
     TopologyEdgeContext,
 };
-use super::injection::{FallbackStrategy, InjectedEndpoint, Protocol};
+use super::injection::{EndpointMetrics, FallbackStrategy, InjectedEndpoint, Protocol};
 use super::persona::Persona;
 use super::simulator::{Exchange, LlmUser, ScriptedUser, UserSimulator, UserTurn};
 use crate::report::results::Failure;
@@ -110,6 +110,23 @@ pub struct Conversation {
     pub rounds: Vec<Round>,
 }
 
+/// Watches a panel while it runs: `judge serve` streams rounds to dashboards as they happen,
+/// rather than only after the run directory is written.
+pub trait PanelObserver {
+    /// A round of conversation `number` (persona `persona_id`, trial `trial`) is over;
+    /// `endpoints` are the injected endpoints' metrics right after it.
+    fn round(
+        &self,
+        number: usize,
+        persona_id: &str,
+        trial: u32,
+        round: &Round,
+        endpoints: &[EndpointMetrics],
+    );
+    /// Conversation `conversation` ended (its `stop_reason` is final).
+    fn conversation_done(&self, conversation: &Conversation);
+}
+
 /// How user turns are produced.
 #[derive(Clone)]
 pub enum SimulatorChoice {
@@ -134,6 +151,7 @@ pub struct Panel<'a> {
     pub config_hash: String,
     pub target_fixtures: Option<&'a FixtureRecorder>,
     pub injected_fixtures: Option<&'a FixtureRecorder>,
+    pub observer: Option<&'a dyn PanelObserver>,
 }
 
 /// Runs every persona for every trial; conversations come back in run order.
@@ -206,7 +224,9 @@ pub async fn run_conversation(
             stop_reason = Some(e.kind.as_str().to_owned());
         }
     }
+    let mut notified = 0;
     for index in 0..max_turns {
+        notify_rounds(panel, number, persona, trial, &rounds, &mut notified);
         if stop_reason.is_some() {
             break;
         }
@@ -314,6 +334,7 @@ pub async fn run_conversation(
             rounds.push(round);
         }
     }
+    notify_rounds(panel, number, persona, trial, &rounds, &mut notified);
     let stop_reason = stop_reason.unwrap_or_else(|| {
         if settings.single_turn {
             "single_turn".to_owned()
@@ -321,7 +342,7 @@ pub async fn run_conversation(
             "max_turns".to_owned()
         }
     });
-    Conversation {
+    let conversation = Conversation {
         number,
         persona_id: persona.id.clone(),
         trial,
@@ -331,7 +352,33 @@ pub async fn run_conversation(
         max_turns,
         stop_reason,
         rounds,
+    };
+    if let Some(observer) = panel.observer {
+        observer.conversation_done(&conversation);
     }
+    conversation
+}
+
+/// Tells the observer about the rounds pushed since the last call (`notified` counts them).
+fn notify_rounds(
+    panel: &Panel<'_>,
+    number: usize,
+    persona: &Persona,
+    trial: u32,
+    rounds: &[Round],
+    notified: &mut usize,
+) {
+    let Some(observer) = panel.observer else {
+        return;
+    };
+    if *notified == rounds.len() {
+        return;
+    }
+    let metrics: Vec<EndpointMetrics> = panel.injected.iter().map(|(_, e)| e.metrics()).collect();
+    for round in &rounds[*notified..] {
+        observer.round(number, &persona.id, trial, round, &metrics);
+    }
+    *notified = rounds.len();
 }
 
 struct InjectedTurn<'a> {

@@ -25,7 +25,7 @@ use super::judge::LlmJudge;
 use super::persona::Persona;
 use super::report;
 use super::results::{SimResults, conversation_result, summarise};
-use super::runner::{Conversation, Panel, SimSettings, SimulatorChoice, run_panel};
+use super::runner::{Conversation, Panel, PanelObserver, SimSettings, SimulatorChoice, run_panel};
 use super::transcript::{log_text, transcript_json};
 use crate::target::{Credentials, TargetClient, TargetError, TargetSettings, probe};
 
@@ -156,6 +156,15 @@ pub fn unique_dir(root: &Path, base: &str) -> PathBuf {
 
 /// Runs the simulation into `dir` (created).
 pub async fn run_sim(config: &SimRunConfig, dir: &Path) -> Result<SimOutcome, SimError> {
+    run_sim_observed(config, dir, None).await
+}
+
+/// [`run_sim`], telling `observer` about every round as it happens.
+pub async fn run_sim_observed(
+    config: &SimRunConfig,
+    dir: &Path,
+    observer: Option<&dyn PanelObserver>,
+) -> Result<SimOutcome, SimError> {
     if config.personas.is_empty() {
         return Err(SimError::NoPersonas);
     }
@@ -242,6 +251,7 @@ pub async fn run_sim(config: &SimRunConfig, dir: &Path) -> Result<SimOutcome, Si
         config_hash: config_hash.clone(),
         target_fixtures: target_fixtures.as_ref(),
         injected_fixtures: injected_fixtures.as_ref(),
+        observer,
     };
     let conversations = run_panel(&panel).await;
 

@@ -1,0 +1,192 @@
+//! The run directories under `--runs`, read from disk on every request: they are the source of
+//! truth, and a run written by `judge ltm` or `judge apps` while the server runs shows up at once.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::error::ApiError;
+
+/// One line of `GET /runs`.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+pub struct RunSummary {
+    pub id: String,
+    /// `ltm`, `apps`, `sim`, `ab` or `load`.
+    pub suite: String,
+    /// RFC 3339, from the manifest (or the results of a load run).
+    pub created: Option<String>,
+    /// `running`, `complete`, or `incomplete` (a directory with no results.json).
+    pub state: String,
+    /// What the suite is judged on, 0 to 1: ltm's overall score, sim's goal rate, apps' mean
+    /// pass^k; none for load runs (their figures are per load level) and unfinished runs.
+    pub score: Option<f64>,
+    pub score_label: Option<String>,
+}
+
+/// `GET /runs/{id}`: the summary and the run's own files as they are on disk.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RunDetail {
+    #[serde(flatten)]
+    pub summary: RunSummary,
+    #[schema(value_type = Object)]
+    pub manifest: Value,
+    #[schema(value_type = Object)]
+    pub results: Value,
+    /// Injected endpoints' metrics of sim runs (`metrics.json`).
+    #[schema(value_type = Object)]
+    pub metrics: Value,
+}
+
+/// Refuses ids that could leave the runs folder: run ids are single path components made of
+/// the characters judge itself uses (`ltm-20260105T090000Z-seed1-2`).
+pub fn check_id(id: &str) -> Result<(), ApiError> {
+    let fine = !id.is_empty()
+        && id.len() <= 200
+        && !id.starts_with('.')
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if fine {
+        Ok(())
+    } else {
+        Err(ApiError::bad(format!(
+            "`{id}` is not a run id: ids are letters, digits, `-`, `_` and `.`, not starting with `.`"
+        )))
+    }
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// The directory of run `id`, which must exist and hold a manifest or results.
+pub fn run_dir(root: &Path, id: &str) -> Result<PathBuf, ApiError> {
+    check_id(id)?;
+    let dir = root.join(id);
+    if dir.join("manifest.json").is_file() || dir.join("results.json").is_file() {
+        Ok(dir)
+    } else {
+        Err(ApiError::not_found("run", id))
+    }
+}
+
+fn text(value: &Value, pointer: &str) -> Option<String> {
+    value.pointer(pointer)?.as_str().map(str::to_owned)
+}
+
+fn summarise(id: &str, manifest: &Value, results: Option<&Value>) -> RunSummary {
+    let suite = text(manifest, "/suite")
+        .or_else(|| results.and_then(|r| text(r, "/suite")))
+        .unwrap_or_else(|| "unknown".to_owned());
+    let created =
+        text(manifest, "/created_at").or_else(|| results.and_then(|r| text(r, "/started_at")));
+    let (label, pointer) = match suite.as_str() {
+        "ltm" => ("overall score", "/overall"),
+        "sim" => ("goal rate", "/summary/goal_rate"),
+        "ab" => ("A's share of decisive pairs", "/test/win_share_a"),
+        "apps" => ("mean pass^k", "/mean_pass_hat_k"),
+        _ => ("", ""),
+    };
+    let score = results
+        .filter(|_| !pointer.is_empty())
+        .and_then(|r| r.pointer(pointer))
+        .and_then(Value::as_f64);
+    let state = match (results, text(manifest, "/state")) {
+        (Some(_), _) => "complete".to_owned(),
+        (None, Some(s)) if s == "running" => "running".to_owned(),
+        (None, _) => "incomplete".to_owned(),
+    };
+    RunSummary {
+        id: id.to_owned(),
+        suite,
+        created,
+        state,
+        score,
+        score_label: (!label.is_empty()).then(|| label.to_owned()),
+    }
+}
+
+/// Every run under `root`, newest first.
+pub fn list(root: &Path) -> Result<Vec<RunSummary>, ApiError> {
+    let entries = match std::fs::read_dir(root) {
+        Ok(entries) => entries,
+        // No run yet: the folder appears with the first one.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(ApiError::Internal(format!("{}: {e}", root.display()))),
+    };
+    let mut runs = Vec::new();
+    for entry in entries.flatten() {
+        let id = entry.file_name().to_string_lossy().into_owned();
+        if check_id(&id).is_err() {
+            continue;
+        }
+        let dir = entry.path();
+        let manifest = read_json(&dir.join("manifest.json"));
+        let results = read_json(&dir.join("results.json"));
+        if manifest.is_none() && results.is_none() {
+            continue;
+        }
+        let manifest = manifest.unwrap_or(Value::Null);
+        runs.push(summarise(&id, &manifest, results.as_ref()));
+    }
+    runs.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.id.cmp(&b.id)));
+    Ok(runs)
+}
+
+/// Run `id` with its manifest, results and metrics.
+pub fn get(root: &Path, id: &str) -> Result<RunDetail, ApiError> {
+    let dir = run_dir(root, id)?;
+    let manifest = read_json(&dir.join("manifest.json")).unwrap_or(Value::Null);
+    let results = read_json(&dir.join("results.json"));
+    let metrics = read_json(&dir.join("metrics.json")).unwrap_or(Value::Null);
+    Ok(RunDetail {
+        summary: summarise(id, &manifest, results.as_ref()),
+        manifest,
+        results: results.unwrap_or(Value::Null),
+        metrics,
+    })
+}
+
+/// A file of run `id` at `relative` (a transcript), refusing anything outside the run.
+pub fn run_file(root: &Path, id: &str, relative: &str) -> Result<Value, ApiError> {
+    let dir = run_dir(root, id)?;
+    let safe = relative
+        .split('/')
+        .all(|part| check_id(part).is_ok() && part != "..");
+    if !safe {
+        return Err(ApiError::bad(format!(
+            "`{relative}` is not a file of a run"
+        )));
+    }
+    read_json(&dir.join(relative)).ok_or_else(|| ApiError::not_found("file", relative))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_that_could_leave_the_folder_are_refused() {
+        for id in [
+            "..", ".", "../x", "a/b", "a\\b", ".hidden", "", "a b", "%2e%2e",
+        ] {
+            assert!(check_id(id).is_err(), "{id:?} accepted");
+        }
+        for id in ["ltm-20260105T090000Z-seed1", "sim-x-2", "a.b_c"] {
+            assert!(check_id(id).is_ok(), "{id:?} refused");
+        }
+    }
+
+    #[test]
+    fn headline_scores_per_suite() {
+        let manifest = serde_json::json!({"suite": "sim", "created_at": "2026-01-05T09:00:00Z"});
+        let results = serde_json::json!({"summary": {"goal_rate": 0.5}});
+        let s = summarise("r", &manifest, Some(&results));
+        assert_eq!((s.score, s.state.as_str()), (Some(0.5), "complete"));
+        let running = serde_json::json!({"suite": "ltm", "state": "running"});
+        let s = summarise("r", &running, None);
+        assert_eq!((s.score, s.state.as_str()), (None, "running"));
+    }
+}

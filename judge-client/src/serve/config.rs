@@ -1,0 +1,438 @@
+//! A simulation's configuration as `POST /simulations` takes it: document 000's YAML (or the
+//! same shape in JSON) — `simulation:` with its `agent_injection:` and `injection:` sections —
+//! plus `target:` (the agent under test) and `run:` (panel, rounds, seed). Validated when
+//! created, so a simulation that exists can start; secrets are only ever names of environment
+//! variables, read when the simulation starts.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::error::ApiError;
+use crate::suites::sim::injection::config::{
+    AgentInjection, ConfigFile, EndpointConfig, PrivacySection, SimulationSection,
+};
+use crate::suites::sim::injection::{FallbackStrategy, PrivacyTier, Protocol};
+use crate::suites::sim::persona::{self, Persona};
+use crate::suites::sim::{SimRunConfig, SimSettings, SimulatorSpec};
+use crate::target::{Credentials, RetryPolicy, TargetSettings};
+
+/// Every conversation's virtual start, as `judge sim` uses: the same config gives the same run.
+const SIM_START: &str = "2026-01-05T09:00:00Z";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TargetSpec {
+    /// Base URL of the agent under test, with or without /v1.
+    pub endpoint: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Name of the environment variable holding the bearer key (never the key).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default = "default_target_timeout")]
+    pub timeout_seconds: f64,
+}
+
+fn default_target_timeout() -> f64 {
+    60.0
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunSpec {
+    pub seed: u64,
+    pub rounds: usize,
+    pub trials: u32,
+    /// Persona ids of the shipped panel (empty: all of them).
+    pub personas: Vec<String>,
+    pub single_turn: bool,
+    pub concurrency: usize,
+    pub stop_token: String,
+    pub max_reply_chars: usize,
+}
+
+impl Default for RunSpec {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            rounds: 15,
+            trials: 1,
+            personas: Vec::new(),
+            single_turn: false,
+            concurrency: 4,
+            stop_token: "[END]".to_owned(),
+            max_reply_chars: 2000,
+        }
+    }
+}
+
+/// The body of `POST /simulations`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CreateBody {
+    simulation: SimulationSection,
+    #[serde(default)]
+    injection: Option<PrivacySection>,
+    target: TargetSpec,
+    #[serde(default)]
+    run: RunSpec,
+}
+
+/// `POST /simulations/{id}/inject-agent`: document 000's body, with the key as a reference.
+#[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InjectBody {
+    /// The persona id whose turns the endpoint plays.
+    pub agent_id: String,
+    pub endpoint_url: String,
+    /// Name of the environment variable holding the endpoint's key.
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default)]
+    pub timeout_seconds: Option<f64>,
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub privacy_tier: Option<PrivacyTier>,
+    /// `true`: the judge's simulator takes a failed turn; `false`: the turn is an error message.
+    /// Applies to every endpoint of the simulation (the fallback strategy is per simulation).
+    #[serde(default)]
+    pub fallback_to_simulated: Option<bool>,
+    /// `agentworld` (default) or `openai`.
+    #[serde(default)]
+    #[schema(value_type = Option<String>)]
+    pub protocol: Option<Protocol>,
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// A validated simulation configuration.
+#[derive(Debug, Clone)]
+pub struct SimulationConfig {
+    pub name: String,
+    /// The document as received (it holds no secret: keys are env variable names).
+    pub document: Value,
+    pub file: ConfigFile,
+    pub target: TargetSpec,
+    pub run: RunSpec,
+    pub personas: Vec<Persona>,
+}
+
+/// Refuses any `api_key` field, wherever it is: judge serve never takes a secret's value.
+fn refuse_inline_keys(value: &Value, path: &str) -> Result<(), ApiError> {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map {
+                let here = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                if key == "api_key" {
+                    return Err(ApiError::bad(format!(
+                        "`{here}`: judge serve never takes an API key's value; name the environment variable that holds it in `api_key_env`"
+                    )));
+                }
+                refuse_inline_keys(inner, &here)?;
+            }
+            Ok(())
+        }
+        Value::Array(items) => items.iter().try_for_each(|v| refuse_inline_keys(v, path)),
+        _ => Ok(()),
+    }
+}
+
+fn check_env_name(name: &str) -> Result<(), ApiError> {
+    let fine = !name.is_empty()
+        && name.len() <= 128
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    if fine {
+        Ok(())
+    } else {
+        Err(ApiError::bad(format!(
+            "`{name}` is not an environment variable name (letters, digits and `_`)"
+        )))
+    }
+}
+
+fn check_url(field: &str, url: &str) -> Result<(), ApiError> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(())
+    } else {
+        Err(ApiError::bad(format!(
+            "`{field}` must be an http:// or https:// URL, got `{url}`"
+        )))
+    }
+}
+
+/// Parses a request body: YAML when the content type says so, JSON otherwise.
+pub fn parse_document(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
+    let text = std::str::from_utf8(body).map_err(|_| ApiError::bad("the body is not UTF-8"))?;
+    if text.trim().is_empty() {
+        return Err(ApiError::bad(
+            "the body is empty: send a simulation config (document 000's YAML, or JSON)",
+        ));
+    }
+    if content_type.contains("yaml") {
+        serde_norway::from_str(text).map_err(|e| ApiError::bad(format!("invalid YAML: {e}")))
+    } else {
+        serde_json::from_str(text).map_err(|e| ApiError::bad(format!("invalid JSON: {e}")))
+    }
+}
+
+impl SimulationConfig {
+    pub fn from_document(document: Value) -> Result<Self, ApiError> {
+        refuse_inline_keys(&document, "")?;
+        let body: CreateBody = serde_json::from_value(document.clone())
+            .map_err(|e| ApiError::bad(format!("invalid simulation config: {e}")))?;
+        let run = body.run;
+        if !(1..=200).contains(&run.rounds) {
+            return Err(ApiError::bad("`run.rounds` must be between 1 and 200"));
+        }
+        if !(1..=20).contains(&run.trials) {
+            return Err(ApiError::bad("`run.trials` must be between 1 and 20"));
+        }
+        if !(1..=10).contains(&run.concurrency) {
+            return Err(ApiError::bad("`run.concurrency` must be between 1 and 10"));
+        }
+        if run.stop_token.is_empty() || run.max_reply_chars == 0 {
+            return Err(ApiError::bad(
+                "`run.stop_token` must not be empty and `run.max_reply_chars` must be positive",
+            ));
+        }
+        check_url("target.endpoint", &body.target.endpoint)?;
+        if !(body.target.timeout_seconds > 0.0 && body.target.timeout_seconds.is_finite()) {
+            return Err(ApiError::bad("`target.timeout_seconds` must be positive"));
+        }
+        if let Some(var) = &body.target.api_key_env {
+            check_env_name(var)?;
+        }
+        let panel = persona::shipped().map_err(|e| ApiError::Internal(e.to_string()))?;
+        let known: Vec<String> = panel.iter().map(|p| p.id.clone()).collect();
+        let personas = persona::select(panel, &run.personas).map_err(|e| {
+            ApiError::bad(format!("`run.personas`: {e} (known: {})", known.join(", ")))
+        })?;
+        let config = Self {
+            name: body.simulation.name.clone(),
+            document,
+            file: ConfigFile {
+                simulation: body.simulation,
+                injection: body.injection,
+            },
+            target: body.target,
+            run,
+            personas,
+        };
+        config.check_injection()?;
+        Ok(config)
+    }
+
+    /// The injection section must resolve (keys aside, which are read at start) and every
+    /// injected agent must play a persona of the panel.
+    fn check_injection(&self) -> Result<(), ApiError> {
+        for e in self.endpoints() {
+            if let Some(var) = &e.api_key_env {
+                check_env_name(var)?;
+            }
+            if !self.personas.iter().any(|p| p.id == e.agent_id) {
+                return Err(ApiError::bad(format!(
+                    "injected agent `{}` is not a persona of this simulation's panel ({})",
+                    e.agent_id,
+                    self.persona_ids().join(", ")
+                )));
+            }
+        }
+        // A placeholder key: only the shape is checked here.
+        self.file
+            .plan(|_| Some(String::new()))
+            .map(|_| ())
+            .map_err(|e| ApiError::bad(e.to_string()))
+    }
+
+    pub fn persona_ids(&self) -> Vec<String> {
+        self.personas.iter().map(|p| p.id.clone()).collect()
+    }
+
+    pub fn endpoints(&self) -> &[EndpointConfig] {
+        self.file
+            .simulation
+            .agent_injection
+            .as_ref()
+            .map_or(&[], |i| i.endpoints.as_slice())
+    }
+
+    pub fn fallback(&self) -> FallbackStrategy {
+        self.file
+            .simulation
+            .agent_injection
+            .as_ref()
+            .map_or(FallbackStrategy::SimulatedAgent, |i| i.fallback.strategy)
+    }
+
+    /// Adds (or replaces) the endpoint playing `body.agent_id`.
+    pub fn inject(&mut self, body: InjectBody) -> Result<(), ApiError> {
+        check_url("endpoint_url", &body.endpoint_url)?;
+        let mut next = self.clone();
+        let injection =
+            next.file
+                .simulation
+                .agent_injection
+                .get_or_insert_with(|| AgentInjection {
+                    endpoints: Vec::new(),
+                    circuit_breaker: Default::default(),
+                    concurrency: Default::default(),
+                    fallback: Default::default(),
+                    benchmark: Default::default(),
+                    rate_limit: Default::default(),
+                });
+        if let Some(simulated) = body.fallback_to_simulated {
+            injection.fallback.strategy = if simulated {
+                FallbackStrategy::SimulatedAgent
+            } else {
+                FallbackStrategy::ErrorMessage
+            };
+        }
+        injection.endpoints.retain(|e| e.agent_id != body.agent_id);
+        injection.endpoints.push(EndpointConfig {
+            agent_id: body.agent_id,
+            url: body.endpoint_url,
+            api_key_env: body.api_key_env,
+            timeout_seconds: body.timeout_seconds.unwrap_or(30.0),
+            privacy_tier: body.privacy_tier,
+            protocol: body.protocol.unwrap_or(Protocol::Agentworld),
+            model: body.model,
+        });
+        next.check_injection()?;
+        *self = next;
+        Ok(())
+    }
+
+    /// Removes the endpoint playing `agent_id`; false when none did.
+    pub fn remove(&mut self, agent_id: &str) -> bool {
+        let Some(injection) = self.file.simulation.agent_injection.as_mut() else {
+            return false;
+        };
+        let before = injection.endpoints.len();
+        injection.endpoints.retain(|e| e.agent_id != agent_id);
+        injection.endpoints.len() != before
+    }
+
+    /// The run configuration, keys read from `env` now (a missing variable is the caller's
+    /// mistake: 400).
+    pub fn run_config(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<SimRunConfig, ApiError> {
+        let injection = self
+            .file
+            .plan(&env)
+            .map_err(|e| ApiError::bad(e.to_string()))?;
+        let api_key = match &self.target.api_key_env {
+            Some(var) => Some(env(var).ok_or_else(|| {
+                ApiError::bad(format!(
+                    "`target.api_key_env`: environment variable {var} is not set on the server"
+                ))
+            })?),
+            None => None,
+        };
+        let target = TargetSettings {
+            model: self.target.model.clone(),
+            timeout_ms: (self.target.timeout_seconds * 1000.0).round() as u64,
+            // A simulation in a dashboard should fail fast, not sit in minutes of backoff.
+            retry: RetryPolicy {
+                max_retries: 1,
+                base_ms: 500,
+                max_wait_ms: 5_000,
+            },
+            ..TargetSettings::new(self.target.endpoint.clone())
+        };
+        let run = &self.run;
+        Ok(SimRunConfig {
+            settings: SimSettings {
+                seed: run.seed,
+                rounds: run.rounds,
+                trials: run.trials,
+                single_turn: run.single_turn,
+                stop_token: run.stop_token.clone(),
+                concurrency: run.concurrency,
+                start: SIM_START
+                    .parse()
+                    .map_err(|_| ApiError::Internal("the simulation start time".to_owned()))?,
+                max_reply_chars: run.max_reply_chars,
+            },
+            target,
+            credentials: Credentials {
+                api_key,
+                admin_token: None,
+            },
+            personas: self.personas.clone(),
+            simulator: SimulatorSpec::Scripted,
+            judge: None,
+            injection,
+            record: false,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn minimal() -> Value {
+        json!({"simulation": {"name": "t"}, "target": {"endpoint": "http://127.0.0.1:1"},
+               "run": {"rounds": 2, "personas": ["maya"]}})
+    }
+
+    #[test]
+    fn an_inline_key_is_refused_wherever_it_is() {
+        let mut doc = minimal();
+        doc["simulation"]["agent_injection"] = json!({"endpoints": [
+            {"agent_id": "maya", "url": "http://x", "api_key": "sk-secret"}]});
+        let err = SimulationConfig::from_document(doc)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("api_key_env"), "{err}");
+        assert!(!err.contains("sk-secret"), "{err}");
+    }
+
+    #[test]
+    fn yaml_and_json_give_the_same_config() {
+        let yaml = "simulation:\n  name: t\ntarget:\n  endpoint: http://127.0.0.1:1\nrun:\n  rounds: 2\n  personas: [maya]\n";
+        let a = parse_document(yaml.as_bytes(), "application/yaml").unwrap();
+        assert_eq!(a, minimal());
+        let config = SimulationConfig::from_document(a).unwrap();
+        assert_eq!(config.persona_ids(), vec!["maya".to_owned()]);
+    }
+
+    #[test]
+    fn injected_agents_must_play_a_persona_of_the_panel() {
+        let mut config = SimulationConfig::from_document(minimal()).unwrap();
+        let body = |id: &str| InjectBody {
+            agent_id: id.to_owned(),
+            endpoint_url: "http://127.0.0.1:2/respond".to_owned(),
+            api_key_env: Some("MAYA_KEY".to_owned()),
+            timeout_seconds: None,
+            privacy_tier: None,
+            fallback_to_simulated: Some(false),
+            protocol: None,
+            model: None,
+        };
+        let err = config.inject(body("nobody")).unwrap_err().to_string();
+        assert!(err.contains("nobody"), "{err}");
+        assert!(
+            config.endpoints().is_empty(),
+            "a refused injection changed the config"
+        );
+        config.inject(body("maya")).unwrap();
+        assert_eq!(config.fallback(), FallbackStrategy::ErrorMessage);
+        let missing = config.run_config(|_| None).unwrap_err().to_string();
+        assert!(missing.contains("MAYA_KEY"), "{missing}");
+        let plan = config
+            .run_config(|v| (v == "MAYA_KEY").then(|| "k".to_owned()))
+            .unwrap();
+        assert_eq!(plan.injection.endpoints[0].api_key.as_deref(), Some("k"));
+        assert!(config.remove("maya"));
+        assert!(!config.remove("maya"));
+    }
+}

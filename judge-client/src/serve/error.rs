@@ -1,0 +1,74 @@
+//! The one table from API errors to HTTP statuses. Every error a client of `judge serve` sees
+//! goes through it and has the body `{"error": {"message", "code"}}`, so a dashboard or a script
+//! can show the message as it is.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// Input that can never succeed as sent: the message says what to change.
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{what} `{id}` does not exist")]
+    NotFound { what: &'static str, id: String },
+    /// Valid input the resource's current state refuses (starting a running simulation).
+    #[error("{0}")]
+    Conflict(String),
+    #[error(
+        "this server requires `Authorization: Bearer <token>` (the --auth-token it was started with)"
+    )]
+    Unauthorized,
+    /// The server failed (a run directory it cannot read): never the client's fault.
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn bad(message: impl Into<String>) -> Self {
+        Self::BadRequest(message.into())
+    }
+
+    pub fn not_found(what: &'static str, id: impl Into<String>) -> Self {
+        Self::NotFound {
+            what,
+            id: id.into(),
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            Self::BadRequest(_) => "bad_request",
+            Self::NotFound { .. } => "not_found",
+            Self::Conflict(_) => "conflict",
+            Self::Unauthorized => "unauthorized",
+            Self::Internal(_) => "internal",
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::NotFound { .. } => StatusCode::NOT_FOUND,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status_code());
+        if matches!(self, Self::Unauthorized) {
+            response.insert_header(("WWW-Authenticate", "Bearer"));
+        }
+        response.json(json!({"error": {"message": self.to_string(), "code": self.code()}}))
+    }
+}
+
+/// actix-web's own extractor errors (a malformed JSON body, a bad query string) in the same shape.
+pub fn from_actix(err: impl std::fmt::Display) -> actix_web::Error {
+    ApiError::bad(err.to_string()).into()
+}

@@ -1,0 +1,119 @@
+//! `judge serve`: an HTTP API over run directories and simulations (design documents 000 and
+//! 004), documented at `/openapi.json`.
+//!
+//! - [`catalog`]: run directories under `--runs`, read from disk (the source of truth);
+//! - [`config`]: a simulation's config (document 000's YAML or JSON), validated;
+//! - [`state`]: simulations in memory, their events; [`runner`]: a simulation run in the
+//!   background; [`error`]: the one error-to-status table; [`auth`]: `--auth-token`;
+//! - routes per resource: [`runs`], [`simulations`], [`injection`], [`apps`] (document 004's
+//!   endpoints over `judge apps` runs); [`openapi`]; [`dashboard`] at `/`.
+
+pub mod apps;
+pub mod auth;
+pub mod catalog;
+pub mod config;
+pub mod dashboard;
+pub mod error;
+pub mod injection;
+pub mod openapi;
+pub mod runner;
+pub mod runs;
+pub mod simulations;
+pub mod state;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
+use actix_web::{App, HttpServer, web};
+
+use self::error::ApiError;
+use self::state::ServeState;
+
+/// Largest simulation config or injection body.
+const MAX_BODY: usize = 256 * 1024;
+
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub addr: SocketAddr,
+    pub runs: PathBuf,
+    pub auth_token: Option<String>,
+    /// HTTP workers (each runs its simulations on its own thread).
+    pub workers: usize,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(
+        "refusing to listen on {0} without --auth-token: anyone who can reach it could start simulations and read every run; bind to 127.0.0.1 or pass --auth-token"
+    )]
+    OpenWithoutToken(SocketAddr),
+    #[error("--auth-token must not be empty")]
+    EmptyToken,
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
+/// Registers every route (the tests build the same app).
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.service(dashboard::index)
+        .service(openapi::openapi_json)
+        .service(runs::list)
+        .service(runs::file)
+        .service(runs::compare_runs)
+        .service(runs::get)
+        .service(simulations::create)
+        .service(simulations::list)
+        .service(simulations::get)
+        .service(simulations::start)
+        .service(simulations::stop)
+        .service(simulations::events)
+        .service(injection::inject)
+        .service(injection::remove)
+        .service(injection::list)
+        .service(injection::metrics)
+        .service(injection::health_check)
+        .service(apps::list)
+        .service(apps::actions)
+        .service(apps::agent_state)
+        .service(apps::get);
+}
+
+/// Binds the server (port 0 picks a free port: read it from the returned address).
+pub fn bind(config: ServeConfig) -> Result<(Server, SocketAddr), ServeError> {
+    if config.auth_token.as_deref() == Some("") {
+        return Err(ServeError::EmptyToken);
+    }
+    if !config.addr.ip().is_loopback() && config.auth_token.is_none() {
+        return Err(ServeError::OpenWithoutToken(config.addr));
+    }
+    let state = web::Data::new(ServeState::new(config.runs.clone(), config.auth_token));
+    let addr = config.addr;
+    let server = HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .app_data(web::PayloadConfig::new(MAX_BODY))
+            .app_data(
+                web::JsonConfig::default()
+                    .limit(MAX_BODY)
+                    .error_handler(|e, _| error::from_actix(e)),
+            )
+            .app_data(web::PathConfig::default().error_handler(|e, _| error::from_actix(e)))
+            .app_data(web::QueryConfig::default().error_handler(|e, _| error::from_actix(e)))
+            .wrap(from_fn(auth::require_token))
+            .configure(routes)
+            .default_service(web::to(|req: actix_web::HttpRequest| async move {
+                Err::<actix_web::HttpResponse, _>(ApiError::not_found("route", req.path()))
+            }))
+    })
+    .workers(config.workers.max(1))
+    .disable_signals()
+    .bind(addr)
+    .map_err(|source| ServeError::Bind { addr, source })?;
+    let bound = server.addrs()[0];
+    Ok((server.run(), bound))
+}

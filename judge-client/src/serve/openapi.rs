@@ -1,0 +1,52 @@
+//! `GET /openapi.json`, generated from the handlers' annotations.
+
+use actix_web::{HttpResponse, get};
+use utoipa::OpenApi;
+
+use super::{apps, catalog, config, injection, runs, simulations, state};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "judge serve",
+        description = "agentwall runs, simulations, agent injection and apps"
+    ),
+    paths(
+        runs::list,
+        runs::get,
+        runs::file,
+        runs::compare_runs,
+        simulations::create,
+        simulations::list,
+        simulations::get,
+        simulations::start,
+        simulations::stop,
+        simulations::events,
+        injection::inject,
+        injection::remove,
+        injection::list,
+        injection::metrics,
+        injection::health_check,
+        apps::list,
+        apps::get,
+        apps::agent_state,
+        apps::actions,
+    ),
+    components(schemas(
+        catalog::RunSummary,
+        catalog::RunDetail,
+        simulations::SimulationView,
+        injection::InjectedAgentView,
+        config::InjectBody,
+        config::TargetSpec,
+        config::RunSpec,
+        state::SimState,
+        apps::AppsSimulationView,
+    ))
+)]
+pub struct ApiDoc;
+
+#[get("/openapi.json")]
+pub async fn openapi_json() -> HttpResponse {
+    HttpResponse::Ok().json(ApiDoc::openapi())
+}
