@@ -86,6 +86,46 @@ pub enum FactSource {
     Injected,
 }
 
+/// A name that is not one of an enum's wire names (`FactKind`, `FactSource`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {name:?}")]
+pub struct UnknownName {
+    pub what: &'static str,
+    pub name: String,
+}
+
+/// Wire names (`snake_case`, as serde writes them) for enums that backends also store as text.
+macro_rules! wire_names {
+    ($type:ident, $what:literal, { $($variant:ident => $name:literal),+ $(,)? }) => {
+        impl $type {
+            /// The wire name, as serde writes it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($type::$variant => $name),+
+                }
+            }
+        }
+
+        impl std::str::FromStr for $type {
+            type Err = UnknownName;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $($name => Ok($type::$variant),)+
+                    other => Err(UnknownName { what: $what, name: other.to_owned() }),
+                }
+            }
+        }
+    };
+}
+
+wire_names!(FactKind, "fact kind", { Fact => "fact", Rule => "rule", Reminder => "reminder" });
+wire_names!(FactSource, "fact source", {
+    Extracted => "extracted",
+    Promoted => "promoted",
+    Injected => "injected",
+});
+
 /// Answer of `GET /control/memory`: the session's memory as the agent sees it at the request's "now".
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -136,4 +176,35 @@ pub struct DependencyHealth {
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_names_are_the_serde_names_and_parse_back() {
+        for kind in [FactKind::Fact, FactKind::Rule, FactKind::Reminder] {
+            assert_eq!(
+                serde_json::to_value(kind).unwrap(),
+                serde_json::json!(kind.as_str())
+            );
+            assert_eq!(kind.as_str().parse::<FactKind>(), Ok(kind));
+        }
+        for source in [
+            FactSource::Extracted,
+            FactSource::Promoted,
+            FactSource::Injected,
+        ] {
+            assert_eq!(
+                serde_json::to_value(source).unwrap(),
+                serde_json::json!(source.as_str())
+            );
+            assert_eq!(source.as_str().parse::<FactSource>(), Ok(source));
+        }
+        assert_eq!(
+            "Fact".parse::<FactKind>().unwrap_err().to_string(),
+            "unknown fact kind \"Fact\""
+        );
+    }
 }

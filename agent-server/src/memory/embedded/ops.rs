@@ -279,13 +279,13 @@ fn write_facts(
             .execute(params![
                 id,
                 session,
-                kind_str(fact.kind),
+                fact.kind.as_str(),
                 fact.key,
                 fact.text,
                 data,
                 observed_at,
                 f64::from(fact.importance),
-                source_str(fact.source),
+                fact.source.as_str(),
             ])
             .map_err(sqlite_error)?;
         written.insert(id, stored.len());
@@ -405,14 +405,20 @@ impl RawFact {
             .map_err(|e| corrupt(format!("data of fact {id}: {e}")))?;
         Ok(Fact {
             id,
-            kind: parse_kind(&self.kind)?,
+            kind: self
+                .kind
+                .parse::<FactKind>()
+                .map_err(|e| corrupt(e.to_string()))?,
             key: self.key,
             text: self.text,
             data,
             observed_at: timestamp(self.observed_at)?,
             // Stored from an f32, so this narrowing is exact.
             importance: self.importance as f32,
-            source: parse_source(&self.source)?,
+            source: self
+                .source
+                .parse::<FactSource>()
+                .map_err(|e| corrupt(e.to_string()))?,
         })
     }
 }
@@ -420,40 +426,6 @@ impl RawFact {
 fn timestamp(micros: i64) -> Result<DateTime<Utc>, MemoryError> {
     DateTime::from_timestamp_micros(micros)
         .ok_or_else(|| corrupt(format!("timestamp {micros} µs is out of range")))
-}
-
-fn kind_str(kind: FactKind) -> &'static str {
-    match kind {
-        FactKind::Fact => "fact",
-        FactKind::Rule => "rule",
-        FactKind::Reminder => "reminder",
-    }
-}
-
-fn parse_kind(s: &str) -> Result<FactKind, MemoryError> {
-    match s {
-        "fact" => Ok(FactKind::Fact),
-        "rule" => Ok(FactKind::Rule),
-        "reminder" => Ok(FactKind::Reminder),
-        other => Err(corrupt(format!("unknown fact kind {other:?}"))),
-    }
-}
-
-fn source_str(source: FactSource) -> &'static str {
-    match source {
-        FactSource::Extracted => "extracted",
-        FactSource::Promoted => "promoted",
-        FactSource::Injected => "injected",
-    }
-}
-
-fn parse_source(s: &str) -> Result<FactSource, MemoryError> {
-    match s {
-        "extracted" => Ok(FactSource::Extracted),
-        "promoted" => Ok(FactSource::Promoted),
-        "injected" => Ok(FactSource::Injected),
-        other => Err(corrupt(format!("unknown fact source {other:?}"))),
-    }
 }
 
 #[cfg(test)]
@@ -477,14 +449,14 @@ mod tests {
     #[test]
     fn kinds_and_sources_round_trip() {
         for kind in [FactKind::Fact, FactKind::Rule, FactKind::Reminder] {
-            assert_eq!(parse_kind(kind_str(kind)).unwrap(), kind);
+            assert_eq!(kind.as_str().parse::<FactKind>().unwrap(), kind);
         }
         for source in [
             FactSource::Extracted,
             FactSource::Promoted,
             FactSource::Injected,
         ] {
-            assert_eq!(parse_source(source_str(source)).unwrap(), source);
+            assert_eq!(source.as_str().parse::<FactSource>().unwrap(), source);
         }
     }
 }

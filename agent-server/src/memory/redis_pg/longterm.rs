@@ -229,14 +229,14 @@ pub(super) async fn write_facts(
             &[
                 &fact.id,
                 &session.as_str(),
-                &kind_str(fact.kind),
+                &fact.kind.as_str(),
                 &fact.key,
                 &fact.text,
                 &fact.data,
                 &micros,
                 &nanos,
                 &fact.importance,
-                &source_str(fact.source),
+                &fact.source.as_str(),
             ],
         )
         .await
@@ -433,13 +433,13 @@ fn fact_from_row(row: &Row) -> Result<Fact, MemoryError> {
     let observed_ns: i32 = row.try_get("observed_ns").map_err(corrupt)?;
     Ok(Fact {
         id: row.try_get("id").map_err(corrupt)?,
-        kind: parse_kind(&kind)?,
+        kind: kind.parse::<FactKind>().map_err(corrupt)?,
         key: row.try_get("fact_key").map_err(corrupt)?,
         text: row.try_get("body").map_err(corrupt)?,
         data: row.try_get("data").map_err(corrupt)?,
         observed_at: observed_at + chrono::Duration::nanoseconds(i64::from(observed_ns)),
         importance: row.try_get("importance").map_err(corrupt)?,
-        source: parse_source(&source)?,
+        source: source.parse::<FactSource>().map_err(corrupt)?,
     })
 }
 
@@ -462,40 +462,6 @@ fn split_time(at: DateTime<Utc>) -> (DateTime<Utc>, i32) {
         at - chrono::Duration::nanoseconds(i64::from(nanos)),
         nanos_i32,
     )
-}
-
-fn kind_str(kind: FactKind) -> &'static str {
-    match kind {
-        FactKind::Fact => "fact",
-        FactKind::Rule => "rule",
-        FactKind::Reminder => "reminder",
-    }
-}
-
-fn parse_kind(s: &str) -> Result<FactKind, MemoryError> {
-    match s {
-        "fact" => Ok(FactKind::Fact),
-        "rule" => Ok(FactKind::Rule),
-        "reminder" => Ok(FactKind::Reminder),
-        other => Err(corrupt(format!("unknown fact kind {other:?}"))),
-    }
-}
-
-fn source_str(source: FactSource) -> &'static str {
-    match source {
-        FactSource::Extracted => "extracted",
-        FactSource::Promoted => "promoted",
-        FactSource::Injected => "injected",
-    }
-}
-
-fn parse_source(s: &str) -> Result<FactSource, MemoryError> {
-    match s {
-        "extracted" => Ok(FactSource::Extracted),
-        "promoted" => Ok(FactSource::Promoted),
-        "injected" => Ok(FactSource::Injected),
-        other => Err(corrupt(format!("unknown fact source {other:?}"))),
-    }
 }
 
 fn unsigned(v: i64) -> Result<u64, MemoryError> {
