@@ -1,0 +1,152 @@
+//! `judge apps`: the simulated-applications suite.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::EXIT_BELOW_THRESHOLD;
+use super::progress::{Bar, progress_bar};
+use super::target::TargetArgs;
+use anyhow::{Context, bail};
+use clap::Args;
+use judge_client::apps::runner::{ActionMode, ScenarioOutcome};
+use judge_client::apps::suite::{self as apps_suite, AppsConfig, AppsProgress};
+use judge_client::apps::{Scenario, shipped};
+use judge_client::config::HistoryMode;
+
+#[derive(Args)]
+pub struct AppsArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Folder of scenario YAML files (default: the scenarios shipped in the binary).
+    #[arg(long, value_name = "DIR")]
+    pub scenarios: Option<PathBuf>,
+    /// Comma-separated scenario ids to run (default: all).
+    #[arg(long, value_delimiter = ',', value_name = "ID")]
+    pub only: Vec<String>,
+    /// `tools`: OpenAI tools and tool calls; `directives`: `APP_ACTION:` lines in the reply;
+    /// `auto`: tools, and directives in the text are executed too.
+    #[arg(long, default_value = "auto")]
+    pub action_mode: ActionMode,
+    /// Trials per scenario (default: each scenario's own, usually 3).
+    #[arg(long)]
+    pub trials: Option<u32>,
+    /// Seed of app ids and every random choice.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// `full`: the whole conversation each turn; `new`: the apps' instructions and the new turn.
+    #[arg(long, default_value = "full")]
+    pub history: HistoryMode,
+    /// Where run directories go.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// Exit 2 when the mean pass^k (0 to 1) is below this.
+    #[arg(long, value_name = "SCORE")]
+    pub fail_under: Option<f64>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+impl AppsProgress for Bar {
+    fn scenario_done(&self, outcome: &ScenarioOutcome) {
+        self.0.set_message(format!(
+            "{} {}/{}",
+            outcome.scenario_id,
+            outcome.passed,
+            outcome.trials.len()
+        ));
+        self.0.inc(1);
+    }
+}
+
+pub async fn apps(args: AppsArgs) -> anyhow::Result<ExitCode> {
+    if let Some(threshold) = args.fail_under
+        && !(0.0..=1.0).contains(&threshold)
+    {
+        bail!("--fail-under takes a score between 0 and 1, got {threshold}");
+    }
+    let (mut scenarios, source) = match &args.scenarios {
+        Some(dir) => (
+            Scenario::load_dir(dir)
+                .with_context(|| format!("loading scenarios from {}", dir.display()))?,
+            dir.display().to_string(),
+        ),
+        None => (shipped::scenarios()?, "shipped".to_owned()),
+    };
+    if !args.only.is_empty() {
+        let unknown: Vec<&String> = args
+            .only
+            .iter()
+            .filter(|id| !scenarios.iter().any(|s| &s.id == *id))
+            .collect();
+        if !unknown.is_empty() {
+            let known: Vec<&str> = scenarios.iter().map(|s| s.id.as_str()).collect();
+            bail!(
+                "--only names unknown scenario(s) {unknown:?}; known: {}",
+                known.join(", ")
+            );
+        }
+        scenarios.retain(|s| args.only.contains(&s.id));
+    }
+    if scenarios.is_empty() {
+        bail!("no scenarios to run (is {source} a folder of *.yaml scenarios?)");
+    }
+    let bar = progress_bar(args.quiet);
+    bar.0.set_length(scenarios.len() as u64);
+    let config = AppsConfig {
+        seed: args.seed,
+        mode: args.action_mode,
+        history: args.history,
+        trials: args.trials,
+        source,
+    };
+    let run = apps_suite::run(
+        args.target.settings()?,
+        args.target.credentials(),
+        config,
+        scenarios,
+        &args.out,
+        &bar,
+    )
+    .await
+    .context("running the apps suite")?;
+    bar.0.finish_and_clear();
+    let results = &run.results;
+    for s in &results.scenarios {
+        let mark = if s.all_passed { "PASS" } else { "FAIL" };
+        println!(
+            "{mark} {:<32} {}/{} trials  pass^k {}",
+            s.id,
+            s.passed,
+            s.trials,
+            s.pass_hat_k.map_or("–".to_owned(), |v| format!("{:.2}", v))
+        );
+        // Trials of a deterministic agent usually fail alike: say a shared reason once.
+        let reasons: Vec<&str> = s
+            .why
+            .iter()
+            .map(|w| w.split_once(": ").map_or(w.as_str(), |(_, r)| r))
+            .collect();
+        if reasons.len() > 1 && reasons.iter().all(|r| *r == reasons[0]) {
+            println!("       all {} trials: {}", reasons.len(), reasons[0]);
+        } else {
+            for why in &s.why {
+                println!("       {why}");
+            }
+        }
+    }
+    let mean = results.mean_pass_hat_k.unwrap_or(0.0);
+    println!(
+        "{}/{} scenarios passed every trial; mean pass^k {mean:.2} (action mode {:?})",
+        results.passed_scenarios, results.graded_scenarios, results.mode
+    );
+    println!("run directory: {}", run.dir.display());
+    println!("report: {}", run.dir.join("report.html").display());
+    if let Some(threshold) = args.fail_under
+        && mean < threshold
+    {
+        println!("FAIL: mean pass^k {mean:.3} is below --fail-under {threshold}");
+        return Ok(ExitCode::from(EXIT_BELOW_THRESHOLD));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,161 @@
+//! `judge ltm`: the long-term-memory suite (new runs, `--resume`, `--shard`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::progress::progress_bar;
+use super::target::TargetArgs;
+use super::{EXIT_BELOW_THRESHOLD, EXIT_REGRESSION};
+use anyhow::{Context, bail};
+use clap::Args;
+use judge_client::config::{HistoryMode, LtmConfig};
+use judge_client::report::compare;
+use judge_client::report::results::{RunResults, TestResult, TestStatus};
+use judge_client::report::stats::latency;
+use judge_client::report::summary::render_table;
+use judge_client::run::{self, RunOutcome};
+use judge_client::shard::Shard;
+use judge_client::suites::ltm::TestType;
+
+#[derive(Args)]
+pub struct LtmArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Finish the interrupted run in this directory (its recorded settings are used).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub resume: Option<PathBuf>,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Tests run at once (each in its own sessions), at most 10.
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Seeded trials per test type.
+    #[arg(long, default_value_t = 3)]
+    pub trials: u32,
+    /// Filler between what is told and what is asked, in cl100k tokens.
+    #[arg(long, default_value_t = 1000)]
+    pub span: u32,
+    /// Largest single filler turn, in tokens.
+    #[arg(long, default_value_t = 250)]
+    pub filler_turn_tokens: u32,
+    /// `new`: send only the new user turn; `full`: send the whole conversation.
+    #[arg(long, default_value = "new")]
+    pub history: HistoryMode,
+    /// Comma-separated test types (default: all 14).
+    #[arg(long, value_delimiter = ',')]
+    pub types: Vec<TestType>,
+    /// Where run directories go.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// Exit 2 when the overall score (0 to 1) is below this.
+    #[arg(long, value_name = "SCORE")]
+    pub fail_under: Option<f64>,
+    /// Run only part INDEX of COUNT of the plan (e.g. 0/4); `judge merge` combines the parts.
+    #[arg(long, value_name = "INDEX/COUNT")]
+    pub shard: Option<Shard>,
+    /// Compare with this earlier run afterwards; exit 3 on a significant regression.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// No progress bar.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+pub fn print_outcome(outcome: &RunOutcome) {
+    let results: &RunResults = &outcome.results;
+    println!("{}", render_table(results));
+    let failures: Vec<&TestResult> = results
+        .tests
+        .iter()
+        .filter(|t| t.failure.is_some())
+        .collect();
+    for t in failures {
+        if let Some(f) = &t.failure {
+            println!("  {}: stopped on {}: {}", t.id, f.kind, f.message);
+        }
+    }
+    let not_applicable = results
+        .tests
+        .iter()
+        .filter(|t| t.status == TestStatus::NotApplicable)
+        .count();
+    if not_applicable > 0 {
+        println!("{not_applicable} test(s) not applicable to this target (see report.html)");
+    }
+    if let Some(l) = latency(&outcome.timings) {
+        println!(
+            "latency: p50 {} ms, p95 {} ms, max {} ms over {} turns ({} retried)",
+            l.p50_ms, l.p95_ms, l.max_ms, l.turns, l.retried
+        );
+    }
+    println!("run directory: {}", outcome.dir.display());
+    println!("report: {}", outcome.dir.join("report.html").display());
+}
+
+pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
+    if let Some(threshold) = args.fail_under
+        && !(0.0..=1.0).contains(&threshold)
+    {
+        bail!("--fail-under takes a score between 0 and 1, got {threshold}");
+    }
+    let bar = progress_bar(args.quiet);
+    let outcome = match &args.resume {
+        Some(dir) => run::resume(
+            dir,
+            args.target.endpoint.clone(),
+            args.target.credentials(),
+            &bar,
+        )
+        .await
+        .with_context(|| format!("resuming {}", dir.display()))?,
+        None => {
+            let config = LtmConfig {
+                seed: args.seed,
+                trials: args.trials.max(1),
+                span_tokens: args.span,
+                filler_turn_tokens: args.filler_turn_tokens.max(32),
+                history: args.history,
+                concurrency: args.concurrency.clamp(1, 10),
+                types: if args.types.is_empty() {
+                    TestType::ALL.to_vec()
+                } else {
+                    // Each type once, in the order given.
+                    let mut types = args.types.clone();
+                    let mut seen = std::collections::HashSet::new();
+                    types.retain(|t| seen.insert(*t));
+                    types
+                },
+            };
+            run::start_shard(
+                args.target.settings()?,
+                args.target.credentials(),
+                config,
+                args.shard,
+                &args.out,
+                &bar,
+            )
+            .await
+            .context("running the LTM suite")?
+        }
+    };
+    print_outcome(&outcome);
+    let mut code = ExitCode::SUCCESS;
+    if let Some(baseline) = &args.baseline {
+        let before = compare::load(baseline)?;
+        let comparison = compare::compare(&before, &outcome.results, 0.05);
+        println!("against baseline {}:", baseline.display());
+        print!("{}", compare::render(&comparison));
+        if comparison.regression {
+            code = ExitCode::from(EXIT_REGRESSION);
+        }
+    }
+    if let Some(threshold) = args.fail_under {
+        let overall = outcome.results.overall.unwrap_or(0.0);
+        if overall < threshold {
+            println!("FAIL: overall score {overall:.3} is below --fail-under {threshold}");
+            return Ok(ExitCode::from(EXIT_BELOW_THRESHOLD));
+        }
+    }
+    Ok(code)
+}

@@ -1,0 +1,16 @@
+//! The `judge` command line: one module per command (its flags and what it runs), plus the flags
+//! and the progress bar they share. `main.rs` only parses and dispatches.
+
+pub mod apps;
+pub mod load;
+pub mod ltm;
+pub mod progress;
+pub mod runs;
+pub mod serve;
+pub mod sim;
+pub mod target;
+
+/// Exit code when a score is below `--fail-under`.
+pub const EXIT_BELOW_THRESHOLD: u8 = 2;
+/// Exit code when `judge compare` finds a regression.
+pub const EXIT_REGRESSION: u8 = 3;

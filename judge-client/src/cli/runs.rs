@@ -1,0 +1,71 @@
+//! Commands over finished runs: `judge compare`, `judge merge`, and `judge probe`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use super::EXIT_REGRESSION;
+use super::ltm::print_outcome;
+use super::target::TargetArgs;
+use anyhow::Context;
+use clap::Args;
+use judge_client::report::compare;
+use judge_client::shard::{self};
+use judge_client::target::{TargetClient, probe};
+
+#[derive(Args)]
+pub struct MergeArgs {
+    /// Where the merged run directory goes.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// The shards' run directories (every shard exactly once).
+    #[arg(required = true, value_name = "PART")]
+    pub parts: Vec<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct CompareArgs {
+    pub run_a: PathBuf,
+    pub run_b: PathBuf,
+    /// Significance level of the regression verdict.
+    #[arg(long, default_value_t = 0.05)]
+    pub alpha: f64,
+    /// Print the comparison as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct ProbeArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+pub fn merge_parts(args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let outcome = shard::merge(&args.parts, &args.out).context("merging the shards")?;
+    println!("merged {} parts", args.parts.len());
+    print_outcome(&outcome);
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    let a = compare::load(&args.run_a)?;
+    let b = compare::load(&args.run_b)?;
+    let comparison = compare::compare(&a, &b, args.alpha);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&comparison)?);
+    } else {
+        print!("{}", compare::render(&comparison));
+    }
+    Ok(if comparison.regression {
+        ExitCode::from(EXIT_REGRESSION)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub async fn probe_only(args: ProbeArgs) -> anyhow::Result<ExitCode> {
+    let client = TargetClient::new(args.target.settings()?, args.target.credentials());
+    let capabilities = probe(&client, "judge-probe").await?;
+    println!("{}", serde_json::to_string_pretty(&capabilities)?);
+    Ok(ExitCode::SUCCESS)
+}
