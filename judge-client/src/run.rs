@@ -100,7 +100,7 @@ fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RunError> {
 }
 
 /// `root/base`, or `root/base-2`, `-3`, ... when taken: a run never writes into another's folder.
-pub(crate) fn unique_dir(root: &Path, base: &str) -> PathBuf {
+pub fn unique_dir(root: &Path, base: &str) -> PathBuf {
     let mut dir = root.join(base);
     let mut n = 2;
     while dir.exists() {

@@ -362,7 +362,7 @@ fn number(amount: &str) -> Option<Value> {
 static AMOUNT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)(?:^|[\s(])(-?)\$?(-?\d+(?:\.\d+)?)\b").expect("valid regex")
 });
-static EMAIL_OR_NAME: &str = r"([a-z][a-z0-9._-]*(?:@[a-z0-9.-]+[a-z])?)";
+const EMAIL_OR_NAME: &str = r"([a-z][a-z0-9._-]*(?:@[a-z0-9.-]+[a-z])?)";
 static TO_NAME: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(&format!(r"(?i)\bto\s+{EMAIL_OR_NAME}")).expect("valid regex"));
 static FROM_NAME: LazyLock<Regex> =

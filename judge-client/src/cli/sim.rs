@@ -7,12 +7,12 @@ use super::EXIT_BELOW_THRESHOLD;
 use super::target::TargetArgs;
 use anyhow::{Context, bail};
 use clap::Args;
+use judge_client::run::unique_dir;
 use judge_client::suites::sim::ab::run_ab;
 use judge_client::suites::sim::injection::InjectionPlan;
 use judge_client::suites::sim::injection::config::ConfigFile;
 use judge_client::suites::sim::injection::fixtures::FixtureFile;
 use judge_client::suites::sim::replay as sim_replay;
-use judge_client::suites::sim::suite::unique_dir;
 use judge_client::suites::sim::{
     SimOutcome, SimRunConfig, SimSettings, SimulatorSpec, persona, run_sim,
 };

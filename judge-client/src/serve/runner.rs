@@ -9,10 +9,10 @@ use serde_json::json;
 use super::error::ApiError;
 use super::simulations::state_name;
 use super::state::{ServeState, SimState};
+use crate::run::unique_dir;
 use crate::suites::sim::injection::EndpointMetrics;
 use crate::suites::sim::run_sim_observed;
 use crate::suites::sim::runner::{Conversation, PanelObserver, Round};
-use crate::suites::sim::suite::unique_dir;
 
 /// Publishes a running panel into the simulation's events.
 struct Watch {

@@ -40,6 +40,11 @@ pub enum SimError {
     Probe(TargetError),
     #[error("no personas to simulate")]
     NoPersonas,
+    #[error("{path}: cannot encode as JSON: {source}")]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
 }
 
 /// Which user simulator, and where the LLM one is.
@@ -138,20 +143,13 @@ pub(crate) fn write(path: &Path, contents: &[u8]) -> Result<(), SimError> {
 }
 
 pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), SimError> {
-    let mut text = serde_json::to_vec_pretty(value).unwrap_or_default();
+    // An encoding failure is an error, never an empty file standing in for the results.
+    let mut text = serde_json::to_vec_pretty(value).map_err(|source| SimError::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
     text.push(b'\n');
     write(path, &text)
-}
-
-/// A fresh directory `root/<base>` (suffixed `-2`, `-3`... when taken).
-pub fn unique_dir(root: &Path, base: &str) -> PathBuf {
-    let mut dir = root.join(base);
-    let mut n = 2;
-    while dir.exists() {
-        dir = root.join(format!("{base}-{n}"));
-        n += 1;
-    }
-    dir
 }
 
 /// Runs the simulation into `dir` (created).
