@@ -21,7 +21,7 @@ use uuid::Uuid;
 struct TestStore {
     // Declared first so that it is dropped (its connections closed) before the directory goes.
     store: EmbeddedStore,
-    dir: TempDir,
+    _dir: TempDir,
 }
 
 impl Deref for TestStore {
@@ -37,11 +37,7 @@ impl TestStore {
         let store = EmbeddedStore::open(&db_path(&dir), conformance::config())
             .await
             .expect("open the embedded store");
-        Self { store, dir }
-    }
-
-    fn path(&self) -> PathBuf {
-        db_path(&self.dir)
+        Self { store, _dir: dir }
     }
 }
 
@@ -100,22 +96,12 @@ async fn recall_texts(store: &EmbeddedStore, s: &SessionId, q: &str) -> Vec<Stri
         .collect()
 }
 
-/// Direct access to the file, for what the store's API cannot do (forge a version, check the
-/// full-text index).
+/// Direct access to the file, for what the store's API cannot do (forge a version).
 fn raw(path: &Path) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open(path).unwrap();
     conn.busy_timeout(std::time::Duration::from_secs(5))
         .unwrap();
     conn
-}
-
-fn fts_integrity_check(path: &Path) {
-    raw(path)
-        .execute(
-            "INSERT INTO facts_fts (facts_fts, rank) VALUES ('integrity-check', 1)",
-            [],
-        )
-        .expect("the full-text index matches the facts table");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -170,17 +156,25 @@ async fn data_survives_closing_and_reopening_the_file() {
 async fn migrations_are_idempotent() {
     let dir = TempDir::new().unwrap();
     let path = db_path(&dir);
-    // Two concurrent first opens of a new file: exactly one applies the migrations.
+    // Two concurrent first opens of a new file: exactly one gets it (and migrates it).
     let (a, b) = tokio::join!(
         EmbeddedStore::open(&path, conformance::config()),
         EmbeddedStore::open(&path, conformance::config()),
     );
-    let (a, b) = (a.unwrap(), b.unwrap());
+    let (owner, refused) = match (a, b) {
+        (Ok(owner), Err(refused)) | (Err(refused), Ok(owner)) => (owner, refused),
+        (a, b) => panic!("expected exactly one open to succeed, got {a:?} and {b:?}"),
+    };
+    assert!(
+        matches!(refused, MemoryError::Unavailable { .. }),
+        "{refused}"
+    );
     let s = session("migrate");
-    a.inject(&s, vec![fact(None, "Written before reopening.", t0())])
+    owner
+        .inject(&s, vec![fact(None, "Written before reopening.", t0())])
         .await
         .unwrap();
-    drop((a, b));
+    drop(owner);
     for _ in 0..2 {
         let store = EmbeddedStore::open(&path, conformance::config())
             .await
@@ -249,82 +243,39 @@ async fn foreign_files_are_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_opens_of_one_file_lose_no_writes() {
+async fn a_file_has_one_owner_at_a_time() {
     let dir = TempDir::new().unwrap();
     let path = db_path(&dir);
-    let config = MemoryConfig {
-        working_capacity: 1000,
-        ..conformance::config()
-    };
-    let a = EmbeddedStore::open(&path, config).await.unwrap();
-    let b = EmbeddedStore::open(&path, config).await.unwrap();
-    let shared = session("shared");
-    const PER_STORE: i64 = 25;
-
-    let writes = |store: &'static EmbeddedStore, name: &'static str| {
-        let shared = shared.clone();
-        (0..PER_STORE).map(move |i| {
-            let shared = shared.clone();
-            tokio::spawn(async move {
-                let at = t0() + chrono::Duration::seconds(i);
-                store
-                    .commit_turn(
-                        &shared,
-                        TurnWrite {
-                            items: vec![user(&format!("{name} turn {i}"), at)],
-                            facts: vec![
-                                fact(None, &format!("{name} note {i}"), at),
-                                // Both stores race on one key; the latest observation must win.
-                                fact(Some("counter"), &format!("{name} counter {i}"), at),
-                            ],
-                            // The epoch check reads before anything is written.
-                            expected_epoch: Some(0),
-                            ..TurnWrite::default()
-                        },
-                    )
-                    .await
-                    .unwrap()
-            })
-        })
-    };
-    // The tasks borrow the stores for 'static; leaking two small stores in a test is harmless.
-    let (a, b): (&'static EmbeddedStore, &'static EmbeddedStore) =
-        (Box::leak(Box::new(a)), Box::leak(Box::new(b)));
-    let tasks: Vec<_> = writes(a, "a").chain(writes(b, "b")).collect();
-    for task in tasks {
-        task.await.unwrap();
-    }
-
-    for store in [a, b] {
-        let snap = store
-            .snapshot(
-                &shared,
-                t0() + chrono::Duration::hours(1) - chrono::Duration::seconds(1),
-            )
-            .await
-            .unwrap();
-        assert_eq!(snap.working.len(), 2 * PER_STORE as usize);
-        let notes = snap.facts.iter().filter(|f| f.key.is_none()).count();
-        assert_eq!(notes, 2 * PER_STORE as usize);
-        let counters: Vec<&str> = snap
-            .facts
-            .iter()
-            .filter(|f| f.key.is_some())
-            .map(|f| f.text.as_str())
-            .collect();
-        assert_eq!(counters.len(), 1, "one current fact per key");
-        let last = PER_STORE - 1;
-        assert!(
-            counters[0] == format!("a counter {last}")
-                || counters[0] == format!("b counter {last}"),
-            "the latest observation is current, got {counters:?}"
-        );
-    }
-    fts_integrity_check(&path);
+    let owner = EmbeddedStore::open(&path, conformance::config())
+        .await
+        .unwrap();
+    let s = session("owned");
+    owner
+        .inject(&s, vec![fact(None, "Owned by the first store.", t0())])
+        .await
+        .unwrap();
+    let err = EmbeddedStore::open(&path, conformance::config())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, MemoryError::Unavailable { .. }), "{err}");
+    let message = err.to_string();
+    assert!(
+        message.contains("in use") && message.contains("--data-dir"),
+        "the refusal says why and what to do: {message}"
+    );
+    // The refused open changed nothing; dropping the owner hands the file over.
+    drop(owner);
+    let next = EmbeddedStore::open(&path, conformance::config())
+        .await
+        .unwrap();
+    assert_eq!(
+        recall_texts(&next, &s, "owned").await,
+        ["Owned by the first store."]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_full_text_index_follows_every_write() {
+async fn the_index_follows_every_write() {
     let store = TestStore::new().await;
     let s = session("fts");
     let stored = store
@@ -376,9 +327,11 @@ async fn the_full_text_index_follows_every_write() {
         recall_texts(&store, &s, "drinking").await,
         ["I drink black coffee."]
     );
-    fts_integrity_check(&store.path());
     store.reset(&s).await.unwrap();
-    fts_integrity_check(&store.path());
+    assert_eq!(
+        recall_texts(&store, &s, "coffee").await,
+        Vec::<String>::new()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -514,4 +467,144 @@ async fn an_acknowledged_write_survives_the_process_dying() {
     assert_eq!(snap.working, [user("Written just before dying.", t0())]);
     assert_eq!(snap.facts.len(), 1);
     assert_eq!(snap.facts[0].text, "Acknowledged, then killed.");
+}
+
+/// What recall returned, without the fact ids (random per store) so two stores can be compared.
+fn comparable(ctx: &agent_server::memory::MemoryContext) -> String {
+    let facts: Vec<_> = ctx
+        .facts
+        .iter()
+        .map(|r| (&r.fact.text, &r.fact.key, r.fact.observed_at, r.score))
+        .collect();
+    let standing: Vec<_> = ctx
+        .standing
+        .iter()
+        .map(|f| (&f.text, f.kind, f.observed_at))
+        .collect();
+    format!(
+        "{:?} | {facts:?} | {standing:?} | epoch {}",
+        ctx.working, ctx.epoch
+    )
+}
+
+/// The session cache is a mirror of the file: after every step of a long random mix of turns,
+/// supersessions, retirements, injects and resets over three sessions, a store whose cache
+/// applies each change recalls exactly what a store that reloads every session from disk
+/// (budget 1: every other session is evicted) recalls, and so does the first store reopened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_session_cache_always_equals_a_reload_from_disk() {
+    use agent_server::memory::embedded::EmbeddedOptions;
+
+    let dir = TempDir::new().unwrap();
+    let config = MemoryConfig {
+        working_capacity: 5,
+        ..conformance::config()
+    };
+    let open = |name: &str, cache_items: usize| {
+        let path = dir.path().join(name);
+        async move {
+            EmbeddedStore::open_with(&path, config, EmbeddedOptions { cache_items })
+                .await
+                .unwrap()
+        }
+    };
+    let cached = open("cached.sqlite3", 1_000_000).await;
+    let reloading = open("reloading.sqlite3", 1).await;
+
+    let sessions = [session("mix-a"), session("mix-b"), session("mix-c")];
+    let words = ["tea", "boat", "lisbon", "red", "piano", "garden"];
+    let mut rng: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = move |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    // Fact ids per store and session, to retire the same fact in both.
+    let mut ids: Vec<Vec<(Uuid, Uuid)>> = vec![Vec::new(); sessions.len()];
+    for step in 0..300i64 {
+        let at = t0() + chrono::Duration::seconds(step);
+        let which = next(sessions.len() as u64) as usize;
+        let s = &sessions[which];
+        let word = |n: u64| words[n as usize];
+        match next(10) {
+            0 => {
+                cached.reset(s).await.unwrap();
+                reloading.reset(s).await.unwrap();
+                ids[which].clear();
+            }
+            1 if !ids[which].is_empty() => {
+                let pick = next(ids[which].len() as u64) as usize;
+                let (a, b) = ids[which].remove(pick);
+                for (store, id) in [(&cached, a), (&reloading, b)] {
+                    let turn = TurnWrite {
+                        retire: vec![id],
+                        ..TurnWrite::default()
+                    };
+                    store.commit_turn(s, turn).await.unwrap();
+                }
+            }
+            kind => {
+                let key = (kind % 3 == 0).then(|| format!("k{}", next(3)));
+                let text = format!(
+                    "I like the {} and the {} {step}",
+                    word(next(6)),
+                    word(next(6))
+                );
+                let mut new = fact(key.as_deref(), &text, at);
+                if kind == 2 {
+                    new.kind = FactKind::Rule;
+                }
+                let turn = || TurnWrite {
+                    items: vec![user(&format!("turn {step}"), at)],
+                    facts: vec![new.clone()],
+                    ..TurnWrite::default()
+                };
+                let a = cached.commit_turn(s, turn()).await.unwrap();
+                let b = reloading.commit_turn(s, turn()).await.unwrap();
+                assert_eq!(a[0].current, b[0].current);
+                ids[which].push((a[0].id, b[0].id));
+            }
+        }
+        let query = format!("{} {}", word(next(6)), word(next(6)));
+        for s in &sessions {
+            let q = RecallQuery {
+                now: at,
+                text: &query,
+                limit: 4,
+            };
+            let a = cached.recall(s, q).await.unwrap();
+            let b = reloading.recall(s, q).await.unwrap();
+            assert_eq!(comparable(&a), comparable(&b), "step {step}, {s:?}");
+        }
+    }
+    assert!(
+        reloading.cache_usage().0 <= 1,
+        "the tiny cache kept evicting"
+    );
+
+    // And after a restart, the first store recalls what it did before.
+    let now = t0() + chrono::Duration::seconds(300);
+    let before = {
+        let mut all = Vec::new();
+        for s in &sessions {
+            let q = RecallQuery {
+                now,
+                text: "tea boat lisbon red piano garden",
+                limit: 10,
+            };
+            all.push(comparable(&cached.recall(s, q).await.unwrap()));
+        }
+        all
+    };
+    drop(cached);
+    let reopened = open("cached.sqlite3", 1_000_000).await;
+    for (s, before) in sessions.iter().zip(before) {
+        let q = RecallQuery {
+            now,
+            text: "tea boat lisbon red piano garden",
+            limit: 10,
+        };
+        assert_eq!(comparable(&reopened.recall(s, q).await.unwrap()), before);
+    }
 }

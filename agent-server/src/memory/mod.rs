@@ -21,6 +21,7 @@
 
 pub mod conformance;
 pub mod embedded;
+pub mod lexical;
 pub mod ranking;
 pub mod redis_pg;
 

@@ -1,34 +1,42 @@
 //! Embedded backend: one SQLite file, no server. The agent-server's default store.
 //!
-//! - Working memory, facts and each session's epoch are tables of one database ([`schema`]); facts
-//!   have an FTS5 index (`porter unicode61`) that recall ranks with `bm25`, re-ranked by
-//!   [`ranking::combined_score`](crate::memory::ranking::combined_score) on the session clock.
+//! - Working memory, facts and each session's epoch are tables of one database ([`schema`]): the
+//!   durable record.
+//! - Recall reads memory, not the file: recently used sessions are mirrored in a session cache
+//!   ([`cache`]) whose facts have an in-memory BM25 index ([`lexical`](crate::memory::lexical)),
+//!   re-ranked by [`ranking::combined_score`](crate::memory::ranking::combined_score) on the
+//!   session clock. A recall of a cached session takes microseconds on the async executor; a
+//!   session not cached is loaded once, by the writer thread (see [`cache`] for why that keeps
+//!   the mirror exact).
 //! - Writes go through group commit ([`writer`]): one thread owns the write connection and commits
 //!   all the turns waiting for it in one `BEGIN IMMEDIATE` transaction, each turn in its own
 //!   savepoint (its epoch check decides for it alone), and answers each waiter only after the
 //!   commit. A turn's epoch check, supersession and inserts see no other writer in between, also
 //!   across processes.
-//! - Reads run on pooled connections on the blocking threads (`interact`), never on the async
-//!   executor; WAL lets them run alongside the writer.
+//! - The few reads that go to the file (snapshots, health) run on pooled connections on the
+//!   blocking threads (`interact`), never on the async executor; WAL lets them run alongside the
+//!   writer.
 //! - Durability: WAL with `synchronous = FULL`; a write that returned `Ok` is on disk (see
 //!   [`schema`]). Group commit pays the sync once per batch rather than once per turn.
 //!
 //! Limits worth knowing:
-//! - One writer at a time per file (SQLite's rule), hence the batching. Other processes may share
-//!   the file; their writers wait up to [`BUSY_TIMEOUT`] for the write lock, then get
-//!   [`MemoryError::Unavailable`] (and so does every turn of a batch that waited in vain).
-//! - `bm25` takes its statistics (document count, term frequencies across documents, average
-//!   length) from the whole index, i.e. from every session. Which facts a session can recall
-//!   never depends on other sessions, but the relative weight of two different query terms, and
-//!   so the order of two facts matching different terms, can.
+//! - One store owns a file: opening takes an exclusive lock on `<file>.lock`, and a second open
+//!   (in this process or another) is refused with [`MemoryError::Unavailable`] until the first
+//!   store is dropped. The cache is only exact if nobody else writes the file; servers that must
+//!   share memory use the `redis+postgres` backend.
+//! - BM25 statistics are per session, so neither which facts a session recalls nor their order
+//!   depends on other sessions.
 //! - The file must be on a local disk: WAL needs shared memory between the processes using it,
 //!   which network file systems do not provide.
 
+mod cache;
 mod ops;
 mod schema;
 mod writer;
 
+use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -40,6 +48,8 @@ use protocol::control::DependencyHealth;
 
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, SCHEMA_VERSION};
 
+use self::cache::{SessionCache, SharedSession};
+use self::writer::{Effect, WriterContext};
 use super::{
     MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, ResetCounts,
     Snapshot, StoredFact, TurnWrite, ranking,
@@ -56,12 +66,31 @@ const POOL_SIZE: usize = 4;
 /// How long a request waits for a free connection before the store reports itself unavailable.
 const POOL_WAIT: Duration = Duration::from_secs(10);
 
+/// Settings of the embedded store alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbeddedOptions {
+    /// How many facts and working items the session cache holds, over all sessions, before it
+    /// evicts the least recently used sessions. About 0.5 KB each with its index (see
+    /// docs/benchmarks.md for measured figures).
+    pub cache_items: usize,
+}
+
+impl Default for EmbeddedOptions {
+    fn default() -> Self {
+        Self {
+            cache_items: 200_000,
+        }
+    }
+}
+
 /// A memory store in a single SQLite file.
 pub struct EmbeddedStore {
     pool: Pool,
     config: MemoryConfig,
     path: PathBuf,
-    /// The group-commit writer: every write of this store goes through it.
+    cache: Arc<SessionCache>,
+    /// The group-commit writer: every write of this store, and every load into the cache, goes
+    /// through it.
     writer: writer::Writer,
 }
 
@@ -75,13 +104,22 @@ impl std::fmt::Debug for EmbeddedStore {
 }
 
 impl EmbeddedStore {
+    /// [`EmbeddedStore::open_with`] with default [`EmbeddedOptions`].
+    pub async fn open(path: &Path, config: MemoryConfig) -> Result<Self, MemoryError> {
+        Self::open_with(path, config, EmbeddedOptions::default()).await
+    }
+
     /// Opens (creating it and its parent directories if needed) the database at `path`, and
     /// migrates it to [`SCHEMA_VERSION`].
     ///
     /// Fails with [`MemoryError::Corrupt`] when the file is not an agentwall memory database or
     /// was written by a newer server, and with [`MemoryError::Unavailable`] when it cannot be
-    /// created or opened. Several stores, in this process or others, may open the same file.
-    pub async fn open(path: &Path, config: MemoryConfig) -> Result<Self, MemoryError> {
+    /// created or opened, or another store (in this process or another) has it open.
+    pub async fn open_with(
+        path: &Path,
+        config: MemoryConfig,
+        options: EmbeddedOptions,
+    ) -> Result<Self, MemoryError> {
         // Every pooled connection opens the path anew: an in-memory database would be a different,
         // empty one per connection, and a temporary ("") one is not durable.
         if path.as_os_str().is_empty() || path == Path::new(":memory:") {
@@ -120,20 +158,36 @@ impl EmbeddedStore {
                 reason: format!("cannot build the connection pool: {e}"),
             })?;
 
-        // The writer's connection migrates the file before any reader uses it.
+        // Ownership first, so that a refused open changes nothing; then the writer's connection
+        // migrates the file before any reader uses it.
         let writer_path = path.to_owned();
-        let conn = tokio::task::spawn_blocking(move || open_writer(&writer_path))
-            .await
-            .map_err(|e| MemoryError::Backend {
-                dependency: DEPENDENCY,
-                reason: format!("opening the database failed: {e}"),
-            })??;
+        let (lock, conn) = tokio::task::spawn_blocking(move || {
+            let lock = lock_file(&writer_path)?;
+            Ok::<_, MemoryError>((lock, open_writer(&writer_path)?))
+        })
+        .await
+        .map_err(|e| MemoryError::Backend {
+            dependency: DEPENDENCY,
+            reason: format!("opening the database failed: {e}"),
+        })??;
+        let cache = Arc::new(SessionCache::new(options.cache_items));
+        let context = WriterContext {
+            cache: cache.clone(),
+            config,
+            _lock: lock,
+        };
         Ok(Self {
             pool,
             config,
             path: path.to_owned(),
-            writer: writer::Writer::spawn(conn)?,
+            cache,
+            writer: writer::Writer::spawn(conn, context)?,
         })
+    }
+
+    /// Sessions in the cache and the facts and working items they hold.
+    pub fn cache_usage(&self) -> (usize, usize) {
+        self.cache.usage()
     }
 
     /// The database file.
@@ -162,13 +216,50 @@ impl EmbeddedStore {
         conn.interact(f).await.map_err(interact_error)?
     }
 
-    /// Runs `f` in the writer's next batch; returns once that batch has committed.
-    async fn write<T, F>(&self, f: F) -> Result<T, MemoryError>
-    where
-        F: FnOnce(&Connection) -> Result<T, MemoryError> + Send + 'static,
-        T: Send + 'static,
-    {
-        self.writer.write(f).await
+    /// The session from the cache, loading it (through the writer, see [`cache`]) if needed.
+    async fn session(&self, session: &SessionId) -> Result<SharedSession, MemoryError> {
+        if let Some(cached) = self.cache.get(session.as_str()) {
+            return Ok(cached);
+        }
+        let (config, session) = (self.config, session.as_str().to_owned());
+        self.writer
+            .write(move |conn| {
+                let memory = Arc::new(Mutex::new(ops::load_session(conn, &config, &session)?));
+                Ok((memory.clone(), Effect::Load(session, memory)))
+            })
+            .await
+    }
+}
+
+/// Takes the exclusive lock that makes this store the file's only user (see the module docs).
+fn lock_file(path: &Path) -> Result<File, MemoryError> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| MemoryError::Unavailable {
+            dependency: DEPENDENCY,
+            reason: format!("cannot create the lock file {}: {e}", lock_path.display()),
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(TryLockError::WouldBlock) => Err(MemoryError::Unavailable {
+            dependency: DEPENDENCY,
+            reason: format!(
+                "{} is in use by another agent-server (or another store of this process); an \
+                 embedded memory file has one owner at a time: stop the other server, give this \
+                 one its own --data-dir, or use the redis+postgres backend to share memory",
+                path.display()
+            ),
+        }),
+        Err(TryLockError::Error(e)) => Err(MemoryError::Unavailable {
+            dependency: DEPENDENCY,
+            reason: format!("cannot lock {}: {e}", lock_path.display()),
+        }),
     }
 }
 
@@ -195,11 +286,10 @@ impl MemoryStore for EmbeddedStore {
         session: &SessionId,
         query: RecallQuery<'_>,
     ) -> Result<MemoryContext, MemoryError> {
-        let (config, session) = (self.config, session.as_str().to_owned());
+        let memory = self.session(session).await?;
         let terms = ranking::query_terms(query.text);
-        let (now, limit) = (query.now, query.limit);
-        self.read(move |conn| ops::recall(conn, &config, &session, now, &terms, limit))
-            .await
+        let context = cache::lock(&memory).context(&self.config, query.now, &terms, query.limit);
+        Ok(context)
     }
 
     async fn commit_turn(
@@ -208,7 +298,11 @@ impl MemoryStore for EmbeddedStore {
         turn: TurnWrite,
     ) -> Result<Vec<StoredFact>, MemoryError> {
         let (config, session) = (self.config, session.as_str().to_owned());
-        self.write(move |conn| ops::commit_turn(conn, &config, &session, turn))
+        self.writer
+            .write(move |conn| {
+                let (stored, change) = ops::commit_turn(conn, &config, &session, turn)?;
+                Ok((stored, Effect::Change(change)))
+            })
             .await
     }
 
@@ -218,13 +312,22 @@ impl MemoryStore for EmbeddedStore {
         facts: Vec<NewFact>,
     ) -> Result<Vec<StoredFact>, MemoryError> {
         let session = session.as_str().to_owned();
-        self.write(move |conn| ops::inject(conn, &session, facts))
+        self.writer
+            .write(move |conn| {
+                let (stored, change) = ops::inject(conn, &session, facts)?;
+                Ok((stored, Effect::Change(change)))
+            })
             .await
     }
 
     async fn reset(&self, session: &SessionId) -> Result<ResetCounts, MemoryError> {
         let session = session.as_str().to_owned();
-        self.write(move |conn| ops::reset(conn, &session)).await
+        self.writer
+            .write(move |conn| {
+                let (counts, change) = ops::reset(conn, &session)?;
+                Ok((counts, Effect::Change(change)))
+            })
+            .await
     }
 
     async fn snapshot(

@@ -11,79 +11,74 @@ use deadpool_sqlite::rusqlite::{Connection, OptionalExtension, Row, params};
 use protocol::control::{FactKind, FactSource};
 use uuid::Uuid;
 
+use super::cache::{SessionChange, SessionMemory, StoredRow};
 use super::{corrupt, sqlite_error};
 use crate::memory::{
-    Fact, MemoryConfig, MemoryContext, MemoryError, NewFact, Recalled, ResetCounts, Snapshot,
-    StoredFact, TurnRole, TurnWrite, WorkingItem, ranking,
+    Fact, MemoryConfig, MemoryError, NewFact, ResetCounts, Snapshot, StoredFact, TurnRole,
+    TurnWrite, WorkingItem,
 };
 
 /// Columns of `facts` in the order [`RawFact::from_row`] reads them, prefixed by the alias `f.`.
 const FACT_COLUMNS: &str =
     "f.id, f.kind, f.key, f.text, f.data, f.observed_at, f.importance, f.source";
 
-pub(super) fn recall(
-    conn: &mut Connection,
+/// Everything of `session` the cache mirrors: epoch, the newest `working_capacity` working items
+/// (live or not: liveness depends on the clock of each recall) and every fact.
+pub(super) fn load_session(
+    conn: &Connection,
     config: &MemoryConfig,
     session: &str,
-    now: DateTime<Utc>,
-    terms: &[String],
-    limit: usize,
-) -> Result<MemoryContext, MemoryError> {
-    // One read transaction, so the epoch, working memory and facts are one consistent snapshot
-    // (WAL gives readers a stable view while a writer commits).
-    let tx = conn.transaction().map_err(sqlite_error)?;
-    let epoch = read_epoch(&tx, session)?;
-    let working = live_working(&tx, config, session, now)?;
-
-    let mut facts = Vec::new();
-    if let Some(expression) = match_expression(terms).filter(|_| limit > 0) {
-        // `candidate_pool` multiplies; capping its input keeps an absurd limit from overflowing.
-        let pool = ranking::candidate_pool(limit.min(usize::MAX / 8));
-        let pool = i64::try_from(pool).unwrap_or(i64::MAX);
-        // bm25() is smaller for better matches, so it is negated into "larger is better". The
-        // secondary keys only make the cut at the pool boundary deterministic.
-        let mut stmt = tx
-            .prepare_cached(&format!(
-                "SELECT {FACT_COLUMNS}, -bm25(facts_fts) AS lexical
-                 FROM facts_fts JOIN facts AS f ON f.pk = facts_fts.rowid
-                 WHERE facts_fts MATCH ?1 AND f.session_id = ?2 AND f.kind = 'fact'
-                 ORDER BY bm25(facts_fts), f.observed_at DESC, f.id
-                 LIMIT ?3"
+) -> Result<SessionMemory, MemoryError> {
+    let mut memory = SessionMemory::new(read_epoch(conn, session)?);
+    let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT seq, role, text, at FROM working_items WHERE session_id = ?1
+             ORDER BY at DESC, seq DESC LIMIT ?2",
+        )
+        .map_err(sqlite_error)?;
+    let rows = stmt
+        .query_map(params![session, capacity], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, i64>(3)?,
             ))
-            .map_err(sqlite_error)?;
-        let rows = stmt
-            .query_map(params![expression, session, pool], |row| {
-                Ok((RawFact::from_row(row)?, row.get::<_, f64>(8)?))
-            })
-            .map_err(sqlite_error)?;
-        for row in rows {
-            let (raw, lexical) = row.map_err(sqlite_error)?;
-            let fact = raw.into_fact()?;
-            let score =
-                ranking::combined_score(lexical, fact.observed_at, now, config.recency_half_life);
-            facts.push(Recalled { fact, score });
-        }
+        })
+        .map_err(sqlite_error)?;
+    for row in rows {
+        let (seq, role, text, at) = row.map_err(sqlite_error)?;
+        let role =
+            TurnRole::parse(&role).ok_or_else(|| corrupt(format!("unknown turn role {role:?}")))?;
+        memory.push_item(
+            seq,
+            WorkingItem {
+                role,
+                text,
+                at: timestamp(at)?,
+            },
+        );
     }
-    facts.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| b.fact.observed_at.cmp(&a.fact.observed_at))
-            .then_with(|| a.fact.id.cmp(&b.fact.id))
-    });
-    facts.truncate(limit);
 
-    let standing = select_facts(
-        &tx,
-        "WHERE f.session_id = ?1 AND f.kind IN ('rule', 'reminder')
-         ORDER BY f.observed_at, f.pk",
-        session,
-    )?;
-    Ok(MemoryContext {
-        working,
-        facts,
-        standing,
-        epoch,
-    })
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT {FACT_COLUMNS}, f.pk FROM facts AS f WHERE f.session_id = ?1"
+        ))
+        .map_err(sqlite_error)?;
+    let rows = stmt
+        .query_map([session], |row| {
+            Ok((RawFact::from_row(row)?, row.get::<_, i64>(8)?))
+        })
+        .map_err(sqlite_error)?;
+    for row in rows {
+        let (raw, pk) = row.map_err(sqlite_error)?;
+        memory.add_fact(StoredRow {
+            pk,
+            fact: raw.into_fact()?,
+        });
+    }
+    Ok(memory)
 }
 
 pub(super) fn snapshot(
@@ -104,13 +99,14 @@ pub(super) fn snapshot(
 }
 
 /// Writes one turn. Runs inside the writer's batch transaction, in a savepoint of its own, so an
-/// error here (a reset session included) undoes this turn's writes only.
+/// error here (a reset session included) undoes this turn's writes only. Returns, besides the
+/// stored facts, the change for the session cache.
 pub(super) fn commit_turn(
     conn: &Connection,
     config: &MemoryConfig,
     session: &str,
     turn: TurnWrite,
-) -> Result<Vec<StoredFact>, MemoryError> {
+) -> Result<(Vec<StoredFact>, SessionChange), MemoryError> {
     // The writer holds the write lock for the whole batch, and applies jobs in queue order: no
     // reset can run between this check and the writes below.
     if let Some(expected) = turn.expected_epoch
@@ -119,6 +115,11 @@ pub(super) fn commit_turn(
         return Err(MemoryError::SessionReset);
     }
     register_session(conn, session)?;
+    let mut change = SessionChange {
+        session: session.to_owned(),
+        removed: turn.retire.clone(),
+        ..SessionChange::default()
+    };
 
     if !turn.retire.is_empty() {
         let mut retire = conn
@@ -130,7 +131,7 @@ pub(super) fn commit_turn(
                 .map_err(sqlite_error)?;
         }
     }
-    let stored = write_facts(conn, session, turn.facts)?;
+    let stored = write_facts(conn, session, turn.facts, &mut change)?;
 
     if !turn.items.is_empty() {
         let next_seq: i64 = conn
@@ -145,16 +146,14 @@ pub(super) fn commit_turn(
                  VALUES (?1, ?2, ?3, ?4, ?5)",
             )
             .map_err(sqlite_error)?;
-        for (seq, item) in (next_seq..).zip(&turn.items) {
+        for (seq, item) in (next_seq..).zip(turn.items) {
+            let at = item.at.timestamp_micros();
             insert
-                .execute(params![
-                    session,
-                    seq,
-                    item.role.as_str(),
-                    item.text,
-                    item.at.timestamp_micros()
-                ])
+                .execute(params![session, seq, item.role.as_str(), item.text, at])
                 .map_err(sqlite_error)?;
+            // At the stored precision, so the cached item equals the one a reload reads.
+            let at = timestamp(at)?;
+            change.items.push((seq, WorkingItem { at, ..item }));
         }
         drop(insert);
         // Capacity: keep the newest items by (at, seq), whatever their liveness.
@@ -167,7 +166,7 @@ pub(super) fn commit_turn(
         .and_then(|mut stmt| stmt.execute(params![session, capacity]))
         .map_err(sqlite_error)?;
     }
-    Ok(stored)
+    Ok((stored, change))
 }
 
 /// Writes facts outside a turn; like [`commit_turn`], inside the writer's batch.
@@ -175,18 +174,25 @@ pub(super) fn inject(
     conn: &Connection,
     session: &str,
     facts: Vec<NewFact>,
-) -> Result<Vec<StoredFact>, MemoryError> {
+) -> Result<(Vec<StoredFact>, SessionChange), MemoryError> {
     register_session(conn, session)?;
-    write_facts(conn, session, facts)
+    let mut change = SessionChange {
+        session: session.to_owned(),
+        ..SessionChange::default()
+    };
+    let stored = write_facts(conn, session, facts, &mut change)?;
+    Ok((stored, change))
 }
 
 /// Clears a session and bumps its epoch; inside the writer's batch, so turns queued after it see
 /// the new epoch.
-pub(super) fn reset(conn: &Connection, session: &str) -> Result<ResetCounts, MemoryError> {
+pub(super) fn reset(
+    conn: &Connection,
+    session: &str,
+) -> Result<(ResetCounts, SessionChange), MemoryError> {
     let working_items = conn
         .execute("DELETE FROM working_items WHERE session_id = ?1", [session])
         .map_err(sqlite_error)?;
-    // The delete trigger removes each row from the full-text index in the same transaction.
     let facts = conn
         .execute("DELETE FROM facts WHERE session_id = ?1", [session])
         .map_err(sqlite_error)?;
@@ -196,31 +202,25 @@ pub(super) fn reset(conn: &Connection, session: &str) -> Result<ResetCounts, Mem
         [session],
     )
     .map_err(sqlite_error)?;
-    Ok(ResetCounts {
+    let counts = ResetCounts {
         working_items: working_items as u64,
         facts: facts as u64,
-    })
+    };
+    let change = SessionChange {
+        session: session.to_owned(),
+        reset: true,
+        ..SessionChange::default()
+    };
+    Ok((counts, change))
 }
 
-/// The FTS5 query for `terms`: each term a quoted string, OR-joined; `None` when there is nothing
-/// to search for. Terms come from [`ranking::query_terms`] (alphanumeric only), and quoting makes
-/// even a term such as `near` or `or` a plain string, so user text never becomes query syntax.
-pub(super) fn match_expression(terms: &[String]) -> Option<String> {
-    if terms.is_empty() {
-        return None;
-    }
-    let quoted: Vec<String> = terms
-        .iter()
-        .map(|term| format!("\"{}\"", term.replace('"', "\"\"")))
-        .collect();
-    Some(quoted.join(" OR "))
-}
-
-/// Writes `facts` in order with supersession by key; one [`StoredFact`] per input.
+/// Writes `facts` in order with supersession by key; one [`StoredFact`] per input. Records what
+/// it deleted and inserted in `change`.
 fn write_facts(
     conn: &Connection,
     session: &str,
     facts: Vec<NewFact>,
+    change: &mut SessionChange,
 ) -> Result<Vec<StoredFact>, MemoryError> {
     let mut stored: Vec<StoredFact> = Vec::with_capacity(facts.len());
     // Facts written earlier in this same call, by id, so that one superseded by a later entry of
@@ -263,6 +263,12 @@ fn write_facts(
                     .map_err(sqlite_error)?;
                 if let Some(&index) = written.get(&existing_id) {
                     stored[index].current = false;
+                    // Inserted and deleted within this job: it never reaches the cache.
+                    change.added.retain(|row| row.fact.id != stored[index].id);
+                } else {
+                    let existing_id = Uuid::parse_str(&existing_id)
+                        .map_err(|e| corrupt(format!("fact id {existing_id:?}: {e}")))?;
+                    change.removed.push(existing_id);
                 }
             }
         }
@@ -291,8 +297,16 @@ fn write_facts(
         written.insert(id, stored.len());
         stored.push(StoredFact {
             id: fact.id,
-            key: fact.key,
+            key: fact.key.clone(),
             current: true,
+        });
+        change.added.push(StoredRow {
+            pk: conn.last_insert_rowid(),
+            // At the stored precision, so the cached fact equals the one a reload reads.
+            fact: Fact {
+                observed_at: timestamp(observed_at)?,
+                ..fact
+            },
         });
     }
     Ok(stored)
@@ -431,20 +445,6 @@ fn timestamp(micros: i64) -> Result<DateTime<Utc>, MemoryError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn match_expression_quotes_and_or_joins_terms() {
-        let terms = [
-            "near".to_owned(),
-            "lighthouse".to_owned(),
-            "a\"b".to_owned(),
-        ];
-        assert_eq!(
-            match_expression(&terms).as_deref(),
-            Some("\"near\" OR \"lighthouse\" OR \"a\"\"b\"")
-        );
-        assert_eq!(match_expression(&[]), None);
-    }
 
     #[test]
     fn kinds_and_sources_round_trip() {

@@ -25,7 +25,7 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Migration `i` takes the schema from version `i` to `i + 1`. Append only: never edit an entry
 /// that has shipped, since databases in the field already ran it.
-const MIGRATIONS: &[&str] = &[V1_INITIAL];
+const MIGRATIONS: &[&str] = &[V1_INITIAL, V2_RECALL_IN_MEMORY];
 
 /// Timestamps are i64 microseconds since the Unix epoch (UTC): the precision of Postgres
 /// `timestamptz`, so both backends round-trip the same values, and integer comparisons in SQL.
@@ -83,6 +83,15 @@ CREATE TRIGGER facts_fts_update AFTER UPDATE OF text ON facts BEGIN
     INSERT INTO facts_fts (facts_fts, rowid, text) VALUES ('delete', old.pk, old.text);
     INSERT INTO facts_fts (rowid, text) VALUES (new.pk, new.text);
 END;
+";
+
+/// Recall moved into memory (the session cache's own BM25 index), so the FTS5 index is no longer
+/// read; dropping it takes its upkeep off every write.
+const V2_RECALL_IN_MEMORY: &str = "
+DROP TRIGGER facts_fts_insert;
+DROP TRIGGER facts_fts_delete;
+DROP TRIGGER facts_fts_update;
+DROP TABLE facts_fts;
 ";
 
 /// Per-connection settings, run on the writer's connection and every pooled reader (they are not

@@ -14,48 +14,88 @@
 //! - jobs are applied in the order they were queued, so a reset queued before a turn is seen by
 //!   that turn's epoch check, exactly as with one transaction per job.
 //!
+//! - after a commit, each job's effect on the session cache (`cache.rs`) is applied, in queue
+//!   order, just before that job is answered: a turn is visible to recall by the time its client
+//!   has the reply. Loads of uncached sessions are jobs too, so they are ordered with the writes.
+//!
 //! A dedicated thread rather than the blocking pool: the writer is always busy under load, and
 //! one long-lived thread avoids a hand-off to a pool thread (and a connection checkout) per write.
 
+use std::fs::File;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::mpsc;
+use std::sync::{Arc, mpsc};
+use std::thread::JoinHandle;
 
 use deadpool_sqlite::rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use super::cache::{SessionCache, SessionChange, SharedSession};
 use super::{DEPENDENCY, sqlite_error};
-use crate::memory::MemoryError;
+use crate::memory::{MemoryConfig, MemoryError};
 
 /// Most jobs per transaction. Bounds the time the first job of a batch waits for the last one, and
 /// the memory held in results until the commit; far above what 64 connections queue.
 const MAX_BATCH: usize = 512;
 
-/// Work a job does inside the batch's transaction (through its own savepoint).
-type Work<T> = Box<dyn FnOnce(&Connection) -> Result<T, MemoryError> + Send>;
+/// What a committed job does to the session cache.
+pub(super) enum Effect {
+    /// Apply this change if the session is cached.
+    Change(SessionChange),
+    /// Cache this freshly loaded session.
+    Load(String, SharedSession),
+}
 
-/// Handle to the writer thread. Dropping it lets the thread finish the queued jobs and exit.
+/// Work a job does inside the batch's transaction (through its own savepoint).
+type Work<T> = Box<dyn FnOnce(&Connection) -> Result<(T, Effect), MemoryError> + Send>;
+
+/// What the writer thread owns besides its connection.
+pub(super) struct WriterContext {
+    pub cache: Arc<SessionCache>,
+    pub config: MemoryConfig,
+    /// The exclusive lock on the database file: held (never read) for as long as the thread may
+    /// write, so the next owner cannot start while a write of this one is still in flight.
+    pub _lock: File,
+}
+
+/// Handle to the writer thread. Dropping it lets the thread finish the queued jobs, and waits for
+/// it to exit (which releases the file lock).
 pub(super) struct Writer {
-    jobs: mpsc::Sender<Box<dyn Job>>,
+    jobs: Option<mpsc::Sender<Box<dyn Job>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            // The thread only finishes the jobs already queued; none waits for anything else.
+            let _ = thread.join();
+        }
+    }
 }
 
 impl Writer {
     /// Starts the writer thread on `conn`, which must be configured and migrated already.
-    pub(super) fn spawn(conn: Connection) -> Result<Self, MemoryError> {
+    pub(super) fn spawn(conn: Connection, context: WriterContext) -> Result<Self, MemoryError> {
         let (jobs, queue) = mpsc::channel();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("embedded-writer".to_owned())
-            .spawn(move || run(conn, queue))
+            .spawn(move || run(conn, queue, context))
             .map_err(|e| MemoryError::Backend {
                 dependency: DEPENDENCY,
                 reason: format!("cannot start the writer thread: {e}"),
             })?;
-        Ok(Self { jobs })
+        Ok(Self {
+            jobs: Some(jobs),
+            thread: Some(thread),
+        })
     }
 
-    /// Queues `work` and waits until its batch has committed (or failed).
+    /// Queues `work` and waits until its batch has committed (or failed), and its effect is in
+    /// the cache.
     pub(super) async fn write<T, F>(&self, work: F) -> Result<T, MemoryError>
     where
-        F: FnOnce(&Connection) -> Result<T, MemoryError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<(T, Effect), MemoryError> + Send + 'static,
         T: Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
@@ -64,7 +104,8 @@ impl Writer {
             result: None,
             reply,
         };
-        self.jobs.send(Box::new(job)).map_err(|_| stopped_error())?;
+        let jobs = self.jobs.as_ref().ok_or_else(stopped_error)?;
+        jobs.send(Box::new(job)).map_err(|_| stopped_error())?;
         // A dropped sender means the thread died without answering (it never does short of a
         // panic escaping `catch_unwind`); that is an error, never a success.
         answer.await.map_err(|_| stopped_error())?
@@ -82,13 +123,14 @@ fn stopped_error() -> MemoryError {
 trait Job: Send {
     /// Runs the work in a savepoint of `tx`, keeping its result for [`Job::settle`].
     fn apply(&mut self, tx: &mut Transaction<'_>);
-    /// Answers the waiter, given how the batch's transaction ended.
-    fn settle(self: Box<Self>, batch: &Result<(), MemoryError>);
+    /// Given how the batch's transaction ended, applies the job's cache effect (only if it
+    /// committed) and answers the waiter.
+    fn settle(self: Box<Self>, batch: &Result<(), MemoryError>, context: &WriterContext);
 }
 
 struct Pending<T> {
     work: Option<Work<T>>,
-    result: Option<Result<T, MemoryError>>,
+    result: Option<Result<(T, Effect), MemoryError>>,
     reply: oneshot::Sender<Result<T, MemoryError>>,
 }
 
@@ -104,11 +146,17 @@ impl<T: Send> Job for Pending<T> {
         self.result = Some(result);
     }
 
-    fn settle(self: Box<Self>, batch: &Result<(), MemoryError>) {
+    fn settle(self: Box<Self>, batch: &Result<(), MemoryError>, context: &WriterContext) {
         let answer = match (batch, self.result) {
             // The job failed on its own: nothing of it was written, whatever the batch did.
             (_, Some(Err(own))) => Err(own),
-            (Ok(()), Some(Ok(value))) => Ok(value),
+            (Ok(()), Some(Ok((value, effect)))) => {
+                match effect {
+                    Effect::Change(change) => context.cache.apply(change, &context.config),
+                    Effect::Load(session, memory) => context.cache.insert(session, memory),
+                }
+                Ok(value)
+            }
             (Err(batch), _) => Err(batch.clone()),
             // Not applied although the batch committed: only if the batch stopped early, which
             // always comes with an error; answer with one rather than inventing a result.
@@ -123,7 +171,7 @@ impl<T: Send> Job for Pending<T> {
 }
 
 /// The writer thread: batch, commit, answer, until every [`Writer`] handle is dropped.
-fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>) {
+fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, context: WriterContext) {
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -145,7 +193,7 @@ fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>) {
             let _ = conn.execute_batch("ROLLBACK");
         }
         for job in batch {
-            job.settle(&outcome);
+            job.settle(&outcome, &context);
         }
     }
 }

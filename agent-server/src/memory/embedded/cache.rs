@@ -1,0 +1,452 @@
+//! The session cache: recently used sessions held in memory, so that recall never touches SQLite.
+//!
+//! A cached [`SessionMemory`] is an exact mirror of the session's committed rows. It stays exact
+//! because of three rules, which `writer.rs` and `mod.rs` keep:
+//! 1. Only the writer thread changes the cache, and only with what a batch it has just committed
+//!    wrote ([`SessionChange`]), before it answers that batch's waiters. So a client that got the
+//!    reply to a turn finds that turn in its next recall.
+//! 2. A session missing from the cache is loaded by the writer thread too (a load job, queued like
+//!    a write), so no load can interleave with a write of the same session and cache a state that
+//!    is already stale.
+//! 3. One store owns the database file (`mod.rs` holds an exclusive lock on it): no other process
+//!    writes behind the cache's back.
+//!
+//! Eviction is least-recently-used by weight (facts plus working items), bounded by
+//! [`EmbeddedOptions::cache_items`](super::EmbeddedOptions::cache_items). Evicting is always safe:
+//! the next recall of that session loads it again.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
+use lru::LruCache;
+use protocol::control::FactKind;
+use uuid::Uuid;
+
+use crate::memory::lexical::LexicalIndex;
+use crate::memory::{Fact, MemoryConfig, MemoryContext, Recalled, WorkingItem, ranking};
+
+/// A session's committed memory, in memory.
+#[derive(Debug, Default)]
+pub(super) struct SessionMemory {
+    epoch: u64,
+    /// Working items by `(at in µs, seq)`, the order SQLite sorts them in.
+    working: BTreeMap<(i64, i64), WorkingItem>,
+    /// Facts of kind `fact`, by row id; `index` holds their text.
+    facts: HashMap<i64, Fact>,
+    index: LexicalIndex,
+    /// Rules and reminders by `(observed_at in µs, row id)`, the order recall returns them in.
+    standing: BTreeMap<(i64, i64), Fact>,
+    /// Where each fact of any kind is, for deletes by id.
+    locations: HashMap<Uuid, Location>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Location {
+    Fact(i64),
+    Standing((i64, i64)),
+}
+
+/// A stored row as the cache needs it: the fact with its row id, timestamps already at the
+/// database's microsecond precision (so a cached fact equals the same fact loaded from disk).
+#[derive(Debug, Clone)]
+pub(super) struct StoredRow {
+    pub pk: i64,
+    pub fact: Fact,
+}
+
+/// What one committed job changed in one session.
+#[derive(Debug, Default)]
+pub(super) struct SessionChange {
+    pub session: String,
+    /// The session was reset: everything dropped and the epoch incremented, before the rest.
+    pub reset: bool,
+    /// Facts deleted (retired or superseded), by id.
+    pub removed: Vec<Uuid>,
+    /// Facts inserted.
+    pub added: Vec<StoredRow>,
+    /// Working items inserted, with their `seq`.
+    pub items: Vec<(i64, WorkingItem)>,
+}
+
+impl SessionMemory {
+    pub(super) fn new(epoch: u64) -> Self {
+        Self {
+            epoch,
+            ..Self::default()
+        }
+    }
+
+    pub(super) fn push_item(&mut self, seq: i64, item: WorkingItem) {
+        self.working.insert((item.at.timestamp_micros(), seq), item);
+    }
+
+    pub(super) fn add_fact(&mut self, row: StoredRow) {
+        let StoredRow { pk, fact } = row;
+        if fact.kind == FactKind::Fact {
+            self.index.insert(pk, &fact.text);
+            self.locations.insert(fact.id, Location::Fact(pk));
+            self.facts.insert(pk, fact);
+        } else {
+            let key = (fact.observed_at.timestamp_micros(), pk);
+            self.locations.insert(fact.id, Location::Standing(key));
+            self.standing.insert(key, fact);
+        }
+    }
+
+    fn remove_fact(&mut self, id: &Uuid) {
+        match self.locations.remove(id) {
+            Some(Location::Fact(pk)) => {
+                self.index.remove(pk);
+                self.facts.remove(&pk);
+            }
+            Some(Location::Standing(key)) => {
+                self.standing.remove(&key);
+            }
+            None => {}
+        }
+    }
+
+    /// Keeps the newest `capacity` working items, as the commit's SQL does.
+    fn trim(&mut self, capacity: usize) {
+        while self.working.len() > capacity {
+            self.working.pop_first();
+        }
+    }
+
+    /// Applies a committed change (see [`SessionChange`]).
+    pub(super) fn apply(&mut self, change: SessionChange, config: &MemoryConfig) {
+        if change.reset {
+            *self = SessionMemory::new(self.epoch + 1);
+        }
+        for id in &change.removed {
+            self.remove_fact(id);
+        }
+        for row in change.added {
+            self.add_fact(row);
+        }
+        let had_items = !change.items.is_empty();
+        for (seq, item) in change.items {
+            self.push_item(seq, item);
+        }
+        if had_items {
+            self.trim(config.working_capacity);
+        }
+    }
+
+    /// How much of the cache's budget this session uses.
+    fn weight(&self) -> usize {
+        1 + self.working.len() + self.facts.len() + self.standing.len()
+    }
+
+    /// What recall returns for this session: live working memory, the best `limit` facts for
+    /// `terms` (the query's content words), all standing items, the epoch.
+    pub(super) fn context(
+        &self,
+        config: &MemoryConfig,
+        now: DateTime<Utc>,
+        terms: &[String],
+        limit: usize,
+    ) -> MemoryContext {
+        let working = self
+            .working
+            .values()
+            .rev()
+            .take(config.working_capacity)
+            .filter(|item| config.is_live(item.at, now))
+            .cloned()
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+
+        let mut facts = Vec::new();
+        if limit > 0 && !terms.is_empty() {
+            let mut candidates: Vec<(&Fact, f64)> = self
+                .index
+                .search(terms)
+                .into_iter()
+                .filter_map(|(pk, lexical)| self.facts.get(&pk).map(|fact| (fact, lexical)))
+                .collect();
+            // The lexical pool first (best match, then newest, then id: deterministic at the
+            // cut), then re-ranked with recency, exactly as the SQL version did.
+            let pool = ranking::candidate_pool(limit.min(usize::MAX / 8));
+            let by_lexical = |a: &(&Fact, f64), b: &(&Fact, f64)| {
+                b.1.total_cmp(&a.1)
+                    .then_with(|| b.0.observed_at.cmp(&a.0.observed_at))
+                    .then_with(|| a.0.id.cmp(&b.0.id))
+            };
+            if candidates.len() > pool {
+                candidates.select_nth_unstable_by(pool, by_lexical);
+                candidates.truncate(pool);
+            }
+            facts = candidates
+                .into_iter()
+                .map(|(fact, lexical)| Recalled {
+                    score: ranking::combined_score(
+                        lexical,
+                        fact.observed_at,
+                        now,
+                        config.recency_half_life,
+                    ),
+                    fact: fact.clone(),
+                })
+                .collect();
+            facts.sort_by(|a, b| {
+                b.score
+                    .total_cmp(&a.score)
+                    .then_with(|| b.fact.observed_at.cmp(&a.fact.observed_at))
+                    .then_with(|| a.fact.id.cmp(&b.fact.id))
+            });
+            facts.truncate(limit);
+        }
+
+        MemoryContext {
+            working,
+            facts,
+            standing: self.standing.values().cloned().collect(),
+            epoch: self.epoch,
+        }
+    }
+}
+
+/// A shared, lockable session.
+pub(super) type SharedSession = Arc<Mutex<SessionMemory>>;
+
+/// Locks a session. A panic while holding the lock can only come from a bug in this module; the
+/// data is then suspect, but recall must not panic in turn: the writer replaces poisoned entries
+/// on the next load, so reading through the poison is the lesser harm.
+pub(super) fn lock(session: &SharedSession) -> MutexGuard<'_, SessionMemory> {
+    session
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Recently used sessions, bounded by total weight.
+pub(super) struct SessionCache {
+    inner: Mutex<Lru>,
+    budget: usize,
+}
+
+struct Lru {
+    sessions: LruCache<String, (SharedSession, usize)>,
+    /// Sum of the weights recorded with each entry.
+    total: usize,
+}
+
+impl SessionCache {
+    /// A cache holding at most about `budget` facts and working items (never less than one
+    /// session, however large).
+    pub(super) fn new(budget: usize) -> Self {
+        Self {
+            inner: Mutex::new(Lru {
+                sessions: LruCache::unbounded(),
+                total: 0,
+            }),
+            budget,
+        }
+    }
+
+    fn lru(&self) -> MutexGuard<'_, Lru> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The cached session, marked as recently used.
+    pub(super) fn get(&self, session: &str) -> Option<SharedSession> {
+        self.lru().sessions.get(session).map(|(s, _)| s.clone())
+    }
+
+    /// Caches a freshly loaded session (writer thread only; see the module rules).
+    pub(super) fn insert(&self, session: String, memory: SharedSession) {
+        let weight = lock(&memory).weight();
+        let mut lru = self.lru();
+        if let Some((_, old)) = lru.sessions.put(session, (memory, weight)) {
+            lru.total -= old;
+        }
+        lru.total += weight;
+        self.evict(&mut lru);
+    }
+
+    /// Applies a committed change to the session if it is cached (writer thread only). An
+    /// uncached session is left alone: its next recall loads it, change included.
+    pub(super) fn apply(&self, change: SessionChange, config: &MemoryConfig) {
+        let mut lru = self.lru();
+        let Some((memory, weight)) = lru.sessions.peek_mut(&change.session) else {
+            return;
+        };
+        let new_weight = {
+            let mut session = lock(memory);
+            session.apply(change, config);
+            session.weight()
+        };
+        let old = std::mem::replace(weight, new_weight);
+        lru.total = lru.total - old + new_weight;
+        self.evict(&mut lru);
+    }
+
+    /// Drops least-recently-used sessions until the total fits the budget, keeping at least one.
+    fn evict(&self, lru: &mut Lru) {
+        while lru.total > self.budget && lru.sessions.len() > 1 {
+            match lru.sessions.pop_lru() {
+                Some((_, (_, weight))) => lru.total -= weight,
+                None => break,
+            }
+        }
+    }
+
+    /// Sessions and total weight held, for metrics and tests.
+    pub(super) fn usage(&self) -> (usize, usize) {
+        let lru = self.lru();
+        (lru.sessions.len(), lru.total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::TurnRole;
+    use protocol::control::FactSource;
+
+    fn at(seconds: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + seconds, 0).unwrap()
+    }
+
+    fn row(pk: i64, kind: FactKind, text: &str, seconds: i64) -> StoredRow {
+        StoredRow {
+            pk,
+            fact: Fact {
+                id: Uuid::new_v4(),
+                kind,
+                key: None,
+                text: text.to_owned(),
+                data: None,
+                observed_at: at(seconds),
+                importance: 0.5,
+                source: FactSource::Extracted,
+            },
+        }
+    }
+
+    fn item(text: &str, seconds: i64) -> WorkingItem {
+        WorkingItem {
+            role: TurnRole::User,
+            text: text.to_owned(),
+            at: at(seconds),
+        }
+    }
+
+    fn terms(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    #[test]
+    fn changes_add_remove_trim_and_reset() {
+        let config = MemoryConfig {
+            working_capacity: 2,
+            ..MemoryConfig::default()
+        };
+        let mut memory = SessionMemory::new(3);
+        let lisbon = row(1, FactKind::Fact, "My sister lives in Lisbon.", 0);
+        let rule = row(2, FactKind::Rule, "Say hi in French.", 1);
+        let lisbon_id = lisbon.fact.id;
+        memory.apply(
+            SessionChange {
+                added: vec![lisbon, rule],
+                items: vec![
+                    (1, item("one", 0)),
+                    (2, item("two", 1)),
+                    (3, item("three", 2)),
+                ],
+                ..SessionChange::default()
+            },
+            &config,
+        );
+        let ctx = memory.context(&config, at(10), &terms(&["lisbon"]), 5);
+        assert_eq!(ctx.epoch, 3);
+        assert_eq!(ctx.facts.len(), 1);
+        assert_eq!(ctx.standing.len(), 1);
+        let texts: Vec<_> = ctx.working.iter().map(|i| i.text.as_str()).collect();
+        assert_eq!(texts, ["two", "three"], "capacity keeps the newest");
+
+        memory.apply(
+            SessionChange {
+                removed: vec![lisbon_id],
+                ..SessionChange::default()
+            },
+            &config,
+        );
+        assert!(
+            memory
+                .context(&config, at(10), &terms(&["lisbon"]), 5)
+                .facts
+                .is_empty()
+        );
+
+        memory.apply(
+            SessionChange {
+                reset: true,
+                ..SessionChange::default()
+            },
+            &config,
+        );
+        let ctx = memory.context(&config, at(10), &terms(&["lisbon"]), 5);
+        assert_eq!(ctx.epoch, 4);
+        assert!(ctx.working.is_empty() && ctx.standing.is_empty());
+    }
+
+    #[test]
+    fn recall_ranks_by_relevance_then_recency_and_cuts_at_limit() {
+        let config = MemoryConfig::default();
+        let mut memory = SessionMemory::new(0);
+        for (pk, text, seconds) in [
+            (1, "boat boat boat", 0),
+            (2, "boat", 0),
+            (3, "boat", 100),
+            (4, "car", 0),
+        ] {
+            memory.add_fact(row(pk, FactKind::Fact, text, seconds));
+        }
+        let ctx = memory.context(&config, at(200), &terms(&["boat"]), 2);
+        let texts: Vec<_> = ctx.facts.iter().map(|r| r.fact.text.as_str()).collect();
+        assert_eq!(texts, ["boat boat boat", "boat"]);
+        // Of the two equal "boat" facts the newer one wins the second place.
+        assert_eq!(ctx.facts[1].fact.observed_at, at(100));
+        assert!(memory.context(&config, at(200), &[], 2).facts.is_empty());
+    }
+
+    #[test]
+    fn eviction_keeps_the_budget_and_the_newest_session() {
+        let cache = SessionCache::new(10);
+        for name in ["a", "b", "c"] {
+            let mut memory = SessionMemory::new(0);
+            for pk in 0..4 {
+                memory.add_fact(row(pk, FactKind::Fact, "x", 0));
+            }
+            cache.insert(name.to_owned(), Arc::new(Mutex::new(memory)));
+        }
+        // Each weighs 5: only two fit in 10.
+        assert_eq!(cache.usage(), (2, 10));
+        assert!(cache.get("a").is_none());
+        assert!(cache.get("b").is_some());
+        // "b" was just used, so "c" goes when the next change grows the total.
+        cache.apply(
+            SessionChange {
+                session: "b".to_owned(),
+                items: vec![(1, item("hello", 0))],
+                ..SessionChange::default()
+            },
+            &MemoryConfig::default(),
+        );
+        assert_eq!(cache.usage(), (1, 6));
+        assert!(cache.get("b").is_some() && cache.get("c").is_none());
+        // A change to an uncached session is ignored, not cached half-known.
+        cache.apply(
+            SessionChange {
+                session: "zzz".to_owned(),
+                ..SessionChange::default()
+            },
+            &MemoryConfig::default(),
+        );
+        assert!(cache.get("zzz").is_none());
+    }
+}

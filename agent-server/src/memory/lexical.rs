@@ -1,0 +1,246 @@
+//! In-memory lexical search: an inverted index with Okapi BM25 scoring, for a store that keeps a
+//! session's facts in memory (the embedded store's session cache).
+//!
+//! It reproduces what SQLite FTS5 with `tokenize = 'porter unicode61'` and `bm25()` computed before
+//! recall moved into memory: words are lower-cased alphanumeric runs, reduced to their English stem
+//! (Snowball's Porter2, the maintained successor of FTS5's Porter stemmer, so a few rare words stem
+//! differently), and BM25 uses FTS5's constants (k1 = 1.2, b = 0.75) and its IDF floor. One
+//! difference on purpose: statistics (document count, average length, document frequency) are the
+//! index's own, i.e. one session's, so no session's ranking depends on another's facts.
+//!
+//! Hand-written rather than a search-engine crate: what is needed is one small index per session,
+//! cheap to update on every turn and to drop on eviction; engines such as tantivy are built around
+//! segments on disk and batch commits, which is the opposite trade-off.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+/// BM25 term-frequency saturation, as FTS5's `bm25()` uses by default.
+const K1: f64 = 1.2;
+/// BM25 length normalisation, as FTS5's `bm25()` uses by default.
+const B: f64 = 0.75;
+/// FTS5 floors a non-positive IDF (a term in more than half the documents) at this value, so a
+/// very common term still counts a little instead of subtracting.
+const MIN_IDF: f64 = 1e-6;
+
+static ENGLISH: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
+
+/// The indexed tokens of `text`: lower-cased alphanumeric runs, stemmed.
+pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .map(stem)
+}
+
+/// The stem of one word, lower-cased first (query terms go through the same function, so a query
+/// for "Running" finds "runs").
+pub fn stem(word: &str) -> String {
+    let lower = word.to_lowercase();
+    ENGLISH.stem(&lower).into_owned()
+}
+
+/// Document id: the caller's key for a document (the embedded store uses the fact's row id).
+pub type DocId = i64;
+
+/// One document as indexed: its distinct terms with their frequency, and its length in tokens.
+#[derive(Debug, Clone)]
+struct Doc {
+    terms: Box<[(u32, u32)]>,
+    len: u32,
+}
+
+/// An inverted index over short documents, scored with BM25.
+#[derive(Debug, Clone, Default)]
+pub struct LexicalIndex {
+    /// Term text to term number. Numbers are never reused, so a term that no document holds any
+    /// more keeps its (empty) entry until the index is dropped; a session's vocabulary is small.
+    vocabulary: HashMap<Box<str>, u32>,
+    /// Per term number, the documents holding it.
+    postings: Vec<HashSet<DocId>>,
+    docs: HashMap<DocId, Doc>,
+    /// Sum of the lengths of all documents, for the average length BM25 normalises by.
+    total_len: u64,
+}
+
+impl LexicalIndex {
+    /// Number of documents.
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    /// Indexes `text` under `id`, replacing whatever `id` held.
+    pub fn insert(&mut self, id: DocId, text: &str) {
+        self.remove(id);
+        let mut frequencies: HashMap<u32, u32> = HashMap::new();
+        let mut len = 0u32;
+        for token in tokens(text) {
+            let next = u32::try_from(self.postings.len()).unwrap_or(u32::MAX);
+            let term = *self.vocabulary.entry(token.into()).or_insert_with(|| {
+                self.postings.push(HashSet::new());
+                next
+            });
+            *frequencies.entry(term).or_default() += 1;
+            len = len.saturating_add(1);
+        }
+        for &term in frequencies.keys() {
+            self.postings[term as usize].insert(id);
+        }
+        self.total_len += u64::from(len);
+        self.docs.insert(
+            id,
+            Doc {
+                terms: frequencies.into_iter().collect(),
+                len,
+            },
+        );
+    }
+
+    /// Removes `id`; a no-op when it is not indexed.
+    pub fn remove(&mut self, id: DocId) {
+        if let Some(doc) = self.docs.remove(&id) {
+            for &(term, _) in doc.terms.iter() {
+                self.postings[term as usize].remove(&id);
+            }
+            self.total_len -= u64::from(doc.len);
+        }
+    }
+
+    /// Every document holding at least one of `query_terms` (raw words; stemmed here), with its
+    /// BM25 score (positive, larger is better). Unordered.
+    pub fn search(&self, query_terms: &[String]) -> Vec<(DocId, f64)> {
+        if self.docs.is_empty() {
+            return Vec::new();
+        }
+        let documents = self.docs.len() as f64;
+        let average_len = (self.total_len as f64 / documents).max(1.0);
+        let mut scores: HashMap<DocId, f64> = HashMap::new();
+        for word in query_terms {
+            let Some(&term) = self.vocabulary.get(stem(word).as_str()) else {
+                continue;
+            };
+            // Two query words with one stem ("running", "runs") each add their score, as two
+            // phrases of an FTS5 OR query do.
+            let holders = &self.postings[term as usize];
+            if holders.is_empty() {
+                continue;
+            }
+            let hits = holders.len() as f64;
+            let idf = ((documents - hits + 0.5) / (hits + 0.5)).ln().max(MIN_IDF);
+            for id in holders {
+                let doc = &self.docs[id];
+                let tf = doc
+                    .terms
+                    .iter()
+                    .find(|(t, _)| *t == term)
+                    .map_or(0.0, |&(_, n)| f64::from(n));
+                let norm = K1 * (1.0 - B + B * f64::from(doc.len) / average_len);
+                *scores.entry(*id).or_default() += idf * tf * (K1 + 1.0) / (tf + norm);
+            }
+        }
+        scores.into_iter().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn ranked(index: &LexicalIndex, query: &[&str]) -> Vec<DocId> {
+        let mut hits = index.search(&words(query));
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits.into_iter().map(|(id, _)| id).collect()
+    }
+
+    #[test]
+    fn stems_and_case_fold_like_the_porter_tokenizer() {
+        assert_eq!(
+            tokens("Running, RUNS; ran-away café").collect::<Vec<_>>(),
+            ["run", "run", "ran", "away", "café"]
+        );
+        assert_eq!(stem("Lighthouses"), stem("lighthouse"));
+    }
+
+    #[test]
+    fn finds_only_documents_holding_a_query_term() {
+        let mut index = LexicalIndex::default();
+        index.insert(1, "My sister lives in Lisbon.");
+        index.insert(2, "The lighthouse keeper paints boats.");
+        index.insert(3, "Favourite colour is teal.");
+        assert_eq!(ranked(&index, &["lisbon"]), [1]);
+        assert_eq!(ranked(&index, &["lighthouses"]), [2], "stems match");
+        assert!(ranked(&index, &["tokyo"]).is_empty());
+        assert_eq!(index.search(&[]).len(), 0);
+    }
+
+    #[test]
+    fn rarer_terms_and_shorter_documents_score_higher() {
+        let mut index = LexicalIndex::default();
+        index.insert(1, "cat dog");
+        index.insert(2, "cat bird");
+        index.insert(3, "cat fish");
+        index.insert(
+            4,
+            "dog of the very long and winding sentence about many things",
+        );
+        // "fish" is in one document, "cat" in three: fish's document ranks first for both words.
+        assert_eq!(ranked(&index, &["cat", "fish"])[0], 3);
+        // Same term frequency, shorter document first.
+        assert_eq!(ranked(&index, &["dog"]), [1, 4]);
+        // More query terms matched, higher score.
+        assert_eq!(ranked(&index, &["cat", "dog"])[0], 1);
+    }
+
+    #[test]
+    fn scores_match_fts5_bm25() {
+        // Hand-computed with FTS5's formula: N = 3, avgdl = 8/3, "apple" in one document (n = 1),
+        // doc 1 length 4 with tf 2.
+        let mut index = LexicalIndex::default();
+        index.insert(1, "apple apple pie crust");
+        index.insert(2, "banana split");
+        index.insert(3, "cherry tart");
+        let hits = index.search(&words(&["apple"]));
+        let idf = ((3.0 - 1.0 + 0.5) / (1.0 + 0.5f64)).ln();
+        let norm = K1 * (1.0 - B + B * 4.0 / (8.0 / 3.0));
+        let expected = idf * 2.0 * (K1 + 1.0) / (2.0 + norm);
+        assert_eq!(hits.len(), 1);
+        assert!(
+            (hits[0].1 - expected).abs() < 1e-12,
+            "{hits:?} vs {expected}"
+        );
+        // A term in half the documents or more counts a little (the IDF floor), never negatively.
+        index.insert(4, "apple");
+        let hits = index.search(&words(&["apple"]));
+        assert!(
+            hits.iter().all(|&(_, score)| score > 0.0 && score < 1e-5),
+            "{hits:?}"
+        );
+    }
+
+    #[test]
+    fn removing_and_replacing_keep_statistics_right() {
+        let mut index = LexicalIndex::default();
+        index.insert(1, "red apple");
+        index.insert(2, "green apple");
+        index.insert(1, "yellow banana");
+        assert_eq!(index.len(), 2);
+        assert_eq!(ranked(&index, &["apple"]), [2]);
+        assert_eq!(ranked(&index, &["banana"]), [1]);
+        index.remove(2);
+        index.remove(2);
+        assert!(ranked(&index, &["apple"]).is_empty());
+        assert_eq!(index.total_len, 2);
+        index.remove(1);
+        assert!(index.is_empty());
+        assert_eq!(index.total_len, 0);
+    }
+}
