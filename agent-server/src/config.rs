@@ -12,6 +12,7 @@ use anyhow::Context as _;
 use crate::llm::prompt::DEFAULT_SYSTEM_PROMPT;
 use crate::llm::upstream::UpstreamConfig;
 use crate::memory::MemoryConfig;
+use crate::memory::embedded::EmbeddedOptions;
 
 /// OpenAI-compatible chat server that gives a model long-term memory, with a control plane for
 /// benchmarks (reset, inject, mock time).
@@ -66,6 +67,12 @@ pub struct Config {
     /// Age at which a long-term fact's recall weight has halved (e.g. 30d).
     #[arg(long, env = "AGENT_RECENCY_HALF_LIFE", default_value = "30d", value_parser = humantime::parse_duration)]
     pub recency_half_life: Duration,
+
+    /// Embedded store: how many facts and working items (over all sessions) its recall cache keeps
+    /// in memory, about 0.5 KB each; least recently used sessions are evicted beyond it and loaded
+    /// from disk again when next used.
+    #[arg(long, env = "AGENT_MEMORY_CACHE_ITEMS", default_value_t = EmbeddedOptions::default().cache_items)]
+    pub memory_cache_items: usize,
 
     /// How many long-term facts are recalled per turn.
     #[arg(long, env = "AGENT_RECALL_LIMIT", default_value_t = 8)]

@@ -14,7 +14,7 @@ use crate::llm::ChatModel;
 use crate::llm::builtin::BuiltinModel;
 use crate::llm::upstream::UpstreamModel;
 use crate::memory::MemoryStore;
-use crate::memory::embedded::EmbeddedStore;
+use crate::memory::embedded::{EmbeddedOptions, EmbeddedStore};
 use crate::memory::redis_pg::{RedisPostgresConfig, RedisPostgresStore};
 
 pub struct Application {
@@ -115,12 +115,17 @@ async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn MemoryStore>> {
         }
         _ => {
             let path = config.data_dir.join("memory.sqlite3");
-            let store = EmbeddedStore::open(&path, memory).await.with_context(|| {
-                format!(
-                    "cannot open the embedded memory database {}",
-                    path.display()
-                )
-            })?;
+            let options = EmbeddedOptions {
+                cache_items: config.memory_cache_items,
+            };
+            let store = EmbeddedStore::open_with(&path, memory, options)
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot open the embedded memory database {}",
+                        path.display()
+                    )
+                })?;
             Ok(Arc::new(store))
         }
     }

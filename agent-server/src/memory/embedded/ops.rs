@@ -156,12 +156,15 @@ pub(super) fn commit_turn(
             change.items.push((seq, WorkingItem { at, ..item }));
         }
         drop(insert);
-        // Capacity: keep the newest items by (at, seq), whatever their liveness.
+        // Capacity: keep the newest items by (at, seq), whatever their liveness. The sub-query
+        // finds the newest item beyond capacity by walking `working_items_by_time` (NULL, so
+        // nothing is deleted, when there is none); everything from it down goes. A row-value
+        // range rather than `seq NOT IN (newest ...)`, which materialised the kept set every turn.
         let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
         conn.prepare_cached(
-            "DELETE FROM working_items WHERE session_id = ?1 AND seq NOT IN (
-                 SELECT seq FROM working_items WHERE session_id = ?1
-                 ORDER BY at DESC, seq DESC LIMIT ?2)",
+            "DELETE FROM working_items WHERE session_id = ?1 AND (at, seq) <= (
+                 SELECT at, seq FROM working_items WHERE session_id = ?1
+                 ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?2)",
         )
         .and_then(|mut stmt| stmt.execute(params![session, capacity]))
         .map_err(sqlite_error)?;
