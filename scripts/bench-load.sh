@@ -4,7 +4,14 @@
 #       non-streaming, 64 connections, generator `judge load` (and wrk as a cross-check);
 #   (b) streamed turns/s of both;
 #   (c) `judge load` vs guidellm against the bare server: highest sustained rate and client CPU
-#       per request (process-tree user+sys time from bash's `time`, over requests made).
+#       per request (process-tree user+sys time from bash's `time`, over requests made);
+#   (d) upstream mode: time to first token through agent-server (--llm-base-url = the bare
+#       server) vs the bare server directly, streaming, 16 connections;
+#   (e) scale: agent-server's resident memory idle, after 1,000 concurrent sessions, after
+#       1 million stored facts (1,000 sessions x 1,000, through /control/memory/inject), and after
+#       turns on all of those sessions (the session cache at its --memory-cache-items budget);
+#   (g) trace export: agent-server exporting every span over OTLP/HTTP to a real Arize Phoenix
+#       (.venv/phoenix, installed by scripts/phoenix-trace-check.sh) vs not exporting.
 # Servers run on CPU 0 and generators on CPU 1 (taskset), one worker/thread each, so a figure is
 # "per core". Writes runs/bench-load-<time>/ and prints the summary table.
 #
@@ -13,7 +20,7 @@
 #   BENCH_PARTS=a BENCH_AGENT_BASELINE=/tmp/agent-server-main scripts/bench-load.sh
 #       # only (a), plus a second agent-server binary (e.g. built from main) measured in the same
 #       # run, alternating with this tree's, for before/after ratios
-parts=${BENCH_PARTS:-abc}
+parts=${BENCH_PARTS:-abcdeg}
 baseline=${BENCH_AGENT_BASELINE:-}
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +30,10 @@ warmup=${BENCH_WARMUP:-2}
 bare_port=${BENCH_BARE_PORT:-18091}
 agent_port=${BENCH_AGENT_PORT:-18092}
 baseline_port=${BENCH_BASELINE_PORT:-18093}
+upstream_port=${BENCH_UPSTREAM_PORT:-18094}
+scale_port=${BENCH_SCALE_PORT:-18095}
+traced_port=${BENCH_TRACED_PORT:-18096}
+phoenix_port=${BENCH_PHOENIX_PORT:-18097}
 
 cargo build --release --quiet -p agent-server -p judge-client -p agentwall --bins --example bare_server
 out=runs/bench-load-$(date -u +%Y%m%dT%H%M%SZ)
@@ -58,8 +69,35 @@ if [ -n "$baseline" ]; then
   pids+=($!)
   wait_up "$baseline_port"
 fi
+if [[ $parts == *d* ]]; then
+  $server_cpu target/release/agent-server --addr "127.0.0.1:$upstream_port" --workers 1 \
+    --data-dir "$out/upstream-data" --llm-base-url "http://127.0.0.1:$bare_port/v1" \
+    >"$out/upstream-server.log" 2>&1 &
+  pids+=($!)
+fi
+if [[ $parts == *g* ]]; then
+  if [ -x .venv/phoenix/bin/phoenix ]; then
+    # Phoenix on the generator's core: its ingestion must not take the server's CPU.
+    PHOENIX_PORT=$phoenix_port PHOENIX_WORKING_DIR="$out/phoenix" PHOENIX_GRPC_PORT=0 \
+      $client_cpu .venv/phoenix/bin/phoenix serve >"$out/phoenix.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 300); do
+      curl -fsS "http://127.0.0.1:$phoenix_port/healthz" >/dev/null 2>&1 && break
+      sleep 0.2
+    done
+    OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$phoenix_port" \
+      $server_cpu target/release/agent-server --addr "127.0.0.1:$traced_port" --workers 1 \
+      --data-dir "$out/traced-data" >"$out/traced-server.log" 2>&1 &
+    pids+=($!)
+  else
+    echo "no Phoenix for (g): run scripts/phoenix-trace-check.sh once to install .venv/phoenix" >&2
+    parts=${parts//g/}
+  fi
+fi
 wait_up "$bare_port"
 wait_up "$agent_port"
+[[ $parts != *d* ]] || wait_up "$upstream_port"
+[[ $parts != *g* ]] || wait_up "$traced_port"
 
 # judge NAME PORT ARGS...: one `judge load` measurement, its process CPU time in NAME.cpu.
 judge() {
@@ -100,7 +138,39 @@ for rep in $(seq "$repeats"); do
     judge "b-bare-judge-$rep" "$bare_port" --concurrency 64 --stream
     judge "b-agent-judge-$rep" "$agent_port" --concurrency 64 --stream
   fi
+  if [[ $parts == *d* ]]; then
+    # (d) time to first token, upstream directly vs through agent-server, 16 connections
+    judge "d-direct-judge-$rep" "$bare_port" --concurrency 16 --stream
+    judge "d-agent-judge-$rep" "$upstream_port" --concurrency 16 --stream
+  fi
+  if [[ $parts == *g* ]]; then
+    # (g) the same load on a server exporting every span, and on one not exporting, alternately
+    judge "g-plain-judge-$rep" "$agent_port" --concurrency 64
+    judge "g-traced-judge-$rep" "$traced_port" --concurrency 64
+  fi
 done
+
+# rss NAME PID: VmRSS and VmHWM of PID, in NAME.rss.
+rss() { grep -E '^(VmRSS|VmHWM)' "/proc/$2/status" >"$out/$1.rss"; }
+if [[ $parts == *e* ]]; then
+  # (e) scale, on a server of its own with a fresh data directory
+  $server_cpu target/release/agent-server --addr "127.0.0.1:$scale_port" --workers 1 \
+    --data-dir "$out/scale-data" >"$out/scale-server.log" 2>&1 &
+  scale_pid=$!
+  pids+=("$scale_pid")
+  wait_up "$scale_port"
+  rss e-idle "$scale_pid"
+  judge "e-sessions-1" "$scale_port" --concurrency 64 --sessions 1000
+  rss e-sessions "$scale_pid"
+  # The sessions `judge load --sessions 1000 --threads 1` (seed 1) sends turns to afterwards.
+  python3 scripts/bench/inject_facts.py "http://127.0.0.1:$scale_port" --sessions 1000 \
+    --facts 1000 --prefix load-1-w0 >"$out/e-inject.log" 2>"$out/e-inject.progress"
+  rss e-facts "$scale_pid"
+  judge "e-facts-turns-1" "$scale_port" --concurrency 64 --sessions 1000 --prompt-tokens 8 \
+    --output-tokens 8
+  rss e-facts-turns "$scale_pid"
+  du -sb "$out/scale-data" >"$out/e-disk.txt"
+fi
 
 # (c) judge vs guidellm, streaming, against the bare server: each at its highest rate
 # (closed loop at 64 streams, guidellm's `throughput` profile at 64).

@@ -164,3 +164,60 @@ if os.path.exists(guide_path):
         judge_per = judge_cpu / step["client"]["requests_including_warmup"] * 1e6
         print(f"    judge / guidellm: {step['throughput']['requests_per_s'] / rps:.1f}x the rate, "
               f"{judge_per / per:.3f}x the CPU per request")
+
+
+def ttft(name):
+    """Median over repeats of the TTFT p50 and p99 (ms)."""
+    steps = [judge_step(f"{name}-{r}") for r in repeats(name)]
+    steps = [s for s in steps if s and s.get("ttft")]
+    if not steps:
+        return None
+    return med([s["ttft"]["p50_ms"] for s in steps]), med([s["ttft"]["p99_ms"] for s in steps])
+
+
+direct, through = ttft("d-direct-judge"), ttft("d-agent-judge")
+if direct and through:
+    print("(d) upstream mode, streaming, c=16: time to first token (ms, medians of repeats)")
+    judge_row("    upstream directly", "d-direct-judge")
+    judge_row("    through agent-server", "d-agent-judge")
+    print(f"    TTFT p50 {direct[0]:.3f} -> {through[0]:.3f} ms: agent-server adds {through[0] - direct[0]:.3f} ms")
+    print(f"    TTFT p99 {direct[1]:.3f} -> {through[1]:.3f} ms: agent-server adds {through[1] - direct[1]:.3f} ms")
+
+
+def rss_kib(name):
+    try:
+        with open(os.path.join(out, name + ".rss")) as f:
+            values = dict(re.findall(r"(Vm\w+):\s+(\d+) kB", f.read()))
+        return int(values["VmRSS"]), int(values["VmHWM"])
+    except (OSError, KeyError):
+        return None
+
+
+if rss_kib("e-idle"):
+    print("(e) agent-server resident memory (VmRSS, peak VmHWM), embedded store, default cache budget")
+    for label, name in (
+        ("idle, fresh data directory", "e-idle"),
+        ("after turns on 1,000 concurrent sessions", "e-sessions"),
+        ("after 1,000,000 facts injected (1,000 x 1,000)", "e-facts"),
+        ("after turns on those 1,000 sessions", "e-facts-turns"),
+    ):
+        values = rss_kib(name)
+        if values:
+            print(f"    {label:<48} {values[0] / 1024:8.1f} MiB   peak {values[1] / 1024:8.1f} MiB")
+    try:
+        with open(os.path.join(out, "e-inject.log")) as f:
+            print("    inject: " + f.read().strip())
+        with open(os.path.join(out, "e-disk.txt")) as f:
+            print(f"    data directory on disk: {int(f.read().split()[0]) / 2**20:.0f} MiB")
+    except OSError:
+        pass
+    judge_row("    turns, 1,000 sessions, before the facts", "e-sessions")
+    judge_row("    turns, 1,000 sessions of 1,000 facts", "e-facts-turns")
+
+plain, traced = repeats("g-plain-judge"), repeats("g-traced-judge")
+if plain and traced:
+    print("(g) trace export to Arize Phoenix over OTLP/HTTP, agent-server, c=64 (medians)")
+    a = judge_row("    not exporting", "g-plain-judge")
+    b = judge_row("    exporting every span", "g-traced-judge")
+    if a and b:
+        print(f"    exporting / not exporting: {b / a:.1%} of the throughput")
