@@ -63,18 +63,29 @@ async fn an_api_simulation_with_an_llm_user_and_judge_matches_the_command_line()
     let created: Value = r.json().await.unwrap();
     assert_eq!(r.status().as_u16(), 201, "{created}");
     let id = created["id"].as_str().unwrap().to_owned();
-    assert_eq!(created["config"]["user_simulator"]["endpoint"], url.as_str());
+    assert_eq!(
+        created["config"]["user_simulator"]["endpoint"],
+        url.as_str()
+    );
 
     // A bad LLM section is refused when created, with the field named.
     let mut r = client
         .post(format!("{base}/simulations"))
-        .send_json(&json!({"simulation": {"name": "x"}, "target": {"endpoint": url},
-                           "judge": {"endpoint": "ftp://nope"}}))
+        .send_json(
+            &json!({"simulation": {"name": "x"}, "target": {"endpoint": url},
+                           "judge": {"endpoint": "ftp://nope"}}),
+        )
         .await
         .unwrap();
     let refused: Value = r.json().await.unwrap();
     assert_eq!(r.status().as_u16(), 400);
-    assert!(refused["error"]["message"].as_str().unwrap().contains("judge.endpoint"), "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("judge.endpoint"),
+        "{refused}"
+    );
 
     let mut r = client
         .post(format!("{base}/simulations/{id}/start"))
@@ -85,7 +96,11 @@ async fn an_api_simulation_with_an_llm_user_and_judge_matches_the_command_line()
     assert_eq!(r.status().as_u16(), 202, "{started}");
     let mut sim = Value::Null;
     for _ in 0..600 {
-        let mut r = client.get(format!("{base}/simulations/{id}")).send().await.unwrap();
+        let mut r = client
+            .get(format!("{base}/simulations/{id}"))
+            .send()
+            .await
+            .unwrap();
         sim = r.json().limit(1 << 20).await.unwrap();
         if sim["state"] != "running" {
             break;
@@ -114,7 +129,15 @@ async fn an_api_simulation_with_an_llm_user_and_judge_matches_the_command_line()
     let out_path = out.path().to_path_buf();
     let output = actix_rt::task::spawn_blocking(move || {
         Command::new(binary("judge"))
-            .args(["sim", "--endpoint", &cli_url, "--seed", "7", "--rounds", "2"])
+            .args([
+                "sim",
+                "--endpoint",
+                &cli_url,
+                "--seed",
+                "7",
+                "--rounds",
+                "2",
+            ])
             .args(["--persona", "maya,gus", "--user-endpoint", &cli_url])
             .args(["--judge-endpoint", &cli_url, "--out"])
             .arg(&out_path)

@@ -83,7 +83,10 @@ impl TestDb {
     async fn drop_now(&self) {
         connect(&self.admin)
             .await
-            .batch_execute(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name))
+            .batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
             .await
             .expect("drop the test database");
     }
@@ -296,7 +299,10 @@ async fn the_index_follows_the_run_directories() {
             .map(|r| r.get(0))
             .collect();
         for c in columns {
-            assert!(found.iter().any(|f| f == c), "{table}.{c} missing: {found:?}");
+            assert!(
+                found.iter().any(|f| f == c),
+                "{table}.{c} missing: {found:?}"
+            );
         }
     }
     for index in [
@@ -332,7 +338,11 @@ async fn the_index_follows_the_run_directories() {
         2
     );
     assert_eq!(
-        count(&pg, "SELECT count(*) FROM app_instances WHERE app_id = 'paypal'").await,
+        count(
+            &pg,
+            "SELECT count(*) FROM app_instances WHERE app_id = 'paypal'"
+        )
+        .await,
         2
     );
     assert_eq!(
@@ -344,7 +354,10 @@ async fn the_index_follows_the_run_directories() {
         .await
         .unwrap()
         .get(0);
-    assert!(trial.starts_with(&format!("{APPS_RUN}:transfer-basic:")), "{trial}");
+    assert!(
+        trial.starts_with(&format!("{APPS_RUN}:transfer-basic:")),
+        "{trial}"
+    );
     let first = pg
         .query_one(
             "SELECT l.agent_id, l.action_name, l.success, l.params FROM app_action_log l
@@ -385,7 +398,9 @@ async fn the_index_follows_the_run_directories() {
         .expect("indexed when created")
         .get(0);
     assert_eq!(state, "created");
-    let (status, _) = s.post(&format!("/simulations/{id}/start"), &json!({})).await;
+    let (status, _) = s
+        .post(&format!("/simulations/{id}/start"), &json!({}))
+        .await;
     assert_eq!(status, 202);
     let sim = wait_over(&s, &id).await;
     assert_eq!(sim["state"], "finished", "{sim}");
@@ -410,7 +425,10 @@ async fn the_index_follows_the_run_directories() {
         .await
         .unwrap();
     assert_eq!(row.get::<_, String>(0), "finished");
-    assert_eq!(row.get::<_, Option<String>>(1).as_deref(), Some(run_id.as_str()));
+    assert_eq!(
+        row.get::<_, Option<String>>(1).as_deref(),
+        Some(run_id.as_str())
+    );
     assert_eq!(row.get::<_, i32>(2), 2);
     assert!(row.get::<_, bool>(3));
     let roles: Vec<(String, String)> = pg
@@ -426,7 +444,10 @@ async fn the_index_follows_the_run_directories() {
         .collect();
     assert_eq!(roles.len(), 3, "{roles:?}");
     assert_eq!(roles[0], ("system".to_owned(), "amnesiac".to_owned()));
-    assert!(roles[1..].iter().all(|(role, _)| role == "user"), "{roles:?}");
+    assert!(
+        roles[1..].iter().all(|(role, _)| role == "user"),
+        "{roles:?}"
+    );
     let run_state: String = pg
         .query_one("SELECT state FROM runs WHERE id = $1", &[&run_id])
         .await
@@ -460,7 +481,11 @@ async fn the_index_follows_the_run_directories() {
     std::fs::remove_dir_all(runs.path().join(APPS_RUN)).unwrap();
     let s = Serve::start(runs.path(), &db.url).await;
     assert_eq!(
-        count(&pg, "SELECT count(*) FROM runs WHERE id = 'apps-20260105T090000Z-seed1'").await,
+        count(
+            &pg,
+            "SELECT count(*) FROM runs WHERE id = 'apps-20260105T090000Z-seed1'"
+        )
+        .await,
         0
     );
     assert_eq!(
@@ -488,7 +513,10 @@ async fn an_unreachable_database_stops_the_start_with_the_url_and_what_to_do() {
         Err(other) => panic!("wrong error: {other}"),
         Ok(_) => panic!("started without its database"),
     };
-    assert!(err.contains("postgres://judge:***@127.0.0.1:9/runs"), "{err}");
+    assert!(
+        err.contains("postgres://judge:***@127.0.0.1:9/runs"),
+        "{err}"
+    );
     assert!(!err.contains("hunter2"), "the password is shown: {err}");
     assert!(err.contains("--database-url"), "{err}");
     let err = bind_with_database(config(runs.path()), "mysql://x")
@@ -509,7 +537,10 @@ async fn a_database_gone_later_is_503_with_a_clear_message() {
     let (status, body) = s.get("/runs").await;
     assert_eq!(status, 503, "{body}");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("index database is unavailable"), "{message}");
+    assert!(
+        message.contains("index database is unavailable"),
+        "{message}"
+    );
     let (status, body) = s
         .post(
             "/simulations",

@@ -74,7 +74,9 @@ impl Serve {
         let (status, created) = self.post("/simulations", &config).await;
         assert_eq!(status, 201, "{created}");
         let id = created["id"].as_str().unwrap().to_owned();
-        let (status, started) = self.post(&format!("/simulations/{id}/start"), &json!({})).await;
+        let (status, started) = self
+            .post(&format!("/simulations/{id}/start"), &json!({}))
+            .await;
         assert_eq!(status, 202, "{started}");
         (id, started["run_id"].as_str().unwrap().to_owned())
     }
@@ -101,21 +103,30 @@ async fn a_stopped_simulation_leaves_a_run_marked_stopped() {
     // Let it write its manifest and run a few rounds.
     actix_rt::time::sleep(Duration::from_millis(1500)).await;
     let (status, stopped) = s.post(&format!("/simulations/{id}/stop"), &json!({})).await;
-    assert_eq!((status, &stopped["state"]), (200, &json!("stopped")), "{stopped}");
+    assert_eq!(
+        (status, &stopped["state"]),
+        (200, &json!("stopped")),
+        "{stopped}"
+    );
     assert!(stopped["ended_at"].is_string(), "{stopped}");
 
     let dir = runs.path().join(&run_id);
     let manifest: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap())
-            .unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["state"], "stopped", "{manifest}");
     assert!(manifest["stopped_at"].is_string(), "{manifest}");
-    assert_eq!(manifest["conversations_done"], stopped["conversations_done"]);
+    assert_eq!(
+        manifest["conversations_done"],
+        stopped["conversations_done"]
+    );
     assert_eq!(manifest["conversations_planned"], 2);
     // What `judge sim` wrote stays: the manifest is its own, with the stop added.
     assert_eq!(manifest["suite"], "sim");
     assert!(manifest["config_hash"].is_string(), "{manifest}");
-    assert!(!dir.join("results.json").exists(), "a stopped run has no results");
+    assert!(
+        !dir.join("results.json").exists(),
+        "a stopped run has no results"
+    );
 
     // The run does not change after the stop, and every view says it was stopped.
     actix_rt::time::sleep(Duration::from_millis(800)).await;
@@ -138,7 +149,10 @@ async fn a_stopped_simulation_leaves_a_run_marked_stopped() {
     let record: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("simulation.json")).unwrap())
             .unwrap();
-    assert_eq!((record["id"].as_str(), record["state"].as_str()), (Some(id.as_str()), Some("stopped")));
+    assert_eq!(
+        (record["id"].as_str(), record["state"].as_str()),
+        (Some(id.as_str()), Some("stopped"))
+    );
     s.handle.stop(false).await;
     slow.stop().await;
 }
@@ -222,13 +236,22 @@ async fn runs_of_every_kind_compare_and_kinds_do_not_mix() {
     assert_eq!(s.wait_over(&sim_b).await["state"], "finished");
     let (status, cmp) = s.get(&format!("/runs/{run_a}/compare/{run_b}")).await;
     assert_eq!(status, 200, "{cmp}");
-    assert_eq!((cmp["kind"].as_str(), cmp["unit"].as_str()), (Some("sim"), Some("conversation")));
-    assert_eq!((cmp["run_a"].as_str(), cmp["run_b"].as_str()), (Some(run_a.as_str()), Some(run_b.as_str())));
+    assert_eq!(
+        (cmp["kind"].as_str(), cmp["unit"].as_str()),
+        (Some("sim"), Some("conversation"))
+    );
+    assert_eq!(
+        (cmp["run_a"].as_str(), cmp["run_b"].as_str()),
+        (Some(run_a.as_str()), Some(run_b.as_str()))
+    );
     let pairs = cmp["pairs"].as_array().unwrap();
     assert_eq!(pairs.len(), 2, "{cmp}");
     assert_eq!(cmp["unpaired"], 0);
     let (_, page_a) = s.get(&format!("/runs/{run_a}")).await;
-    let maya = pairs.iter().find(|p| p["id"] == "maya#1").expect("maya's conversation");
+    let maya = pairs
+        .iter()
+        .find(|p| p["id"] == "maya#1")
+        .expect("maya's conversation");
     assert_eq!(maya["group"], "maya");
     let maya_a = page_a["results"]["conversations"]
         .as_array()
@@ -241,12 +264,22 @@ async fn runs_of_every_kind_compare_and_kinds_do_not_mix() {
     let goal = metric(&cmp, "goal_rate");
     assert_eq!(goal["a"], page_a["results"]["summary"]["goal_rate"]);
     assert_eq!(goal["better"], "higher");
-    for field in ["regressions", "improvements", "p_value", "alpha", "regression", "seed_a"] {
+    for field in [
+        "regressions",
+        "improvements",
+        "p_value",
+        "alpha",
+        "regression",
+        "seed_a",
+    ] {
         assert!(cmp.get(field).is_some(), "{field} missing: {cmp}");
     }
     // A run compared with itself: every pair equal, nothing regressed.
     let (_, same) = s.get(&format!("/runs/{run_a}/compare/{run_a}")).await;
-    assert_eq!((same["regressions"].as_u64(), same["mean_diff"].as_f64()), (Some(0), Some(0.0)));
+    assert_eq!(
+        (same["regressions"].as_u64(), same["mean_diff"].as_f64()),
+        (Some(0), Some(0.0))
+    );
     assert_eq!(metric(&same, "mean_score")["change"], "unchanged");
 
     // Apps runs: pairs per scenario, pass^k.
@@ -254,13 +287,22 @@ async fn runs_of_every_kind_compare_and_kinds_do_not_mix() {
     apps_run(runs.path(), "apps-b", 3).await;
     let (status, cmp) = s.get("/runs/apps-a/compare/apps-b").await;
     assert_eq!(status, 200, "{cmp}");
-    assert_eq!((cmp["kind"].as_str(), cmp["unit"].as_str()), (Some("apps"), Some("scenario")));
+    assert_eq!(
+        (cmp["kind"].as_str(), cmp["unit"].as_str()),
+        (Some("apps"), Some("scenario"))
+    );
     assert_eq!(cmp["pairs"][0]["id"], "transfer-basic");
     let (_, apps_b) = s.get("/runs/apps-b").await;
     let scenario_b = &apps_b["results"]["scenarios"][0];
-    assert_eq!(cmp["pairs"][0]["score_b"], scenario_b["pass_hat_k"], "{cmp}");
+    assert_eq!(
+        cmp["pairs"][0]["score_b"], scenario_b["pass_hat_k"],
+        "{cmp}"
+    );
     assert_eq!(cmp["pairs"][0]["passed_b"], scenario_b["all_passed"]);
-    assert_eq!(metric(&cmp, "mean_pass_hat_k")["b"], apps_b["results"]["mean_pass_hat_k"]);
+    assert_eq!(
+        metric(&cmp, "mean_pass_hat_k")["b"],
+        apps_b["results"]["mean_pass_hat_k"]
+    );
 
     // Load runs: pairs per load level, with their figures.
     let (load_a, load_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -283,7 +325,10 @@ async fn runs_of_every_kind_compare_and_kinds_do_not_mix() {
         .get(&format!("/runs/{}/compare/{}", load_ids[0], load_ids[1]))
         .await;
     assert_eq!(status, 200, "{cmp}");
-    assert_eq!((cmp["kind"].as_str(), cmp["unit"].as_str()), (Some("load"), Some("load level")));
+    assert_eq!(
+        (cmp["kind"].as_str(), cmp["unit"].as_str()),
+        (Some("load"), Some("load level"))
+    );
     let level = &cmp["pairs"][0];
     assert_eq!(level["score_a"], 1.0, "no failed request: {cmp}");
     let rps = level["metrics"]
@@ -292,14 +337,20 @@ async fn runs_of_every_kind_compare_and_kinds_do_not_mix() {
         .iter()
         .find(|m| m["name"] == "requests_per_s")
         .expect("requests/s per level");
-    assert!(rps["a"].as_f64().unwrap() > 0.0 && rps["b"].as_f64().unwrap() > 0.0, "{rps}");
+    assert!(
+        rps["a"].as_f64().unwrap() > 0.0 && rps["b"].as_f64().unwrap() > 0.0,
+        "{rps}"
+    );
     assert_eq!(metric(&cmp, "latency_p50_ms")["better"], "lower");
 
     // Kinds do not mix; unknown runs are 404.
     let (status, body) = s.get(&format!("/runs/{run_a}/compare/apps-a")).await;
     assert_eq!(status, 422, "{body}");
     let message = body["error"]["message"].as_str().unwrap();
-    assert!(message.contains("sim run") && message.contains("apps run"), "{message}");
+    assert!(
+        message.contains("sim run") && message.contains("apps run"),
+        "{message}"
+    );
     assert_eq!(s.get("/runs/apps-a/compare/nope").await.0, 404);
     s.handle.stop(false).await;
     good.stop().await;

@@ -38,10 +38,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
         None => judge_client::serve::bind(config)?,
     };
     let index = args.database_url.as_deref().map_or(String::new(), |url| {
-        format!(
-            "; indexed in {}",
-            judge_client::serve::index::redact(url)
-        )
+        format!("; indexed in {}", judge_client::serve::index::redact(url))
     });
     println!(
         "judge serve: http://{addr}/ (runs in {}{index}; API described at /openapi.json)",

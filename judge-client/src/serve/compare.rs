@@ -130,6 +130,9 @@ struct Unit {
     figures: Vec<(&'static str, Option<f64>, Better)>,
 }
 
+/// Reads one run's units and figures.
+type SideReader = fn(&RunDetail) -> Result<Side, ApiError>;
+
 struct Side {
     seed: Option<u64>,
     units: Vec<Unit>,
@@ -235,13 +238,21 @@ fn apps_side(run: &RunDetail) -> Result<Side, ApiError> {
 fn load_figures(step: &Value) -> Vec<(&'static str, Option<f64>, Better)> {
     let f = |p: &str| step.pointer(p).and_then(Value::as_f64);
     vec![
-        ("requests_per_s", f("/throughput/requests_per_s"), Better::Higher),
+        (
+            "requests_per_s",
+            f("/throughput/requests_per_s"),
+            Better::Higher,
+        ),
         (
             "output_tokens_per_s",
             f("/throughput/output_tokens_per_s"),
             Better::Higher,
         ),
-        ("goodput_per_s", f("/throughput/goodput_per_s"), Better::Higher),
+        (
+            "goodput_per_s",
+            f("/throughput/goodput_per_s"),
+            Better::Higher,
+        ),
         ("error_rate", f("/requests/error_rate"), Better::Lower),
         ("latency_p50_ms", f("/latency/p50_ms"), Better::Lower),
         ("latency_p99_ms", f("/latency/p99_ms"), Better::Lower),
@@ -329,7 +340,7 @@ pub fn compare(a: &RunDetail, b: &RunDetail, alpha: f64) -> Result<RunComparison
             )));
         }
     }
-    let (side, unit): (fn(&RunDetail) -> Result<Side, ApiError>, &str) = match kind.as_str() {
+    let (side, unit): (SideReader, &str) = match kind.as_str() {
         "ltm" => (ltm_side, "test"),
         "sim" => (sim_side, "conversation"),
         "apps" => (apps_side, "scenario"),

@@ -406,21 +406,20 @@ impl SimulationConfig {
         };
         // The helpers get the target's resilience with their own endpoint, model and timeout,
         // as `judge sim --user-endpoint` / `--judge-endpoint` do.
-        let helper = |field: &str,
-                      spec: &LlmSpec|
-         -> Result<(TargetSettings, Credentials), ApiError> {
-            let settings = TargetSettings {
-                endpoint: spec.endpoint.clone(),
-                model: spec.model.clone(),
-                timeout_ms: (spec.timeout_seconds * 1000.0).round() as u64,
-                ..target.clone()
+        let helper =
+            |field: &str, spec: &LlmSpec| -> Result<(TargetSettings, Credentials), ApiError> {
+                let settings = TargetSettings {
+                    endpoint: spec.endpoint.clone(),
+                    model: spec.model.clone(),
+                    timeout_ms: (spec.timeout_seconds * 1000.0).round() as u64,
+                    ..target.clone()
+                };
+                let credentials = Credentials {
+                    api_key: key_from(&env, field, spec.api_key_env.as_ref())?,
+                    admin_token: None,
+                };
+                Ok((settings, credentials))
             };
-            let credentials = Credentials {
-                api_key: key_from(&env, field, spec.api_key_env.as_ref())?,
-                admin_token: None,
-            };
-            Ok((settings, credentials))
-        };
         let simulator = match &self.user_simulator {
             Some(spec) => {
                 let (settings, credentials) = helper("user_simulator", spec)?;

@@ -16,16 +16,15 @@ use super::index::records::{SIMULATION_FILE, SimulationRecord};
 fn write_atomic(dir: &Path, name: &str, value: &Value) -> Result<(), ApiError> {
     let fail = |e: std::io::Error| ApiError::Internal(format!("{}: {e}", dir.join(name).display()));
     let tmp = dir.join(format!(".{name}.tmp"));
-    let mut text = serde_json::to_vec_pretty(value)
-        .map_err(|e| ApiError::Internal(format!("{name}: {e}")))?;
+    let mut text =
+        serde_json::to_vec_pretty(value).map_err(|e| ApiError::Internal(format!("{name}: {e}")))?;
     text.push(b'\n');
     std::fs::write(&tmp, text).map_err(fail)?;
     std::fs::rename(&tmp, dir.join(name)).map_err(fail)
 }
 
 pub fn write_simulation(dir: &Path, record: &SimulationRecord) -> Result<(), ApiError> {
-    let value =
-        serde_json::to_value(record).map_err(|e| ApiError::Internal(format!("{e}")))?;
+    let value = serde_json::to_value(record).map_err(|e| ApiError::Internal(format!("{e}")))?;
     write_atomic(dir, SIMULATION_FILE, &value)
 }
 
@@ -45,9 +44,8 @@ pub fn mark_stopped(dir: &Path, stop: &Stop) -> Result<(), ApiError> {
         .ok()
         .and_then(|t| serde_json::from_str::<Value>(&t).ok())
         .filter(Value::is_object);
-    let mut manifest = manifest.unwrap_or_else(|| {
-        json!({"run_id": stop.run_id, "suite": "sim", "created_at": stop.at})
-    });
+    let mut manifest = manifest
+        .unwrap_or_else(|| json!({"run_id": stop.run_id, "suite": "sim", "created_at": stop.at}));
     manifest["state"] = json!("stopped");
     manifest["stopped_at"] = json!(stop.at);
     manifest["conversations_done"] = json!(stop.conversations_done);
@@ -75,9 +73,10 @@ mod tests {
             conversations_planned: 3,
         };
         mark_stopped(dir.path(), &stop).unwrap();
-        let m: Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join("manifest.json")).unwrap())
-                .unwrap();
+        let m: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("manifest.json")).unwrap(),
+        )
+        .unwrap();
         assert_eq!(m["seed"], 4);
         assert_eq!(m["state"], "stopped");
         assert_eq!(m["conversations_done"], 1);
@@ -88,6 +87,9 @@ mod tests {
             &std::fs::read_to_string(other.path().join("manifest.json")).unwrap(),
         )
         .unwrap();
-        assert_eq!((m["suite"].as_str(), m["state"].as_str()), (Some("sim"), Some("stopped")));
+        assert_eq!(
+            (m["suite"].as_str(), m["state"].as_str()),
+            (Some("sim"), Some("stopped"))
+        );
     }
 }

@@ -80,7 +80,9 @@ pub async fn reindex(state: &ServeState, id: &str) {
     }
     .await;
     if let Err(e) = outcome {
-        eprintln!("judge serve: the index missed a change of simulation {id} (the next sync repairs it): {e}");
+        eprintln!(
+            "judge serve: the index missed a change of simulation {id} (the next sync repairs it): {e}"
+        );
     }
 }
 

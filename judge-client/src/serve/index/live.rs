@@ -24,7 +24,12 @@ fn link(role: &str, label: &str, description: Option<String>, config: Value) -> 
 pub fn agents_of(config: &SimulationConfig) -> Vec<AgentLink> {
     let mut agents = vec![target_agent(&to_json(&config.target))];
     for p in &config.personas {
-        agents.push(link("user", &p.name, Some(p.background.clone()), to_json(p)));
+        agents.push(link(
+            "user",
+            &p.name,
+            Some(p.background.clone()),
+            to_json(p),
+        ));
     }
     for e in config.endpoints() {
         agents.push(link(
@@ -46,7 +51,11 @@ pub fn agents_of(config: &SimulationConfig) -> Vec<AgentLink> {
             agents.push(link(
                 role,
                 label,
-                Some(format!("LLM {} at {}", role.replace('_', " "), spec.endpoint)),
+                Some(format!(
+                    "LLM {} at {}",
+                    role.replace('_', " "),
+                    spec.endpoint
+                )),
                 to_json(spec),
             ));
         }

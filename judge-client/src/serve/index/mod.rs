@@ -114,10 +114,11 @@ impl Index {
     pub async fn connect(url: &str) -> Result<Self, IndexError> {
         let shown = redact(url);
         let mut config: tokio_postgres::Config =
-            url.parse().map_err(|e: tokio_postgres::Error| IndexError::InvalidUrl {
-                url: shown.clone(),
-                reason: e.to_string(),
-            })?;
+            url.parse()
+                .map_err(|e: tokio_postgres::Error| IndexError::InvalidUrl {
+                    url: shown.clone(),
+                    reason: e.to_string(),
+                })?;
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(TIMEOUT);
         }
@@ -226,9 +227,7 @@ impl Index {
         let _one_at_a_time = self.lock.lock().await;
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(unavailable)?;
-        store::put_simulation(&tx, sim)
-            .await
-            .map_err(unavailable)?;
+        store::put_simulation(&tx, sim).await.map_err(unavailable)?;
         tx.commit().await.map_err(unavailable)
     }
 

@@ -17,7 +17,9 @@ pub const MIGRATIONS: &[(i32, &str, &str)] =
 const MIGRATION_LOCK: i64 = 0x6a75_6467_6569_6478;
 
 /// The newest version the database has, when it is newer than this binary knows.
-pub async fn migrate(client: &mut deadpool_postgres::Object) -> Result<Option<i32>, tokio_postgres::Error> {
+pub async fn migrate(
+    client: &mut deadpool_postgres::Object,
+) -> Result<Option<i32>, tokio_postgres::Error> {
     let tx = client.transaction().await?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await?;
@@ -179,7 +181,13 @@ pub async fn put_simulation(
             .execute(
                 "INSERT INTO app_instances (id, simulation_id, app_id, config, state)
                  VALUES ($1, $2, $3, $4, $5)",
-                &[&app.id, &sim.id, &app.app_id, &Json(&app.config), &Json(&app.state)],
+                &[
+                    &app.id,
+                    &sim.id,
+                    &app.app_id,
+                    &Json(&app.config),
+                    &Json(&app.state),
+                ],
             )
             .await?;
         for a in &app.actions {
