@@ -19,17 +19,29 @@ pub struct ServeArgs {
     /// HTTP worker threads.
     #[arg(long, default_value_t = 2)]
     pub workers: usize,
+    /// Keep an index of runs, simulations, agent configurations and app audit logs in this
+    /// Postgres database (`postgres://user:password@host:port/db`); the run directories stay
+    /// the source of truth and the index is rebuilt from them at start.
+    #[arg(long, env = "JUDGE_DATABASE_URL", hide_env_values = true)]
+    pub database_url: Option<String>,
 }
 
 pub async fn serve(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    let (server, addr) = judge_client::serve::bind(judge_client::serve::ServeConfig {
+    let config = judge_client::serve::ServeConfig {
         addr: args.addr,
         runs: args.runs.clone(),
         auth_token: args.auth_token,
         workers: args.workers,
-    })?;
+    };
+    let (server, addr) = match &args.database_url {
+        Some(url) => judge_client::serve::bind_with_database(config, url).await?,
+        None => judge_client::serve::bind(config)?,
+    };
+    let index = args.database_url.as_deref().map_or(String::new(), |url| {
+        format!("; indexed in {}", judge_client::serve::index::redact(url))
+    });
     println!(
-        "judge serve: http://{addr}/ (runs in {}; API described at /openapi.json)",
+        "judge serve: http://{addr}/ (runs in {}{index}; API described at /openapi.json)",
         args.runs.display()
     );
     let handle = server.handle();

@@ -81,7 +81,7 @@ pub fn trial(root: &Path, id: &str) -> Result<AppsTrial, ApiError> {
 }
 
 impl AppsTrial {
-    fn final_state(&self) -> Result<serde_json::Map<String, Value>, ApiError> {
+    pub(crate) fn final_state(&self) -> Result<serde_json::Map<String, Value>, ApiError> {
         match read_json(&self.dir.join("final_state.json")) {
             Some(Value::Object(map)) => Ok(map),
             _ => Err(ApiError::Internal(format!(
@@ -98,7 +98,7 @@ impl AppsTrial {
     }
 
     /// The audit log in execution order.
-    fn actions(&self) -> Result<Vec<Value>, ApiError> {
+    pub(crate) fn actions(&self) -> Result<Vec<Value>, ApiError> {
         let path = self.dir.join("audit.jsonl");
         let text = std::fs::read_to_string(&path)
             .map_err(|e| ApiError::Internal(format!("{}: {e}", path.display())))?;
@@ -147,35 +147,42 @@ pub fn all_trials(root: &Path) -> Result<Vec<AppsTrial>, ApiError> {
         .into_iter()
         .filter(|r| r.suite == "apps")
     {
-        let Ok(scenarios) = std::fs::read_dir(root.join(&run.id).join("scenarios")) else {
+        trials.extend(trials_of_run(root, &run.id)?);
+    }
+    Ok(trials)
+}
+
+/// Every trial of apps run `run_id`, by scenario then trial number.
+pub fn trials_of_run(root: &Path, run_id: &str) -> Result<Vec<AppsTrial>, ApiError> {
+    check_id(run_id)?;
+    let mut trials = Vec::new();
+    let scenarios_dir = root.join(run_id).join("scenarios");
+    let Ok(scenarios) = std::fs::read_dir(&scenarios_dir) else {
+        return Ok(trials);
+    };
+    let mut names: Vec<String> = scenarios
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for scenario in names {
+        let Ok(entries) = std::fs::read_dir(scenarios_dir.join(&scenario)) else {
             continue;
         };
-        let mut names: Vec<String> = scenarios
+        let mut numbers: Vec<u32> = entries
             .flatten()
-            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter_map(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .strip_prefix("trial-")?
+                    .parse()
+                    .ok()
+            })
             .collect();
-        names.sort();
-        for scenario in names {
-            let Ok(entries) =
-                std::fs::read_dir(root.join(&run.id).join("scenarios").join(&scenario))
-            else {
-                continue;
-            };
-            let mut numbers: Vec<u32> = entries
-                .flatten()
-                .filter_map(|e| {
-                    e.file_name()
-                        .to_string_lossy()
-                        .strip_prefix("trial-")?
-                        .parse()
-                        .ok()
-                })
-                .collect();
-            numbers.sort_unstable();
-            for n in numbers {
-                if let Ok(t) = trial(root, &format!("{}:{scenario}:{n}", run.id)) {
-                    trials.push(t);
-                }
+        numbers.sort_unstable();
+        for n in numbers {
+            if let Ok(t) = trial(root, &format!("{run_id}:{scenario}:{n}")) {
+                trials.push(t);
             }
         }
     }

@@ -3,20 +3,21 @@
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::ApiError;
 
 /// One line of `GET /runs`.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunSummary {
     pub id: String,
     /// `ltm`, `apps`, `sim`, `ab` or `load`.
     pub suite: String,
     /// RFC 3339, from the manifest (or the results of a load run).
     pub created: Option<String>,
-    /// `running`, `complete`, or `incomplete` (a directory with no results.json).
+    /// `running`, `complete`, `stopped` (a simulation stopped through the API: its manifest
+    /// says when and after how many conversations), or `incomplete` (no results.json).
     pub state: String,
     /// What the suite is judged on, 0 to 1: ltm's overall score, sim's goal rate, apps' mean
     /// pass^k; none for load runs (their figures are per load level) and unfinished runs.
@@ -94,6 +95,8 @@ fn summarise(id: &str, manifest: &Value, results: Option<&Value>) -> RunSummary 
         .and_then(|r| r.pointer(pointer))
         .and_then(Value::as_f64);
     let state = match (results, text(manifest, "/state")) {
+        // A stop can race the last writes of a run: the manifest's word is final.
+        (_, Some(s)) if s == "stopped" => "stopped".to_owned(),
         (Some(_), _) => "complete".to_owned(),
         (None, Some(s)) if s == "running" => "running".to_owned(),
         (None, _) => "incomplete".to_owned(),
@@ -131,8 +134,13 @@ pub fn list(root: &Path) -> Result<Vec<RunSummary>, ApiError> {
         let manifest = manifest.unwrap_or(Value::Null);
         runs.push(summarise(&id, &manifest, results.as_ref()));
     }
-    runs.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.id.cmp(&b.id)));
+    sort(&mut runs);
     Ok(runs)
+}
+
+/// Newest first (runs with no time last), then by id: the one order of every run list.
+pub fn sort(runs: &mut [RunSummary]) {
+    runs.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.id.cmp(&b.id)));
 }
 
 /// Run `id` with its manifest, results and metrics.

@@ -66,6 +66,24 @@ impl Default for RunSpec {
     }
 }
 
+/// An OpenAI-compatible model the judge itself talks to: the LLM user simulator
+/// (`user_simulator:`) or the LLM judge (`judge:`), as `judge sim --user-endpoint` and
+/// `--judge-endpoint` take them on the command line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSpec {
+    /// Base URL, with or without /v1.
+    pub endpoint: String,
+    /// Default: the first model the endpoint lists.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Name of the environment variable holding the bearer key (never the key).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    #[serde(default = "default_target_timeout")]
+    pub timeout_seconds: f64,
+}
+
 /// The body of `POST /simulations`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -76,6 +94,12 @@ struct CreateBody {
     target: TargetSpec,
     #[serde(default)]
     run: RunSpec,
+    /// The persona's turns come from this model instead of the scripted simulator.
+    #[serde(default)]
+    user_simulator: Option<LlmSpec>,
+    /// Rubric scores of every conversation from this model.
+    #[serde(default)]
+    judge: Option<LlmSpec>,
 }
 
 /// `POST /simulations/{id}/inject-agent`: document 000's body, with the key as a reference.
@@ -115,6 +139,8 @@ pub struct SimulationConfig {
     pub target: TargetSpec,
     pub run: RunSpec,
     pub personas: Vec<Persona>,
+    pub user_simulator: Option<LlmSpec>,
+    pub judge: Option<LlmSpec>,
 }
 
 /// Refuses any `api_key` field, wherever it is: judge serve never takes a secret's value.
@@ -165,6 +191,35 @@ fn check_url(field: &str, url: &str) -> Result<(), ApiError> {
     }
 }
 
+fn check_llm(field: &str, spec: &LlmSpec) -> Result<(), ApiError> {
+    check_url(&format!("{field}.endpoint"), &spec.endpoint)?;
+    if !(spec.timeout_seconds > 0.0 && spec.timeout_seconds.is_finite()) {
+        return Err(ApiError::bad(format!(
+            "`{field}.timeout_seconds` must be positive"
+        )));
+    }
+    if let Some(var) = &spec.api_key_env {
+        check_env_name(var)?;
+    }
+    Ok(())
+}
+
+/// The key named by `api_key_env` of `field`, read from `env` now.
+fn key_from(
+    env: &impl Fn(&str) -> Option<String>,
+    field: &str,
+    var: Option<&String>,
+) -> Result<Option<String>, ApiError> {
+    match var {
+        Some(var) => env(var).map(Some).ok_or_else(|| {
+            ApiError::bad(format!(
+                "`{field}.api_key_env`: environment variable {var} is not set on the server"
+            ))
+        }),
+        None => Ok(None),
+    }
+}
+
 /// Parses a request body: YAML when the content type says so, JSON otherwise.
 pub fn parse_document(body: &[u8], content_type: &str) -> Result<Value, ApiError> {
     let text = std::str::from_utf8(body).map_err(|_| ApiError::bad("the body is not UTF-8"))?;
@@ -207,6 +262,14 @@ impl SimulationConfig {
         if let Some(var) = &body.target.api_key_env {
             check_env_name(var)?;
         }
+        for (field, spec) in [
+            ("user_simulator", &body.user_simulator),
+            ("judge", &body.judge),
+        ] {
+            if let Some(spec) = spec {
+                check_llm(field, spec)?;
+            }
+        }
         let panel = persona::shipped().map_err(|e| ApiError::Internal(e.to_string()))?;
         let known: Vec<String> = panel.iter().map(|p| p.id.clone()).collect();
         let personas = persona::select(panel, &run.personas).map_err(|e| {
@@ -222,6 +285,8 @@ impl SimulationConfig {
             target: body.target,
             run,
             personas,
+            user_simulator: body.user_simulator,
+            judge: body.judge,
         };
         config.check_injection()?;
         Ok(config)
@@ -327,14 +392,7 @@ impl SimulationConfig {
             .file
             .plan(&env)
             .map_err(|e| ApiError::bad(e.to_string()))?;
-        let api_key = match &self.target.api_key_env {
-            Some(var) => Some(env(var).ok_or_else(|| {
-                ApiError::bad(format!(
-                    "`target.api_key_env`: environment variable {var} is not set on the server"
-                ))
-            })?),
-            None => None,
-        };
+        let api_key = key_from(&env, "target", self.target.api_key_env.as_ref())?;
         let target = TargetSettings {
             model: self.target.model.clone(),
             timeout_ms: (self.target.timeout_seconds * 1000.0).round() as u64,
@@ -345,6 +403,36 @@ impl SimulationConfig {
                 max_wait_ms: 5_000,
             },
             ..TargetSettings::new(self.target.endpoint.clone())
+        };
+        // The helpers get the target's resilience with their own endpoint, model and timeout,
+        // as `judge sim --user-endpoint` / `--judge-endpoint` do.
+        let helper =
+            |field: &str, spec: &LlmSpec| -> Result<(TargetSettings, Credentials), ApiError> {
+                let settings = TargetSettings {
+                    endpoint: spec.endpoint.clone(),
+                    model: spec.model.clone(),
+                    timeout_ms: (spec.timeout_seconds * 1000.0).round() as u64,
+                    ..target.clone()
+                };
+                let credentials = Credentials {
+                    api_key: key_from(&env, field, spec.api_key_env.as_ref())?,
+                    admin_token: None,
+                };
+                Ok((settings, credentials))
+            };
+        let simulator = match &self.user_simulator {
+            Some(spec) => {
+                let (settings, credentials) = helper("user_simulator", spec)?;
+                SimulatorSpec::Llm {
+                    settings,
+                    credentials,
+                }
+            }
+            None => SimulatorSpec::Scripted,
+        };
+        let judge = match &self.judge {
+            Some(spec) => Some(helper("judge", spec)?),
+            None => None,
         };
         let run = &self.run;
         Ok(SimRunConfig {
@@ -366,8 +454,8 @@ impl SimulationConfig {
                 admin_token: None,
             },
             personas: self.personas.clone(),
-            simulator: SimulatorSpec::Scripted,
-            judge: None,
+            simulator,
+            judge,
             injection,
             record: false,
         })

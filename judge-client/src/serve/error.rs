@@ -16,6 +16,13 @@ pub enum ApiError {
     /// Valid input the resource's current state refuses (starting a running simulation).
     #[error("{0}")]
     Conflict(String),
+    /// Well-formed input that names things which cannot go together (comparing an LTM run with
+    /// a load run).
+    #[error("{0}")]
+    Unprocessable(String),
+    /// A service the request needs is down (the index database): retry later.
+    #[error("{0}")]
+    Unavailable(String),
     #[error(
         "this server requires `Authorization: Bearer <token>` (the --auth-token it was started with)"
     )]
@@ -42,6 +49,8 @@ impl ApiError {
             Self::BadRequest(_) => "bad_request",
             Self::NotFound { .. } => "not_found",
             Self::Conflict(_) => "conflict",
+            Self::Unprocessable(_) => "unprocessable",
+            Self::Unavailable(_) => "unavailable",
             Self::Unauthorized => "unauthorized",
             Self::Internal(_) => "internal",
         }
@@ -54,6 +63,8 @@ impl ResponseError for ApiError {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::NotFound { .. } => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -61,8 +72,14 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let mut response = HttpResponse::build(self.status_code());
-        if matches!(self, Self::Unauthorized) {
-            response.insert_header(("WWW-Authenticate", "Bearer"));
+        match self {
+            Self::Unauthorized => {
+                response.insert_header(("WWW-Authenticate", "Bearer"));
+            }
+            Self::Unavailable(_) => {
+                response.insert_header(("Retry-After", "5"));
+            }
+            _ => {}
         }
         response.json(json!({"error": {"message": self.to_string(), "code": self.code()}}))
     }

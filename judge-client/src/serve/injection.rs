@@ -108,6 +108,7 @@ pub async fn inject(
             .into_iter()
             .find(|a| a.agent_id == agent_id))
     })?;
+    super::runner::reindex(&state, &id).await;
     Ok(HttpResponse::Created().json(shown))
 }
 
@@ -130,6 +131,7 @@ pub async fn remove(
             Err(ApiError::not_found("injected agent", &agent_id))
         }
     })?;
+    super::runner::reindex(&state, &id).await;
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -2,20 +2,26 @@
 //! 004), documented at `/openapi.json`.
 //!
 //! - [`catalog`]: run directories under `--runs`, read from disk (the source of truth);
+//!   [`index`]: with `--database-url`, a rebuildable index of them in Postgres; [`rundir`]: what
+//!   the server adds to the run directories of the simulations it runs;
 //! - [`config`]: a simulation's config (document 000's YAML or JSON), validated;
 //! - [`state`]: simulations in memory, their events; [`runner`]: a simulation run in the
 //!   background; [`error`]: the one error-to-status table; [`auth`]: `--auth-token`;
-//! - routes per resource: [`runs`], [`simulations`], [`injection`], [`apps`] (document 004's
-//!   endpoints over `judge apps` runs); [`openapi`]; [`dashboard`] at `/`.
+//! - routes per resource: [`runs`] (with [`compare`], two runs of any kind), [`simulations`],
+//!   [`injection`], [`apps`] (document 004's endpoints over `judge apps` runs); [`openapi`];
+//!   [`dashboard`] at `/`.
 
 pub mod apps;
 pub mod auth;
 pub mod catalog;
+pub mod compare;
 pub mod config;
 pub mod dashboard;
 pub mod error;
+pub mod index;
 pub mod injection;
 pub mod openapi;
+pub mod rundir;
 pub mod runner;
 pub mod runs;
 pub mod simulations;
@@ -29,6 +35,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 
 use self::error::ApiError;
+use self::index::{Index, IndexError, SYNC_INTERVAL};
 use self::state::ServeState;
 
 /// Largest simulation config or injection body.
@@ -56,6 +63,8 @@ pub enum ServeError {
         addr: SocketAddr,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Index(#[from] IndexError),
 }
 
 /// Registers every route (the tests build the same app).
@@ -85,13 +94,69 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 /// Binds the server (port 0 picks a free port: read it from the returned address).
 pub fn bind(config: ServeConfig) -> Result<(Server, SocketAddr), ServeError> {
+    check(&config)?;
+    bind_with(config, None)
+}
+
+/// [`bind`] with the Postgres index at `database_url`: connects and migrates, indexes every
+/// run directory, and only then listens; keeps the index in step every [`SYNC_INTERVAL`]
+/// while the server runs. Fails with the URL (password hidden) and what to do when the
+/// database cannot be used. Must run on the actix runtime that will run the server.
+pub async fn bind_with_database(
+    config: ServeConfig,
+    database_url: &str,
+) -> Result<(Server, SocketAddr), ServeError> {
+    check(&config)?;
+    let index = Index::connect(database_url).await?;
+    index.sync(&config.runs, &[]).await?;
+    let (server, addr, state) = bind_state(config, Some(index.clone()))?;
+    // Holds the state weakly: the loop ends once the server is gone.
+    let weak = std::sync::Arc::downgrade(&state.into_inner());
+    actix_web::rt::spawn(async move {
+        loop {
+            actix_web::rt::time::sleep(SYNC_INTERVAL).await;
+            let Some(state) = weak.upgrade() else {
+                return;
+            };
+            let live = match state.live_records() {
+                Ok(live) => live,
+                Err(_) => return,
+            };
+            if let Err(e) = index.sync(&state.runs, &live).await {
+                eprintln!("judge serve: index sync failed (retried in {SYNC_INTERVAL:?}): {e}");
+            }
+        }
+    });
+    Ok((server, addr))
+}
+
+fn check(config: &ServeConfig) -> Result<(), ServeError> {
     if config.auth_token.as_deref() == Some("") {
         return Err(ServeError::EmptyToken);
     }
     if !config.addr.ip().is_loopback() && config.auth_token.is_none() {
         return Err(ServeError::OpenWithoutToken(config.addr));
     }
-    let state = web::Data::new(ServeState::new(config.runs.clone(), config.auth_token));
+    Ok(())
+}
+
+fn bind_with(
+    config: ServeConfig,
+    index: Option<Index>,
+) -> Result<(Server, SocketAddr), ServeError> {
+    bind_state(config, index).map(|(server, addr, _)| (server, addr))
+}
+
+fn bind_state(
+    config: ServeConfig,
+    index: Option<Index>,
+) -> Result<(Server, SocketAddr, web::Data<ServeState>), ServeError> {
+    let state = web::Data::new(ServeState::new(
+        config.runs.clone(),
+        config.auth_token,
+        index,
+    ));
+    let shared = state.clone();
     let addr = config.addr;
     let server = HttpServer::new(move || {
         App::new()
@@ -115,5 +180,5 @@ pub fn bind(config: ServeConfig) -> Result<(Server, SocketAddr), ServeError> {
     .bind(addr)
     .map_err(|source| ServeError::Bind { addr, source })?;
     let bound = server.addrs()[0];
-    Ok((server.run(), bound))
+    Ok((server.run(), bound, shared))
 }

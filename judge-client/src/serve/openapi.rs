@@ -3,7 +3,7 @@
 use actix_web::{HttpResponse, get};
 use utoipa::OpenApi;
 
-use super::{apps, catalog, config, injection, runs, simulations, state};
+use super::{apps, catalog, compare, config, injection, runs, simulations, state};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -40,6 +40,11 @@ use super::{apps, catalog, config, injection, runs, simulations, state};
         config::InjectBody,
         config::TargetSpec,
         config::RunSpec,
+        config::LlmSpec,
+        compare::RunComparison,
+        compare::PairView,
+        compare::MetricDiff,
+        compare::Better,
         state::SimState,
         apps::AppsSimulationView,
     ))

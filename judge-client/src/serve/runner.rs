@@ -1,12 +1,15 @@
 //! Starting and stopping a simulation: `judge sim`'s own run (`run_sim_observed`) on the actix
 //! runtime of the worker that took the request, each round published to the simulation's
-//! events as it happens, the run directory written under `--runs` like the CLI writes it.
+//! events as it happens, the run directory written under `--runs` like the CLI writes it (plus
+//! `simulation.json`, and the stop in the manifest: see [`super::rundir`]).
 
 use std::sync::Arc;
 
 use serde_json::json;
 
 use super::error::ApiError;
+use super::index::live::record;
+use super::rundir::{Stop, mark_stopped, write_simulation};
 use super::simulations::state_name;
 use super::state::{ServeState, SimState};
 use crate::run::unique_dir;
@@ -60,6 +63,38 @@ impl PanelObserver for Watch {
     }
 }
 
+/// Keeps the index in step after a simulation changed: its row now, then a sync (its run
+/// directory changed too). The simulation already changed, so a failure is only reported: the
+/// next sync repairs the index from the run directory.
+pub async fn reindex(state: &ServeState, id: &str) {
+    let Some(index) = &state.index else {
+        return;
+    };
+    let outcome = async {
+        let live = state.live_records()?;
+        if let Some(sim) = live.iter().find(|s| s.id == id) {
+            index.put_simulation(sim).await?;
+        }
+        index.sync(&state.runs, &live).await?;
+        Ok::<_, ApiError>(())
+    }
+    .await;
+    if let Err(e) = outcome {
+        eprintln!(
+            "judge serve: the index missed a change of simulation {id} (the next sync repairs it): {e}"
+        );
+    }
+}
+
+/// Writes simulation `id`'s `simulation.json` into its run directory.
+fn save(state: &ServeState, id: &str) -> Result<(), ApiError> {
+    let (record, run_id) = state.with_sim(id, |sim| Ok((record(sim), sim.run_id.clone())))?;
+    match run_id {
+        Some(run_id) => write_simulation(&state.runs.join(run_id), &record),
+        None => Ok(()),
+    }
+}
+
 /// Starts simulation `id` in the background; its run directory's id is returned.
 pub fn start(state: &Arc<ServeState>, id: &str) -> Result<String, ApiError> {
     let config = state.with_sim(id, |sim| match sim.state {
@@ -94,12 +129,13 @@ pub fn start(state: &Arc<ServeState>, id: &str) -> Result<String, ApiError> {
             .unwrap_or_default();
         sim.run_id = Some(run_id.clone());
         sim.set_state(SimState::Running);
+        write_simulation(&dir, &record(sim))?;
         let watch = Watch {
             state: state.clone(),
             id: id.to_owned(),
         };
         // Spawned on this worker's local set: the sim's clients are not Send. It cannot run
-        // before this closure returns, so the abort handle is in place first.
+        // before this closure returns, so the handle is in place first.
         let task = actix_web::rt::spawn(async move {
             let outcome = run_sim_observed(&run_config, &dir, Some(&watch)).await;
             let _ = watch.state.with_sim(&watch.id, |sim| {
@@ -118,27 +154,54 @@ pub fn start(state: &Arc<ServeState>, id: &str) -> Result<String, ApiError> {
                 }
                 Ok(())
             });
+            if let Err(e) = save(&watch.state, &watch.id) {
+                eprintln!("judge serve: simulation {}: {e}", watch.id);
+            }
+            reindex(&watch.state, &watch.id).await;
         });
-        sim.task = Some(task.abort_handle());
+        sim.task = Some(task);
         Ok(run_id)
     })?;
     Ok(run_id)
 }
 
-/// Stops running simulation `id`. Its run directory keeps what was written before (the
-/// manifest, and no results: the CLI writes them at the end too).
-pub fn stop(state: &ServeState, id: &str) -> Result<(), ApiError> {
-    state.with_sim(id, |sim| {
+/// Stops running simulation `id`: aborts its run, waits until it has ended, then records the
+/// stop in the run directory's manifest (state `stopped`, when, conversations finished). What
+/// the run wrote before stays (its manifest; conversations are written at the end, like the
+/// CLI does), and nothing marks it complete.
+pub async fn stop(state: &ServeState, id: &str) -> Result<(), ApiError> {
+    let task = state.with_sim(id, |sim| {
         if sim.state != SimState::Running {
             return Err(ApiError::Conflict(format!(
                 "simulation `{id}` is not running"
             )));
         }
-        if let Some(task) = sim.task.take() {
-            task.abort();
+        sim.task.take().ok_or_else(|| {
+            ApiError::Conflict(format!("simulation `{id}` is being stopped already"))
+        })
+    })?;
+    task.abort();
+    // Cancelled, or it had just finished: either way nothing of it runs after this.
+    let _ = task.await;
+    let stop = state.with_sim(id, |sim| {
+        if sim.state != SimState::Running {
+            // It finished (or failed) before the abort reached it: that is its end.
+            return Ok(None);
         }
         sim.error = Some("stopped through the API before the end".to_owned());
         sim.set_state(SimState::Stopped);
-        Ok(())
-    })
+        Ok(sim.run_id.clone().map(|run_id| Stop {
+            run_id,
+            at: sim.ended_at.unwrap_or_else(chrono::Utc::now),
+            conversations_done: sim.conversations_done,
+            conversations_planned: sim.config.personas.len() * sim.config.run.trials as usize,
+        }))
+    })?;
+    if let Some(stop) = stop {
+        let dir = state.runs.join(&stop.run_id);
+        mark_stopped(&dir, &stop)?;
+        save(state, id)?;
+        reindex(state, id).await;
+    }
+    Ok(())
 }

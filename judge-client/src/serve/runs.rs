@@ -1,18 +1,26 @@
-//! `/runs`: the run directories under `--runs`, and comparisons of two LTM runs.
+//! `/runs`: the run directories under `--runs`, and comparisons of two runs of the same kind.
 
 use actix_web::{HttpResponse, get, web};
 use serde::Deserialize;
 
 use super::catalog::{self, RunDetail, RunSummary};
+use super::compare::{self, RunComparison};
 use super::error::ApiError;
 use super::state::ServeState;
-use crate::report::compare;
 
-/// Every run directory, newest first.
-#[utoipa::path(responses((status = 200, body = [RunSummary])))]
+/// Every run directory, newest first. With `--database-url` the list comes from the index,
+/// brought in step with the directories first (so it is the same list); 503 when the index
+/// database is down.
+#[utoipa::path(responses((status = 200, body = [RunSummary]), (status = 503)))]
 #[get("/runs")]
 pub async fn list(state: web::Data<ServeState>) -> Result<HttpResponse, ApiError> {
-    Ok(HttpResponse::Ok().json(catalog::list(&state.runs)?))
+    match &state.index {
+        Some(index) => {
+            index.sync(&state.runs, &state.live_records()?).await?;
+            Ok(HttpResponse::Ok().json(index.runs().await?))
+        }
+        None => Ok(HttpResponse::Ok().json(catalog::list(&state.runs)?)),
+    }
 }
 
 /// One run: summary, manifest, results and metrics as written on disk.
@@ -52,11 +60,14 @@ pub struct CompareQuery {
     alpha: Option<f64>,
 }
 
-/// `judge compare` over HTTP: run `other` (B) against run `id` (A), both LTM runs.
+/// `judge compare` over HTTP for runs of any kind: run `other` (B) against run `id` (A),
+/// paired by test (ltm), conversation (sim), scenario (apps) or load level (load), with both
+/// runs' summary metrics. 422 for runs of different kinds, 409 for a run without results.
 #[utoipa::path(
     params(("id" = String, Path), ("other" = String, Path),
            ("alpha" = Option<f64>, Query, description = "significance level, default 0.05")),
-    responses((status = 200), (status = 400), (status = 404))
+    responses((status = 200, body = RunComparison), (status = 400), (status = 404),
+              (status = 409), (status = 422))
 )]
 #[get("/runs/{id}/compare/{other}")]
 pub async fn compare_runs(
@@ -69,21 +80,7 @@ pub async fn compare_runs(
     if !(alpha > 0.0 && alpha < 1.0) {
         return Err(ApiError::bad("`alpha` must be between 0 and 1"));
     }
-    let mut results = Vec::new();
-    for id in [&a, &b] {
-        let run = catalog::get(&state.runs, id)?;
-        if run.summary.suite != "ltm" {
-            return Err(ApiError::bad(format!(
-                "run `{id}` is a {} run: comparisons are of two ltm runs",
-                run.summary.suite
-            )));
-        }
-        let dir = catalog::run_dir(&state.runs, id)?;
-        let loaded = compare::load(&dir.join("results.json")).map_err(|e| {
-            ApiError::Conflict(format!("run `{id}` has no usable results yet: {e}"))
-        })?;
-        results.push(loaded);
-    }
-    let comparison = compare::compare(&results[0], &results[1], alpha);
-    Ok(HttpResponse::Ok().json(comparison))
+    let run_a = catalog::get(&state.runs, &a)?;
+    let run_b = catalog::get(&state.runs, &b)?;
+    Ok(HttpResponse::Ok().json(compare::compare(&run_a, &run_b, alpha)?))
 }

@@ -13,6 +13,7 @@ use tokio::sync::broadcast::error::RecvError;
 use super::apps;
 use super::config::{SimulationConfig, parse_document};
 use super::error::ApiError;
+use super::index::live;
 use super::injection::{InjectedAgentView, agent_views};
 use super::state::{ServeState, SimEvent, SimState, Simulation};
 
@@ -25,6 +26,9 @@ pub struct SimulationView {
     pub kind: String,
     pub state: SimState,
     pub created_at: String,
+    pub started_at: Option<String>,
+    /// When it finished, failed or was stopped.
+    pub ended_at: Option<String>,
     pub run_id: Option<String>,
     pub error: Option<String>,
     pub personas: Vec<String>,
@@ -44,6 +48,8 @@ pub fn view(sim: &Simulation) -> SimulationView {
         kind: "sim".to_owned(),
         state: sim.state,
         created_at: sim.created_at.to_rfc3339(),
+        started_at: sim.started_at.map(|t| t.to_rfc3339()),
+        ended_at: sim.ended_at.map(|t| t.to_rfc3339()),
         run_id: sim.run_id.clone(),
         error: sim.error.clone(),
         personas: sim.config.persona_ids(),
@@ -76,6 +82,10 @@ pub async fn create(
     let id = format!("sim-{}", uuid::Uuid::new_v4().simple());
     let sim = Simulation::new(id.clone(), config);
     let shown = view(&sim);
+    // Indexed first: when the index is down nothing is created and the client can retry.
+    if let Some(index) = &state.index {
+        index.put_simulation(&live::record(&sim)).await?;
+    }
     state
         .simulations
         .lock()
@@ -132,6 +142,7 @@ pub async fn start(
 ) -> Result<HttpResponse, ApiError> {
     let shared: Arc<ServeState> = state.clone().into_inner();
     super::runner::start(&shared, &id)?;
+    super::runner::reindex(&state, &id).await;
     let shown = state.with_sim(&id, |sim| Ok(view(sim)))?;
     Ok(HttpResponse::Accepted().json(shown))
 }
@@ -142,7 +153,7 @@ pub async fn stop(
     state: web::Data<ServeState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    super::runner::stop(&state, &id)?;
+    super::runner::stop(&state, &id).await?;
     let shown = state.with_sim(&id, |sim| Ok(view(sim)))?;
     Ok(HttpResponse::Ok().json(shown))
 }

@@ -12,6 +12,7 @@ use tokio::sync::broadcast;
 
 use super::config::SimulationConfig;
 use super::error::ApiError;
+use super::index::Index;
 use crate::suites::sim::injection::EndpointMetrics;
 
 /// Events kept per simulation for late SSE subscribers; beyond it the oldest round events go
@@ -56,14 +57,17 @@ pub struct Simulation {
     /// The run directory's id under `--runs`, once started.
     pub run_id: Option<String>,
     pub error: Option<String>,
+    pub started_at: Option<DateTime<Utc>>,
+    /// When it finished, failed or was stopped.
+    pub ended_at: Option<DateTime<Utc>>,
     pub rounds_done: usize,
     pub conversations_done: usize,
     pub events: Vec<SimEvent>,
     pub sender: broadcast::Sender<SimEvent>,
     /// Latest metrics per injected agent id, updated after every round.
     pub metrics: BTreeMap<String, EndpointMetrics>,
-    /// The background run, aborted by `stop`.
-    pub task: Option<tokio::task::AbortHandle>,
+    /// The background run: `stop` aborts it and waits for it to end.
+    pub task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Simulation {
@@ -75,6 +79,8 @@ impl Simulation {
             state: SimState::Created,
             run_id: None,
             error: None,
+            started_at: None,
+            ended_at: None,
             rounds_done: 0,
             conversations_done: 0,
             events: Vec::new(),
@@ -100,6 +106,11 @@ impl Simulation {
     /// Moves to `state` and tells subscribers; a finished state also ends their streams.
     pub fn set_state(&mut self, state: SimState) {
         self.state = state;
+        match state {
+            SimState::Running => self.started_at = Some(Utc::now()),
+            s if s.is_over() => self.ended_at = Some(Utc::now()),
+            _ => {}
+        }
         self.publish(
             "state",
             serde_json::json!({"state": state, "run_id": self.run_id, "error": self.error}),
@@ -118,15 +129,27 @@ pub struct ServeState {
     pub runs: PathBuf,
     pub auth_token: Option<String>,
     pub simulations: Mutex<BTreeMap<String, Simulation>>,
+    /// The Postgres index (`--database-url`), when there is one.
+    pub index: Option<Index>,
 }
 
 impl ServeState {
-    pub fn new(runs: PathBuf, auth_token: Option<String>) -> Self {
+    pub fn new(runs: PathBuf, auth_token: Option<String>, index: Option<Index>) -> Self {
         Self {
             runs,
             auth_token,
             simulations: Mutex::new(BTreeMap::new()),
+            index,
         }
+    }
+
+    /// The simulations of this server as the index stores them.
+    pub fn live_records(&self) -> Result<Vec<super::index::records::SimulationRecord>, ApiError> {
+        let sims = self
+            .simulations
+            .lock()
+            .map_err(|_| ApiError::Internal("the simulation registry is poisoned".to_owned()))?;
+        Ok(sims.values().map(super::index::live::record).collect())
     }
 
     /// Runs `f` on simulation `id` under the lock (never held across an await).

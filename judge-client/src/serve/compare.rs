@@ -1,0 +1,463 @@
+//! `GET /runs/{id}/compare/{other}` for every kind of run: two runs of the same suite, paired
+//! unit by unit (LTM tests, sim conversations, apps scenarios, load levels), with the same
+//! statistics as `judge compare` (McNemar's exact test on pass/fail, a bootstrap interval of the
+//! mean score difference) and their summary metrics side by side.
+//!
+//! The JSON keeps every field `judge compare` has always served for LTM runs (`seed_a`, `pairs`
+//! with `test_type`, `regressions`, ...) and adds `kind`, `run_a`, `run_b`, `unit`, `metrics`,
+//! and per pair `group` (and `metrics` for load levels).
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::catalog::RunDetail;
+use super::error::ApiError;
+use crate::apps::suite::AppsResults;
+use crate::report::compare as ltm;
+use crate::report::results::RunResults;
+use crate::report::stats::{bootstrap_ci, mcnemar_exact, mean};
+use crate::suites::sim::results::SimResults;
+
+/// Is a higher or a lower value of a metric the better one?
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+/// One figure of both runs.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct MetricDiff {
+    /// The results' field name (`goal_rate`, `latency_p50_ms`, ...).
+    pub name: String,
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+    /// `b - a`, when both are known.
+    pub diff: Option<f64>,
+    pub better: Better,
+    /// `improved`, `regressed` or `unchanged` (B against A), when both are known.
+    pub change: Option<String>,
+}
+
+impl MetricDiff {
+    fn new(name: &str, a: Option<f64>, b: Option<f64>, better: Better) -> Self {
+        let diff = a.zip(b).map(|(a, b)| b - a);
+        let change = diff.map(|d| {
+            let signed = if better == Better::Higher { d } else { -d };
+            if signed.abs() < 1e-12 {
+                "unchanged"
+            } else if signed > 0.0 {
+                "improved"
+            } else {
+                "regressed"
+            }
+            .to_owned()
+        });
+        Self {
+            name: name.to_owned(),
+            a,
+            b,
+            diff,
+            better,
+            change,
+        }
+    }
+}
+
+/// One unit scored in both runs.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct PairView {
+    pub id: String,
+    /// LTM runs only: the test type, as `judge compare` writes it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>)]
+    pub test_type: Option<Value>,
+    /// What the unit belongs to: the LTM test type, the sim persona, the apps scenario, the
+    /// load level.
+    pub group: String,
+    /// 0 to 1: LTM test score, sim conversation score, apps pass^k, load success rate.
+    pub score_a: f64,
+    pub score_b: f64,
+    /// LTM test passed, sim goal reached, apps scenario passed every trial, load level
+    /// without failed requests.
+    pub passed_a: bool,
+    pub passed_b: bool,
+    /// Load levels only: throughput and latency of both runs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<MetricDiff>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct RunComparison {
+    /// The suite of both runs: `ltm`, `sim`, `apps` or `load`.
+    pub kind: String,
+    pub run_a: String,
+    pub run_b: String,
+    /// What a pair is: `test`, `conversation`, `scenario` or `load level`.
+    pub unit: String,
+    pub seed_a: Option<u64>,
+    pub seed_b: Option<u64>,
+    pub pairs: Vec<PairView>,
+    /// Passed in A, not in B.
+    pub regressions: usize,
+    /// Passed in B, not in A.
+    pub improvements: usize,
+    /// McNemar's exact two-sided p-value on the discordant pairs.
+    pub p_value: f64,
+    pub mean_a: Option<f64>,
+    pub mean_b: Option<f64>,
+    /// Mean of `score_b - score_a` with its 95 % bootstrap interval.
+    pub mean_diff: Option<f64>,
+    pub diff_ci: Option<(f64, f64)>,
+    /// Units present (or scored) in only one run.
+    pub unpaired: usize,
+    pub alpha: f64,
+    /// B is significantly worse: more regressions than improvements with p < alpha, or a mean
+    /// score difference whose whole interval is below zero.
+    pub regression: bool,
+    /// The runs' summary figures side by side.
+    pub metrics: Vec<MetricDiff>,
+}
+
+/// Units of one run: key, group, score, passed, per-unit metrics.
+struct Unit {
+    id: String,
+    test_type: Option<Value>,
+    group: String,
+    score: Option<f64>,
+    passed: bool,
+    figures: Vec<(&'static str, Option<f64>, Better)>,
+}
+
+/// Reads one run's units and figures.
+type SideReader = fn(&RunDetail) -> Result<Side, ApiError>;
+
+struct Side {
+    seed: Option<u64>,
+    units: Vec<Unit>,
+    figures: Vec<(&'static str, Option<f64>, Better)>,
+}
+
+fn parse<T: serde::de::DeserializeOwned>(run: &RunDetail) -> Result<T, ApiError> {
+    serde_json::from_value(run.results.clone()).map_err(|e| {
+        ApiError::Conflict(format!(
+            "run `{}` has no usable results yet: {e}",
+            run.summary.id
+        ))
+    })
+}
+
+fn ltm_side(run: &RunDetail) -> Result<Side, ApiError> {
+    let r: RunResults = parse(run)?;
+    let mut figures = vec![("overall", r.overall, Better::Higher)];
+    // Each test type's mean score, named by the type.
+    for t in &r.types {
+        figures.push((t.test_type.name(), t.mean, Better::Higher));
+    }
+    Ok(Side {
+        seed: Some(r.seed),
+        units: Vec::new(),
+        figures,
+    })
+}
+
+fn sim_side(run: &RunDetail) -> Result<Side, ApiError> {
+    let r: SimResults = parse(run)?;
+    let s = &r.summary;
+    let count = |n: usize| Some(n as f64);
+    Ok(Side {
+        seed: Some(r.seed),
+        units: r
+            .conversations
+            .iter()
+            .map(|c| Unit {
+                id: format!("{}#{}", c.persona_id, c.trial),
+                test_type: None,
+                group: c.persona_id.clone(),
+                score: Some(c.checks.score),
+                passed: c.checks.goal_reached,
+                figures: Vec::new(),
+            })
+            .collect(),
+        figures: vec![
+            ("goal_rate", Some(s.goal_rate), Better::Higher),
+            ("mean_score", s.mean_score, Better::Higher),
+            (
+                "mean_turns_to_resolution",
+                s.mean_turns_to_resolution,
+                Better::Lower,
+            ),
+            ("safety_hits", count(s.safety_hits), Better::Lower),
+            ("refusals", count(s.refusals), Better::Lower),
+            ("empty_replies", count(s.empty_replies), Better::Lower),
+            ("overlong_replies", count(s.overlong_replies), Better::Lower),
+            ("repeated_replies", count(s.repeated_replies), Better::Lower),
+            ("fallback_turns", count(s.fallback_turns), Better::Lower),
+            ("injected_mean_score", s.injected_mean_score, Better::Higher),
+        ],
+    })
+}
+
+fn apps_side(run: &RunDetail) -> Result<Side, ApiError> {
+    let r: AppsResults = parse(run)?;
+    let pass_at_k: Vec<f64> = r.scenarios.iter().filter_map(|s| s.pass_at_k).collect();
+    Ok(Side {
+        seed: Some(r.seed),
+        units: r
+            .scenarios
+            .iter()
+            .map(|s| Unit {
+                id: s.id.clone(),
+                test_type: None,
+                group: s.id.clone(),
+                score: s.pass_hat_k,
+                passed: s.graded > 0 && s.all_passed,
+                figures: Vec::new(),
+            })
+            .collect(),
+        figures: vec![
+            ("mean_pass_hat_k", r.mean_pass_hat_k, Better::Higher),
+            ("mean_pass_at_k", mean(&pass_at_k), Better::Higher),
+            (
+                "passed_scenarios",
+                Some(f64::from(r.passed_scenarios)),
+                Better::Higher,
+            ),
+            (
+                "graded_scenarios",
+                Some(f64::from(r.graded_scenarios)),
+                Better::Higher,
+            ),
+        ],
+    })
+}
+
+/// A load level's figures, read from `results.json` as written (the load report types are
+/// write-only).
+fn load_figures(step: &Value) -> Vec<(&'static str, Option<f64>, Better)> {
+    let f = |p: &str| step.pointer(p).and_then(Value::as_f64);
+    vec![
+        (
+            "requests_per_s",
+            f("/throughput/requests_per_s"),
+            Better::Higher,
+        ),
+        (
+            "output_tokens_per_s",
+            f("/throughput/output_tokens_per_s"),
+            Better::Higher,
+        ),
+        (
+            "goodput_per_s",
+            f("/throughput/goodput_per_s"),
+            Better::Higher,
+        ),
+        ("error_rate", f("/requests/error_rate"), Better::Lower),
+        ("latency_p50_ms", f("/latency/p50_ms"), Better::Lower),
+        ("latency_p99_ms", f("/latency/p99_ms"), Better::Lower),
+        ("ttft_p50_ms", f("/ttft/p50_ms"), Better::Lower),
+        ("itl_p50_ms", f("/itl/p50_ms"), Better::Lower),
+    ]
+}
+
+fn load_side(run: &RunDetail) -> Result<Side, ApiError> {
+    let steps = run.results["steps"].as_array().ok_or_else(|| {
+        ApiError::Conflict(format!(
+            "run `{}` has no usable results yet: no `steps`",
+            run.summary.id
+        ))
+    })?;
+    let units: Vec<Unit> = steps
+        .iter()
+        .map(|step| {
+            let label = step["label"].as_str().unwrap_or_default().to_owned();
+            let error_rate = step.pointer("/requests/error_rate").and_then(Value::as_f64);
+            let failed = step.pointer("/requests/failed").and_then(Value::as_u64);
+            Unit {
+                id: label.clone(),
+                test_type: None,
+                group: label,
+                score: error_rate.map(|e| 1.0 - e),
+                passed: failed == Some(0),
+                figures: load_figures(step),
+            }
+        })
+        .collect();
+    // The run's figures: each level's figure averaged over the levels.
+    let names: Vec<(&'static str, Better)> = load_figures(&Value::Null)
+        .into_iter()
+        .map(|(n, _, b)| (n, b))
+        .collect();
+    let figures = names
+        .into_iter()
+        .enumerate()
+        .map(|(i, (name, better))| {
+            let values: Vec<f64> = units.iter().filter_map(|u| u.figures[i].1).collect();
+            (name, mean(&values), better)
+        })
+        .collect();
+    Ok(Side {
+        seed: run.results["seed"].as_u64(),
+        units,
+        figures,
+    })
+}
+
+fn diffs(
+    a: &[(&'static str, Option<f64>, Better)],
+    b: &[(&'static str, Option<f64>, Better)],
+) -> Vec<MetricDiff> {
+    let mut out: Vec<MetricDiff> = a
+        .iter()
+        .map(|(name, va, better)| {
+            let vb = b.iter().find(|(n, ..)| n == name).and_then(|(_, v, _)| *v);
+            MetricDiff::new(name, *va, vb, *better)
+        })
+        .collect();
+    for (name, vb, better) in b {
+        if !a.iter().any(|(n, ..)| n == name) {
+            out.push(MetricDiff::new(name, None, *vb, *better));
+        }
+    }
+    out
+}
+
+/// The comparison of B against A; both must be of the same suite and have results.
+pub fn compare(a: &RunDetail, b: &RunDetail, alpha: f64) -> Result<RunComparison, ApiError> {
+    let kind = a.summary.suite.clone();
+    if kind != b.summary.suite {
+        return Err(ApiError::Unprocessable(format!(
+            "run `{}` is a {} run and run `{}` is a {} run: only runs of the same kind compare",
+            a.summary.id, a.summary.suite, b.summary.id, b.summary.suite
+        )));
+    }
+    for run in [a, b] {
+        if run.results.is_null() {
+            return Err(ApiError::Conflict(format!(
+                "run `{}` has no usable results yet (it is {})",
+                run.summary.id, run.summary.state
+            )));
+        }
+    }
+    let (side, unit): (SideReader, &str) = match kind.as_str() {
+        "ltm" => (ltm_side, "test"),
+        "sim" => (sim_side, "conversation"),
+        "apps" => (apps_side, "scenario"),
+        "load" => (load_side, "load level"),
+        other => {
+            return Err(ApiError::Unprocessable(format!(
+                "runs of kind {other} do not compare here (an ab run is already a comparison of two targets)"
+            )));
+        }
+    };
+    let (side_a, side_b) = (side(a)?, side(b)?);
+    let metrics = diffs(&side_a.figures, &side_b.figures);
+    if kind == "ltm" {
+        // The LTM pairing is `judge compare`'s own, so the CLI and the API always agree.
+        let (ra, rb): (RunResults, RunResults) = (parse(a)?, parse(b)?);
+        let c = ltm::compare(&ra, &rb, alpha);
+        return Ok(RunComparison {
+            kind,
+            run_a: a.summary.id.clone(),
+            run_b: b.summary.id.clone(),
+            unit: unit.to_owned(),
+            seed_a: Some(c.seed_a),
+            seed_b: Some(c.seed_b),
+            pairs: c
+                .pairs
+                .iter()
+                .map(|p| PairView {
+                    id: p.id.clone(),
+                    test_type: serde_json::to_value(p.test_type).ok(),
+                    group: p.test_type.name().to_owned(),
+                    score_a: p.score_a,
+                    score_b: p.score_b,
+                    passed_a: p.passed_a,
+                    passed_b: p.passed_b,
+                    metrics: Vec::new(),
+                })
+                .collect(),
+            regressions: c.regressions,
+            improvements: c.improvements,
+            p_value: c.p_value,
+            mean_a: c.mean_a,
+            mean_b: c.mean_b,
+            mean_diff: c.mean_diff,
+            diff_ci: c.diff_ci,
+            unpaired: c.unpaired,
+            alpha,
+            regression: c.regression,
+            metrics,
+        });
+    }
+    let mut pairs = Vec::new();
+    let mut unpaired = 0usize;
+    for ua in &side_a.units {
+        let ub = side_b.units.iter().find(|u| u.id == ua.id);
+        match (ua.score, ub.and_then(|u| u.score.map(|s| (u, s)))) {
+            (Some(score_a), Some((ub, score_b))) => pairs.push(PairView {
+                id: ua.id.clone(),
+                test_type: ua.test_type.clone(),
+                group: ua.group.clone(),
+                score_a,
+                score_b,
+                passed_a: ua.passed,
+                passed_b: ub.passed,
+                metrics: if ua.figures.is_empty() {
+                    Vec::new()
+                } else {
+                    diffs(&ua.figures, &ub.figures)
+                },
+            }),
+            _ => unpaired += 1,
+        }
+    }
+    unpaired += side_b
+        .units
+        .iter()
+        .filter(|u| !side_a.units.iter().any(|x| x.id == u.id))
+        .count();
+    let regressions = pairs.iter().filter(|p| p.passed_a && !p.passed_b).count();
+    let improvements = pairs.iter().filter(|p| !p.passed_a && p.passed_b).count();
+    let p_value = mcnemar_exact(regressions, improvements);
+    let score_diffs: Vec<f64> = pairs.iter().map(|p| p.score_b - p.score_a).collect();
+    let diff_ci = bootstrap_ci(&score_diffs);
+    Ok(RunComparison {
+        kind,
+        run_a: a.summary.id.clone(),
+        run_b: b.summary.id.clone(),
+        unit: unit.to_owned(),
+        seed_a: side_a.seed,
+        seed_b: side_b.seed,
+        mean_a: mean(&pairs.iter().map(|p| p.score_a).collect::<Vec<_>>()),
+        mean_b: mean(&pairs.iter().map(|p| p.score_b).collect::<Vec<_>>()),
+        mean_diff: mean(&score_diffs),
+        regression: (regressions > improvements && p_value < alpha)
+            || diff_ci.is_some_and(|(_, hi)| hi < 0.0),
+        diff_ci,
+        pairs,
+        regressions,
+        improvements,
+        p_value,
+        unpaired,
+        alpha,
+        metrics,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lower_is_better_for_latency() {
+        let m = MetricDiff::new("latency_p50_ms", Some(100.0), Some(80.0), Better::Lower);
+        assert_eq!(m.change.as_deref(), Some("improved"));
+        assert_eq!(m.diff, Some(-20.0));
+        let m = MetricDiff::new("goal_rate", Some(0.5), Some(0.25), Better::Higher);
+        assert_eq!(m.change.as_deref(), Some("regressed"));
+        let m = MetricDiff::new("goal_rate", None, Some(0.25), Better::Higher);
+        assert_eq!((m.diff, m.change), (None, None));
+    }
+}

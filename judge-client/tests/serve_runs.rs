@@ -1,0 +1,358 @@
+//! `judge serve` over run directories of every kind: a stopped simulation's run is marked
+//! stopped (manifest, catalog, run page), and two runs of the same kind compare (sim, apps,
+//! load; LTM is covered by serve_api.rs) while runs of different kinds get 422.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use actix_web::dev::ServerHandle;
+use awc::Client;
+use judge_client::apps::artifacts::write_outcome;
+use judge_client::apps::scripted::ReferenceAgent;
+use judge_client::apps::suite::AppsResults;
+use judge_client::apps::{ActionMode, AppRegistry, Scenario, run_scenario};
+use judge_client::serve::{ServeConfig, bind};
+use serde_json::{Value, json};
+
+struct Serve {
+    base: String,
+    handle: ServerHandle,
+    client: Client,
+}
+
+impl Serve {
+    fn start(runs: &Path) -> Self {
+        let (server, addr) = bind(ServeConfig {
+            addr: "127.0.0.1:0".parse().unwrap(),
+            runs: runs.to_path_buf(),
+            auth_token: None,
+            // Two workers: a stop can arrive on another thread than the one running the run.
+            workers: 2,
+        })
+        .expect("binds on loopback");
+        let handle = server.handle();
+        actix_rt::spawn(server);
+        Self {
+            base: format!("http://{addr}"),
+            handle,
+            client: Client::builder().timeout(Duration::from_secs(60)).finish(),
+        }
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        let mut r = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("request");
+        let body: Value = r.json().limit(16 << 20).await.unwrap_or(Value::Null);
+        (r.status().as_u16(), body)
+    }
+
+    async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        let mut r = self
+            .client
+            .post(format!("{}{path}", self.base))
+            .send_json(body)
+            .await
+            .expect("request");
+        let body: Value = r.json().limit(16 << 20).await.unwrap_or(Value::Null);
+        (r.status().as_u16(), body)
+    }
+
+    /// Creates and starts a simulation against `target`; returns (simulation id, run id).
+    async fn simulate(&self, target: &str, rounds: usize) -> (String, String) {
+        let config = json!({
+            "simulation": {"name": "compare"},
+            "target": {"endpoint": target, "timeout_seconds": 10},
+            "run": {"seed": 3, "rounds": rounds, "personas": ["maya", "gus"], "concurrency": 2}
+        });
+        let (status, created) = self.post("/simulations", &config).await;
+        assert_eq!(status, 201, "{created}");
+        let id = created["id"].as_str().unwrap().to_owned();
+        let (status, started) = self
+            .post(&format!("/simulations/{id}/start"), &json!({}))
+            .await;
+        assert_eq!(status, 202, "{started}");
+        (id, started["run_id"].as_str().unwrap().to_owned())
+    }
+
+    async fn wait_over(&self, id: &str) -> Value {
+        for _ in 0..600 {
+            let (_, sim) = self.get(&format!("/simulations/{id}")).await;
+            if ["finished", "failed", "stopped"].contains(&sim["state"].as_str().unwrap_or("")) {
+                return sim;
+            }
+            actix_rt::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("simulation {id} did not end");
+    }
+}
+
+#[actix_rt::test]
+async fn a_stopped_simulation_leaves_a_run_marked_stopped() {
+    let runs = tempfile::tempdir().unwrap();
+    let slow =
+        common::spawn_with_delay(common::Brain::Stub, false, Duration::from_millis(200)).await;
+    let s = Serve::start(runs.path());
+    let (id, run_id) = s.simulate(&slow.url, 40).await;
+    // Let it write its manifest and run a few rounds.
+    actix_rt::time::sleep(Duration::from_millis(1500)).await;
+    let (status, stopped) = s.post(&format!("/simulations/{id}/stop"), &json!({})).await;
+    assert_eq!(
+        (status, &stopped["state"]),
+        (200, &json!("stopped")),
+        "{stopped}"
+    );
+    assert!(stopped["ended_at"].is_string(), "{stopped}");
+
+    let dir = runs.path().join(&run_id);
+    let manifest: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["state"], "stopped", "{manifest}");
+    assert!(manifest["stopped_at"].is_string(), "{manifest}");
+    assert_eq!(
+        manifest["conversations_done"],
+        stopped["conversations_done"]
+    );
+    assert_eq!(manifest["conversations_planned"], 2);
+    // What `judge sim` wrote stays: the manifest is its own, with the stop added.
+    assert_eq!(manifest["suite"], "sim");
+    assert!(manifest["config_hash"].is_string(), "{manifest}");
+    assert!(
+        !dir.join("results.json").exists(),
+        "a stopped run has no results"
+    );
+
+    // The run does not change after the stop, and every view says it was stopped.
+    actix_rt::time::sleep(Duration::from_millis(800)).await;
+    let again = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&again).unwrap(), manifest);
+    let (_, list) = s.get("/runs").await;
+    let line = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["id"] == run_id.as_str())
+        .expect("the stopped run is listed")
+        .clone();
+    assert_eq!(line["state"], "stopped", "{line}");
+    assert!(line["score"].is_null());
+    let (status, page) = s.get(&format!("/runs/{run_id}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(page["state"], "stopped");
+    assert_eq!(page["manifest"]["state"], "stopped");
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("simulation.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        (record["id"].as_str(), record["state"].as_str()),
+        (Some(id.as_str()), Some("stopped"))
+    );
+    s.handle.stop(false).await;
+    slow.stop().await;
+}
+
+/// An apps run as `judge apps` writes it: scenario folders, manifest, results.
+async fn apps_run(root: &Path, id: &str, trials: u32) {
+    let path =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/apps/01_transfer_basic.yaml");
+    let mut scenario = Scenario::load(&path).unwrap();
+    scenario.trials = trials;
+    let mut agent = ReferenceAgent::new(scenario.reference.clone());
+    let outcome = run_scenario(
+        &mut agent,
+        &AppRegistry::builtin(),
+        &scenario,
+        ActionMode::Directives,
+        1,
+    )
+    .await
+    .unwrap();
+    let dir = root.join(id);
+    write_outcome(&dir.join("scenarios"), &outcome).unwrap();
+    let results = AppsResults::from_outcomes(1, ActionMode::Directives, &[outcome]);
+    let manifest = json!({"run_id": id, "suite": "apps", "created_at": "2026-01-05T09:00:00Z"});
+    std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::write(
+        dir.join("results.json"),
+        serde_json::to_string(&results).unwrap(),
+    )
+    .unwrap();
+}
+
+/// `judge load` against `url`, writing one run under `out`.
+fn load_run(url: &str, out: &Path, concurrency: &str) {
+    let output = Command::new(env!("CARGO_BIN_EXE_judge"))
+        .args([
+            "load",
+            "--endpoint",
+            url,
+            "--concurrency",
+            concurrency,
+            "--requests",
+            "20",
+            "--output-tokens",
+            "4",
+            "--threads",
+            "1",
+            "--quiet",
+            "--out",
+        ])
+        .arg(out)
+        .output()
+        .expect("judge runs");
+    assert!(
+        output.status.success(),
+        "judge load failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn metric<'a>(cmp: &'a Value, name: &str) -> &'a Value {
+    cmp["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == name)
+        .unwrap_or_else(|| panic!("no metric {name} in {cmp}"))
+}
+
+#[actix_rt::test]
+async fn runs_of_every_kind_compare_and_kinds_do_not_mix() {
+    let runs = tempfile::tempdir().unwrap();
+    let good = common::amnesiac().await;
+    let other = common::stub().await;
+    let s = Serve::start(runs.path());
+
+    // Two sim runs of the same seed against two targets.
+    let (sim_a, run_a) = s.simulate(&good.url, 2).await;
+    let (sim_b, run_b) = s.simulate(&other.url, 2).await;
+    assert_eq!(s.wait_over(&sim_a).await["state"], "finished");
+    assert_eq!(s.wait_over(&sim_b).await["state"], "finished");
+    let (status, cmp) = s.get(&format!("/runs/{run_a}/compare/{run_b}")).await;
+    assert_eq!(status, 200, "{cmp}");
+    assert_eq!(
+        (cmp["kind"].as_str(), cmp["unit"].as_str()),
+        (Some("sim"), Some("conversation"))
+    );
+    assert_eq!(
+        (cmp["run_a"].as_str(), cmp["run_b"].as_str()),
+        (Some(run_a.as_str()), Some(run_b.as_str()))
+    );
+    let pairs = cmp["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2, "{cmp}");
+    assert_eq!(cmp["unpaired"], 0);
+    let (_, page_a) = s.get(&format!("/runs/{run_a}")).await;
+    let maya = pairs
+        .iter()
+        .find(|p| p["id"] == "maya#1")
+        .expect("maya's conversation");
+    assert_eq!(maya["group"], "maya");
+    let maya_a = page_a["results"]["conversations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["persona_id"] == "maya")
+        .unwrap();
+    assert_eq!(maya["score_a"], maya_a["checks"]["score"]);
+    assert_eq!(maya["passed_a"], maya_a["checks"]["goal_reached"]);
+    let goal = metric(&cmp, "goal_rate");
+    assert_eq!(goal["a"], page_a["results"]["summary"]["goal_rate"]);
+    assert_eq!(goal["better"], "higher");
+    for field in [
+        "regressions",
+        "improvements",
+        "p_value",
+        "alpha",
+        "regression",
+        "seed_a",
+    ] {
+        assert!(cmp.get(field).is_some(), "{field} missing: {cmp}");
+    }
+    // A run compared with itself: every pair equal, nothing regressed.
+    let (_, same) = s.get(&format!("/runs/{run_a}/compare/{run_a}")).await;
+    assert_eq!(
+        (same["regressions"].as_u64(), same["mean_diff"].as_f64()),
+        (Some(0), Some(0.0))
+    );
+    assert_eq!(metric(&same, "mean_score")["change"], "unchanged");
+
+    // Apps runs: pairs per scenario, pass^k.
+    apps_run(runs.path(), "apps-a", 2).await;
+    apps_run(runs.path(), "apps-b", 3).await;
+    let (status, cmp) = s.get("/runs/apps-a/compare/apps-b").await;
+    assert_eq!(status, 200, "{cmp}");
+    assert_eq!(
+        (cmp["kind"].as_str(), cmp["unit"].as_str()),
+        (Some("apps"), Some("scenario"))
+    );
+    assert_eq!(cmp["pairs"][0]["id"], "transfer-basic");
+    let (_, apps_b) = s.get("/runs/apps-b").await;
+    let scenario_b = &apps_b["results"]["scenarios"][0];
+    assert_eq!(
+        cmp["pairs"][0]["score_b"], scenario_b["pass_hat_k"],
+        "{cmp}"
+    );
+    assert_eq!(cmp["pairs"][0]["passed_b"], scenario_b["all_passed"]);
+    assert_eq!(
+        metric(&cmp, "mean_pass_hat_k")["b"],
+        apps_b["results"]["mean_pass_hat_k"]
+    );
+
+    // Load runs: pairs per load level, with their figures.
+    let (load_a, load_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let url = other.url.clone();
+    let (pa, pb) = (load_a.path().to_path_buf(), load_b.path().to_path_buf());
+    actix_rt::task::spawn_blocking(move || {
+        load_run(&url, &pa, "2");
+        load_run(&url, &pb, "2");
+    })
+    .await
+    .unwrap();
+    let mut load_ids = Vec::new();
+    for dir in [load_a.path(), load_b.path()] {
+        let run = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap();
+        let id = format!("{}-{}", run.file_name().to_string_lossy(), load_ids.len());
+        std::fs::rename(run.path(), runs.path().join(&id)).unwrap();
+        load_ids.push(id);
+    }
+    let (status, cmp) = s
+        .get(&format!("/runs/{}/compare/{}", load_ids[0], load_ids[1]))
+        .await;
+    assert_eq!(status, 200, "{cmp}");
+    assert_eq!(
+        (cmp["kind"].as_str(), cmp["unit"].as_str()),
+        (Some("load"), Some("load level"))
+    );
+    let level = &cmp["pairs"][0];
+    assert_eq!(level["score_a"], 1.0, "no failed request: {cmp}");
+    let rps = level["metrics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "requests_per_s")
+        .expect("requests/s per level");
+    assert!(
+        rps["a"].as_f64().unwrap() > 0.0 && rps["b"].as_f64().unwrap() > 0.0,
+        "{rps}"
+    );
+    assert_eq!(metric(&cmp, "latency_p50_ms")["better"], "lower");
+
+    // Kinds do not mix; unknown runs are 404.
+    let (status, body) = s.get(&format!("/runs/{run_a}/compare/apps-a")).await;
+    assert_eq!(status, 422, "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("sim run") && message.contains("apps run"),
+        "{message}"
+    );
+    assert_eq!(s.get("/runs/apps-a/compare/nope").await.0, 404);
+    s.handle.stop(false).await;
+    good.stop().await;
+    other.stop().await;
+}
