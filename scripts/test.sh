@@ -3,8 +3,10 @@
 # whole workspace's tests. Nothing is skipped: a missing service or tool is an error that says
 # what to install.
 #
-#   1. .venv with the official OpenAI Python SDK (scripts/python-env.sh); Debian's chromium for
-#      the dashboard's browser test (installed with apt-get when run as root)
+#   1. .venv with the official OpenAI Python SDK (scripts/python-env.sh); for the dashboard's
+#      browser test, Debian's chromium, node 20+ and npm (installed with apt-get when run as
+#      root) and playwright-core (`npm ci` in judge-client/tests/browser, skipped when the
+#      installed packages already match the lockfile)
 #   2. throwaway Redis and Postgres instances (scripts/test-services.sh), stopped on exit
 #   3. the binaries the cross-process tests start
 #   4. cargo nextest (or cargo test when nextest is not installed)
@@ -15,15 +17,36 @@ cd "$(dirname "$0")/.."
 
 scripts/python-env.sh
 
-# The dashboard's browser test (judge-client/tests/serve_browser.rs) drives Debian's chromium.
-if [ -z "${CHROMIUM:-}" ] && ! [ -x /usr/bin/chromium ]; then
+# The dashboard's browser test (judge-client/tests/serve_browser.rs) drives Debian's chromium
+# with playwright-core under node. Installs happen only when something is missing.
+apt_install() {
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq && apt-get install -y -qq chromium
+    if [ -z "${apt_updated:-}" ]; then apt-get update -qq; apt_updated=1; fi
+    apt-get install -y -qq "$@"
   else
-    echo "test.sh: headless Chromium is missing: run 'sudo apt-get install -y chromium' (or set CHROMIUM to a Chromium binary)" >&2
+    echo "test.sh: $1 is missing for the dashboard's browser test: run 'sudo apt-get install -y $*'" >&2
     exit 1
   fi
+}
+if [ -z "${CHROMIUM:-}" ] && ! [ -x /usr/bin/chromium ]; then
+  apt_install chromium
+fi
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ] || ! command -v npm >/dev/null; then
+  apt_install nodejs npm
+  node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+  if [ "$node_major" -lt 20 ]; then
+    echo "test.sh: playwright-core needs node 20 or newer, this machine has $(node --version 2>/dev/null || echo none): install node 20+ (Debian 12 ships node 18: take nodejs from a newer release or backports)" >&2
+    exit 1
+  fi
+fi
+browser_tests=judge-client/tests/browser
+# `npm ci` once per lockfile: its hash is stamped into node_modules when the install succeeds.
+lock_hash=$(sha256sum "$browser_tests/package-lock.json" | cut -d' ' -f1)
+if [ "$(cat "$browser_tests/node_modules/.lock-sha256" 2>/dev/null)" != "$lock_hash" ]; then
+  (cd "$browser_tests" && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$lock_hash" > "$browser_tests/node_modules/.lock-sha256"
 fi
 
 services_env=$(mktemp)
