@@ -2,6 +2,12 @@ use agent_server::config::Config;
 use agent_server::startup::Application;
 use clap::Parser;
 
+/// mimalloc rather than glibc's malloc: a turn allocates many small strings (terms, facts,
+/// JSON), and glibc's allocator showed up as about 15 % of the server's CPU under load
+/// (docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[actix_web::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();

@@ -2,6 +2,8 @@
 //! important or said again. Everything else expires with working memory: that difference is what
 //! the benchmark's retention tests measure.
 
+use std::cell::OnceCell;
+
 use chrono::{DateTime, Utc};
 use protocol::control::{FactKind, FactSource};
 
@@ -68,17 +70,24 @@ impl PromotionEngine {
         working: &[WorkingItem],
         now: DateTime<Utc>,
     ) -> Vec<NewFact> {
-        let earlier: Vec<Vec<String>> = working
-            .iter()
-            .filter(|w| w.role == TurnRole::User)
-            .map(|w| query_terms(&w.text))
-            .collect();
+        // The earlier statements' terms, computed once and only if a leftover needs them: this
+        // walks all of working memory, the costliest step of a turn otherwise.
+        let earlier: OnceCell<Vec<Vec<String>>> = OnceCell::new();
+        let earlier = || {
+            earlier.get_or_init(|| {
+                working
+                    .iter()
+                    .filter(|w| w.role == TurnRole::User)
+                    .map(|w| query_terms(&w.text))
+                    .collect()
+            })
+        };
         leftovers
             .iter()
             .filter_map(|sentence| {
                 let terms = query_terms(sentence);
                 let repeated = terms.len() >= 2
-                    && earlier
+                    && earlier()
                         .iter()
                         .any(|e| similarity(&terms, e) >= self.repeat_similarity);
                 let importance = self.importance(sentence);

@@ -12,10 +12,11 @@
 //! cheap to update on every turn and to drop on eviction; engines such as tantivy are built around
 //! segments on disk and batch commits, which is the opposite trade-off.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
+use rustc_hash::FxHashMap;
 
 /// BM25 term-frequency saturation, as FTS5's `bm25()` uses by default.
 const K1: f64 = 1.2;
@@ -44,10 +45,10 @@ pub fn stem(word: &str) -> String {
 /// Document id: the caller's key for a document (the embedded store uses the fact's row id).
 pub type DocId = i64;
 
-/// One document as indexed: its distinct terms with their frequency, and its length in tokens.
+/// One document as indexed: its distinct terms, and its length in tokens.
 #[derive(Debug, Clone)]
 struct Doc {
-    terms: Box<[(u32, u32)]>,
+    terms: Box<[u32]>,
     len: u32,
 }
 
@@ -56,10 +57,12 @@ struct Doc {
 pub struct LexicalIndex {
     /// Term text to term number. Numbers are never reused, so a term that no document holds any
     /// more keeps its (empty) entry until the index is dropped; a session's vocabulary is small.
+    /// The standard (keyed) hasher here, since terms are user text.
     vocabulary: HashMap<Box<str>, u32>,
-    /// Per term number, the documents holding it.
-    postings: Vec<HashSet<DocId>>,
-    docs: HashMap<DocId, Doc>,
+    /// Per term number, the documents holding it with the term's frequency in each. Fx hashing
+    /// for ids, which the store assigns (no flooding risk) and which are hashed on every recall.
+    postings: Vec<FxHashMap<DocId, u32>>,
+    docs: FxHashMap<DocId, Doc>,
     /// Sum of the lengths of all documents, for the average length BM25 normalises by.
     total_len: u64,
 }
@@ -77,25 +80,25 @@ impl LexicalIndex {
     /// Indexes `text` under `id`, replacing whatever `id` held.
     pub fn insert(&mut self, id: DocId, text: &str) {
         self.remove(id);
-        let mut frequencies: HashMap<u32, u32> = HashMap::new();
+        let mut frequencies: FxHashMap<u32, u32> = FxHashMap::default();
         let mut len = 0u32;
         for token in tokens(text) {
             let next = u32::try_from(self.postings.len()).unwrap_or(u32::MAX);
             let term = *self.vocabulary.entry(token.into()).or_insert_with(|| {
-                self.postings.push(HashSet::new());
+                self.postings.push(FxHashMap::default());
                 next
             });
             *frequencies.entry(term).or_default() += 1;
             len = len.saturating_add(1);
         }
-        for &term in frequencies.keys() {
-            self.postings[term as usize].insert(id);
+        for (&term, &count) in &frequencies {
+            self.postings[term as usize].insert(id, count);
         }
         self.total_len += u64::from(len);
         self.docs.insert(
             id,
             Doc {
-                terms: frequencies.into_iter().collect(),
+                terms: frequencies.into_keys().collect(),
                 len,
             },
         );
@@ -104,7 +107,7 @@ impl LexicalIndex {
     /// Removes `id`; a no-op when it is not indexed.
     pub fn remove(&mut self, id: DocId) {
         if let Some(doc) = self.docs.remove(&id) {
-            for &(term, _) in doc.terms.iter() {
+            for &term in doc.terms.iter() {
                 self.postings[term as usize].remove(&id);
             }
             self.total_len -= u64::from(doc.len);
@@ -119,7 +122,7 @@ impl LexicalIndex {
         }
         let documents = self.docs.len() as f64;
         let average_len = (self.total_len as f64 / documents).max(1.0);
-        let mut scores: HashMap<DocId, f64> = HashMap::new();
+        let mut scores: FxHashMap<DocId, f64> = FxHashMap::default();
         for word in query_terms {
             let Some(&term) = self.vocabulary.get(stem(word).as_str()) else {
                 continue;
@@ -132,14 +135,10 @@ impl LexicalIndex {
             }
             let hits = holders.len() as f64;
             let idf = ((documents - hits + 0.5) / (hits + 0.5)).ln().max(MIN_IDF);
-            for id in holders {
-                let doc = &self.docs[id];
-                let tf = doc
-                    .terms
-                    .iter()
-                    .find(|(t, _)| *t == term)
-                    .map_or(0.0, |&(_, n)| f64::from(n));
-                let norm = K1 * (1.0 - B + B * f64::from(doc.len) / average_len);
+            for (id, &count) in holders {
+                let tf = f64::from(count);
+                let len = self.docs.get(id).map_or(0, |doc| doc.len);
+                let norm = K1 * (1.0 - B + B * f64::from(len) / average_len);
                 *scores.entry(*id).or_default() += idf * tf * (K1 + 1.0) / (tf + norm);
             }
         }

@@ -2,39 +2,55 @@
 //! recency combine. Backends compute lexical relevance with their own engine (SQLite FTS5 `bm25`,
 //! Postgres `ts_rank`) and all combine it here, so ordering rules are the same everywhere.
 
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use rustc_hash::FxHashSet;
 
 /// Function words that carry no meaning for recall. Kept short on purpose: a word missing here
-/// costs a little precision, a content word wrongly listed here makes a fact unrecallable.
+/// costs a little precision, a content word wrongly listed here makes a fact unrecallable. Sorted
+/// and unique (a test checks it), so it reads as a list.
 const STOPWORDS: &[&str] = &[
-    "a", "about", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but", "by",
-    "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her", "him",
-    "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "me", "mine", "my", "of",
-    "on", "or", "our", "please", "she", "so", "tell", "that", "the", "their", "them", "then",
-    "there", "these", "they", "this", "those", "to", "told", "too", "us", "was", "we", "were",
-    "what", "when", "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your",
-    "yours", "know", "remember", "again", "now",
+    "a", "about", "again", "all", "am", "an", "and", "any", "are", "as", "at", "be", "been", "but",
+    "by", "can", "could", "did", "do", "does", "for", "from", "had", "has", "have", "he", "her",
+    "him", "his", "how", "i", "if", "in", "into", "is", "it", "its", "just", "know", "me", "mine",
+    "my", "now", "of", "on", "or", "our", "please", "remember", "she", "so", "tell", "that", "the",
+    "their", "them", "then", "there", "these", "they", "this", "those", "to", "told", "too", "us",
+    "was", "we", "were", "what", "when", "where", "which", "who", "whom", "why", "will", "with",
+    "would", "you", "your", "yours",
 ];
 
+/// Whether `word` (lower case) is in [`STOPWORDS`]. A hash set rather than a search of the list:
+/// this runs for every word of every working-memory item on every turn.
+fn is_stopword(word: &str) -> bool {
+    static SET: LazyLock<FxHashSet<&'static str>> =
+        LazyLock::new(|| STOPWORDS.iter().copied().collect());
+    SET.contains(word)
+}
+
 /// The content words of `text`: lower-cased alphanumeric runs of two or more characters (or any
-/// number), minus
-/// stopwords, deduplicated in first-seen order. Backends build their full-text query from these
-/// terms only, so user text can never inject query syntax.
+/// number), minus stopwords, deduplicated in first-seen order. Backends build their full-text
+/// query from these terms only, so user text can never inject query syntax.
 pub fn query_terms(text: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
-    for word in text.split(|c: char| !c.is_alphanumeric()) {
-        // Lower-casing can add combining marks ("İ" → "i̇"); keep only what is alphanumeric.
-        let word: String = word
-            .to_lowercase()
-            .chars()
-            .filter(|c| c.is_alphanumeric())
-            .collect();
+    // One buffer for every word: the agent runs this over its whole working memory each turn.
+    let mut word = String::new();
+    for raw in text.split(|c: char| !c.is_alphanumeric()) {
+        if raw.is_empty() {
+            continue;
+        }
+        word.clear();
+        if raw.is_ascii() {
+            word.extend(raw.chars().map(|c| c.to_ascii_lowercase()));
+        } else {
+            // Lower-casing can add combining marks ("İ" → "i̇"); keep only what is alphanumeric.
+            word.extend(raw.to_lowercase().chars().filter(|c| c.is_alphanumeric()));
+        }
         // Single letters carry no meaning, single digits do ("code word 3", "gate 7").
-        let meaningful = word.chars().count() >= 2 || word.chars().any(|c| c.is_ascii_digit());
-        if meaningful && !STOPWORDS.contains(&word.as_str()) && !terms.contains(&word) {
-            terms.push(word);
+        let meaningful = word.chars().nth(1).is_some() || word.chars().any(|c| c.is_ascii_digit());
+        if meaningful && !is_stopword(&word) && !terms.contains(&word) {
+            terms.push(word.clone());
         }
     }
     terms
@@ -85,6 +101,11 @@ mod tests {
             query_terms("What is my code word 3?"),
             ["code", "word", "3"]
         );
+    }
+
+    #[test]
+    fn stopwords_are_sorted_and_unique() {
+        assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]
