@@ -166,8 +166,7 @@ if [[ $parts == *e* ]]; then
   python3 scripts/bench/inject_facts.py "http://127.0.0.1:$scale_port" --sessions 1000 \
     --facts 1000 --prefix load-1-w0 >"$out/e-inject.log" 2>"$out/e-inject.progress"
   rss e-facts "$scale_pid"
-  judge "e-facts-turns-1" "$scale_port" --concurrency 64 --sessions 1000 --prompt-tokens 8 \
-    --output-tokens 8
+  judge "e-facts-turns-1" "$scale_port" --concurrency 64 --sessions 1000
   rss e-facts-turns "$scale_pid"
   du -sb "$out/scale-data" >"$out/e-disk.txt"
 fi

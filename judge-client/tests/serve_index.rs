@@ -125,7 +125,7 @@ struct Serve {
 
 impl Serve {
     async fn start(runs: &Path, database_url: &str) -> Self {
-        let (server, addr) = bind_with_database(config(runs), database_url)
+        let (server, addr) = bind_with_database(config(runs), database_url, None)
             .await
             .expect("judge serve starts with the index");
         let handle = server.handle();
@@ -508,7 +508,7 @@ async fn an_unreachable_database_stops_the_start_with_the_url_and_what_to_do() {
     let runs = tempfile::tempdir().unwrap();
     // Nothing listens on the discard port.
     let url = "postgres://judge:hunter2-secret@127.0.0.1:9/runs";
-    let err = match bind_with_database(config(runs.path()), url).await {
+    let err = match bind_with_database(config(runs.path()), url, None).await {
         Err(e @ ServeError::Index(_)) => e.to_string(),
         Err(other) => panic!("wrong error: {other}"),
         Ok(_) => panic!("started without its database"),
@@ -519,7 +519,7 @@ async fn an_unreachable_database_stops_the_start_with_the_url_and_what_to_do() {
     );
     assert!(!err.contains("hunter2"), "the password is shown: {err}");
     assert!(err.contains("--database-url"), "{err}");
-    let err = bind_with_database(config(runs.path()), "mysql://x")
+    let err = bind_with_database(config(runs.path()), "mysql://x", None)
         .await
         .err()
         .expect("not a Postgres URL")

@@ -520,6 +520,7 @@ async fn run_stream(
             Ok(Some(Ok(event))) => {
                 let data = event.data.trim();
                 if data == "[DONE]" {
+                    drain(&mut events).await;
                     break;
                 }
                 if data.is_empty() {
@@ -550,6 +551,19 @@ async fn run_stream(
         let output = serde_json::json!([{"role": "assistant", "content": seen.content}]);
         span.record("gen_ai.output.messages", output.to_string());
     }
+}
+
+/// Reads what follows `[DONE]` (normally only the end of the chunked body) so that awc returns
+/// the connection to its pool. Dropping a response that was not read to its end closes the
+/// connection instead, and every streamed turn then paid for a new one: a TCP handshake plus, in
+/// the measurements of docs/benchmarks.md, about 40 ms before the first token. Bounded, so an
+/// upstream that keeps the body open after `[DONE]` costs at most this long.
+async fn drain<S: Stream + Unpin>(events: &mut S) {
+    const DRAIN_LIMIT: Duration = Duration::from_millis(200);
+    let _ = tokio::time::timeout(DRAIN_LIMIT, async {
+        while events.next().await.is_some() {}
+    })
+    .await;
 }
 
 fn parse_chunk(data: &str) -> Result<ChatCompletionChunk, LlmError> {

@@ -1,15 +1,17 @@
 //! A simulation's configuration as `POST /simulations` takes it: document 000's YAML (or the
 //! same shape in JSON) — `simulation:` with its `agent_injection:` and `injection:` sections —
 //! plus `target:` (the agent under test) and `run:` (panel, rounds, seed). Validated when
-//! created, so a simulation that exists can start; secrets are only ever names of environment
-//! variables, read when the simulation starts.
+//! created, so a simulation that exists can start. Keys are only ever references — the name of
+//! an environment variable (`api_key_env`) or of a key in `--secrets-file` (`api_key_secret`) —
+//! checked when created or injected and read when an endpoint is about to be called.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::ApiError;
+use super::secrets::{self, Secrets};
 use crate::suites::sim::injection::config::{
-    AgentInjection, ConfigFile, EndpointConfig, PrivacySection, SimulationSection,
+    AgentInjection, ConfigFile, EndpointConfig, KeyRef, PrivacySection, SimulationSection,
 };
 use crate::suites::sim::injection::{FallbackStrategy, PrivacyTier, Protocol};
 use crate::suites::sim::persona::{self, Persona};
@@ -29,6 +31,9 @@ pub struct TargetSpec {
     /// Name of the environment variable holding the bearer key (never the key).
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Or: name of the key in `judge serve --secrets-file` (exactly one of the two).
+    #[serde(default)]
+    pub api_key_secret: Option<String>,
     #[serde(default = "default_target_timeout")]
     pub timeout_seconds: f64,
 }
@@ -80,6 +85,9 @@ pub struct LlmSpec {
     /// Name of the environment variable holding the bearer key (never the key).
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Or: name of the key in `judge serve --secrets-file` (exactly one of the two).
+    #[serde(default)]
+    pub api_key_secret: Option<String>,
     #[serde(default = "default_target_timeout")]
     pub timeout_seconds: f64,
 }
@@ -112,6 +120,9 @@ pub struct InjectBody {
     /// Name of the environment variable holding the endpoint's key.
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Or: name of the key in `judge serve --secrets-file` (exactly one of the two).
+    #[serde(default)]
+    pub api_key_secret: Option<String>,
     #[serde(default)]
     pub timeout_seconds: Option<f64>,
     #[serde(default)]
@@ -133,7 +144,7 @@ pub struct InjectBody {
 #[derive(Debug, Clone)]
 pub struct SimulationConfig {
     pub name: String,
-    /// The document as received (it holds no secret: keys are env variable names).
+    /// The document as received (it holds no secret: keys are references).
     pub document: Value,
     pub file: ConfigFile,
     pub target: TargetSpec,
@@ -155,7 +166,7 @@ fn refuse_inline_keys(value: &Value, path: &str) -> Result<(), ApiError> {
                 };
                 if key == "api_key" {
                     return Err(ApiError::bad(format!(
-                        "`{here}`: judge serve never takes an API key's value; name the environment variable that holds it in `api_key_env`"
+                        "`{here}`: judge serve never takes an API key's value; name the environment variable that holds it in `api_key_env`, or its name in the secrets file in `api_key_secret`"
                     )));
                 }
                 refuse_inline_keys(inner, &here)?;
@@ -191,31 +202,89 @@ fn check_url(field: &str, url: &str) -> Result<(), ApiError> {
     }
 }
 
-fn check_llm(field: &str, spec: &LlmSpec) -> Result<(), ApiError> {
+fn check_llm(field: &str, spec: &LlmSpec, secrets: Option<&Secrets>) -> Result<(), ApiError> {
     check_url(&format!("{field}.endpoint"), &spec.endpoint)?;
     if !(spec.timeout_seconds > 0.0 && spec.timeout_seconds.is_finite()) {
         return Err(ApiError::bad(format!(
             "`{field}.timeout_seconds` must be positive"
         )));
     }
-    if let Some(var) = &spec.api_key_env {
-        check_env_name(var)?;
-    }
+    key_ref(
+        field,
+        spec.api_key_env.as_deref(),
+        spec.api_key_secret.as_deref(),
+        secrets,
+    )?;
     Ok(())
 }
 
-/// The key named by `api_key_env` of `field`, read from `env` now.
-fn key_from(
-    env: &impl Fn(&str) -> Option<String>,
+/// The key reference of `field` (`target`, `judge`, an injected agent...), checked: exactly
+/// one kind, a well-formed name, and a secret this server has. A secret it lacks is 422 (the
+/// config is well formed, the server cannot serve it) and the message names only the secret.
+fn key_ref(
     field: &str,
-    var: Option<&String>,
-) -> Result<Option<String>, ApiError> {
-    match var {
-        Some(var) => env(var).map(Some).ok_or_else(|| {
+    env: Option<&str>,
+    secret: Option<&str>,
+    secrets: Option<&Secrets>,
+) -> Result<Option<KeyRef>, ApiError> {
+    let reference =
+        KeyRef::from_fields(env, secret).map_err(|e| ApiError::bad(format!("{field}: {e}")))?;
+    match &reference {
+        Some(KeyRef::Env(var)) => check_env_name(var)?,
+        Some(KeyRef::Secret(name)) => {
+            secrets::check_name(name).map_err(|e| ApiError::bad(format!("{field}: {e}")))?;
+            if !secrets.is_some_and(|file| file.contains(name)) {
+                return Err(missing_secret(field, name, secrets));
+            }
+        }
+        None => {}
+    }
+    Ok(reference)
+}
+
+fn missing_secret(field: &str, name: &str, secrets: Option<&Secrets>) -> ApiError {
+    ApiError::Unprocessable(match secrets {
+        None => format!(
+            "{field}: `api_key_secret: {name}` needs a secrets file: start judge serve with --secrets-file"
+        ),
+        Some(file) => format!(
+            "{field}: the secrets file {} has no secret `{name}`",
+            file.path().display()
+        ),
+    })
+}
+
+/// The value of `reference`, read now (just before the endpoint is called). An unset variable
+/// is 400 as it always was; a secret gone since it was checked (the file was reloaded) is 422
+/// like at create time.
+fn resolve(
+    field: &str,
+    reference: &KeyRef,
+    env: &impl Fn(&str) -> Option<String>,
+    secrets: Option<&Secrets>,
+) -> Result<String, ApiError> {
+    match reference {
+        KeyRef::Env(var) => env(var).ok_or_else(|| {
             ApiError::bad(format!(
-                "`{field}.api_key_env`: environment variable {var} is not set on the server"
+                "{field}: environment variable {var} is not set on the server"
             ))
         }),
+        KeyRef::Secret(name) => secrets
+            .and_then(|file| file.get(name))
+            .ok_or_else(|| missing_secret(field, name, secrets)),
+    }
+}
+
+/// The key of `field` given as its two optional fields, read now.
+fn key_from(
+    field: &str,
+    env_field: Option<&str>,
+    secret_field: Option<&str>,
+    env: &impl Fn(&str) -> Option<String>,
+    secrets: Option<&Secrets>,
+) -> Result<Option<String>, ApiError> {
+    match key_ref(field, env_field, secret_field, secrets)? {
+        Some(reference) => resolve(field, &reference, env, secrets).map(Some),
         None => Ok(None),
     }
 }
@@ -236,7 +305,8 @@ pub fn parse_document(body: &[u8], content_type: &str) -> Result<Value, ApiError
 }
 
 impl SimulationConfig {
-    pub fn from_document(document: Value) -> Result<Self, ApiError> {
+    /// `secrets`: the server's `--secrets-file`, which every `api_key_secret` must name a key of.
+    pub fn from_document(document: Value, secrets: Option<&Secrets>) -> Result<Self, ApiError> {
         refuse_inline_keys(&document, "")?;
         let body: CreateBody = serde_json::from_value(document.clone())
             .map_err(|e| ApiError::bad(format!("invalid simulation config: {e}")))?;
@@ -259,15 +329,18 @@ impl SimulationConfig {
         if !(body.target.timeout_seconds > 0.0 && body.target.timeout_seconds.is_finite()) {
             return Err(ApiError::bad("`target.timeout_seconds` must be positive"));
         }
-        if let Some(var) = &body.target.api_key_env {
-            check_env_name(var)?;
-        }
+        key_ref(
+            "target",
+            body.target.api_key_env.as_deref(),
+            body.target.api_key_secret.as_deref(),
+            secrets,
+        )?;
         for (field, spec) in [
             ("user_simulator", &body.user_simulator),
             ("judge", &body.judge),
         ] {
             if let Some(spec) = spec {
-                check_llm(field, spec)?;
+                check_llm(field, spec, secrets)?;
             }
         }
         let panel = persona::shipped().map_err(|e| ApiError::Internal(e.to_string()))?;
@@ -288,17 +361,20 @@ impl SimulationConfig {
             user_simulator: body.user_simulator,
             judge: body.judge,
         };
-        config.check_injection()?;
+        config.check_injection(secrets)?;
         Ok(config)
     }
 
     /// The injection section must resolve (keys aside, which are read at start) and every
     /// injected agent must play a persona of the panel.
-    fn check_injection(&self) -> Result<(), ApiError> {
+    fn check_injection(&self, secrets: Option<&Secrets>) -> Result<(), ApiError> {
         for e in self.endpoints() {
-            if let Some(var) = &e.api_key_env {
-                check_env_name(var)?;
-            }
+            key_ref(
+                &format!("injected agent `{}`", e.agent_id),
+                e.api_key_env.as_deref(),
+                e.api_key_secret.as_deref(),
+                secrets,
+            )?;
             if !self.personas.iter().any(|p| p.id == e.agent_id) {
                 return Err(ApiError::bad(format!(
                     "injected agent `{}` is not a persona of this simulation's panel ({})",
@@ -309,7 +385,7 @@ impl SimulationConfig {
         }
         // A placeholder key: only the shape is checked here.
         self.file
-            .plan(|_| Some(String::new()))
+            .plan_with(|_| Ok(String::new()))
             .map(|_| ())
             .map_err(|e| ApiError::bad(e.to_string()))
     }
@@ -334,8 +410,9 @@ impl SimulationConfig {
             .map_or(FallbackStrategy::SimulatedAgent, |i| i.fallback.strategy)
     }
 
-    /// Adds (or replaces) the endpoint playing `body.agent_id`.
-    pub fn inject(&mut self, body: InjectBody) -> Result<(), ApiError> {
+    /// Adds (or replaces) the endpoint playing `body.agent_id`; a secret it names must be in
+    /// `secrets`.
+    pub fn inject(&mut self, body: InjectBody, secrets: Option<&Secrets>) -> Result<(), ApiError> {
         check_url("endpoint_url", &body.endpoint_url)?;
         let mut next = self.clone();
         let injection =
@@ -362,12 +439,13 @@ impl SimulationConfig {
             agent_id: body.agent_id,
             url: body.endpoint_url,
             api_key_env: body.api_key_env,
+            api_key_secret: body.api_key_secret,
             timeout_seconds: body.timeout_seconds.unwrap_or(30.0),
             privacy_tier: body.privacy_tier,
             protocol: body.protocol.unwrap_or(Protocol::Agentworld),
             model: body.model,
         });
-        next.check_injection()?;
+        next.check_injection(secrets)?;
         *self = next;
         Ok(())
     }
@@ -382,17 +460,28 @@ impl SimulationConfig {
         injection.endpoints.len() != before
     }
 
-    /// The run configuration, keys read from `env` now (a missing variable is the caller's
-    /// mistake: 400).
+    /// The run configuration, keys read from `env` and `secrets` now (a missing variable is
+    /// the caller's mistake: 400; a missing secret 422, as at create time).
     pub fn run_config(
         &self,
         env: impl Fn(&str) -> Option<String>,
+        secrets: Option<&Secrets>,
     ) -> Result<SimRunConfig, ApiError> {
+        // Checked first so a secret removed by a reload since creation gets its own status.
+        self.check_injection(secrets)?;
         let injection = self
             .file
-            .plan(&env)
+            .plan_with(|reference| {
+                resolve("injected agent", reference, &env, secrets).map_err(|e| e.to_string())
+            })
             .map_err(|e| ApiError::bad(e.to_string()))?;
-        let api_key = key_from(&env, "target", self.target.api_key_env.as_ref())?;
+        let api_key = key_from(
+            "target",
+            self.target.api_key_env.as_deref(),
+            self.target.api_key_secret.as_deref(),
+            &env,
+            secrets,
+        )?;
         let target = TargetSettings {
             model: self.target.model.clone(),
             timeout_ms: (self.target.timeout_seconds * 1000.0).round() as u64,
@@ -415,7 +504,13 @@ impl SimulationConfig {
                     ..target.clone()
                 };
                 let credentials = Credentials {
-                    api_key: key_from(&env, field, spec.api_key_env.as_ref())?,
+                    api_key: key_from(
+                        field,
+                        spec.api_key_env.as_deref(),
+                        spec.api_key_secret.as_deref(),
+                        &env,
+                        secrets,
+                    )?,
                     admin_token: None,
                 };
                 Ok((settings, credentials))
@@ -477,7 +572,7 @@ mod tests {
         let mut doc = minimal();
         doc["simulation"]["agent_injection"] = json!({"endpoints": [
             {"agent_id": "maya", "url": "http://x", "api_key": "sk-secret"}]});
-        let err = SimulationConfig::from_document(doc)
+        let err = SimulationConfig::from_document(doc, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("api_key_env"), "{err}");
@@ -489,35 +584,36 @@ mod tests {
         let yaml = "simulation:\n  name: t\ntarget:\n  endpoint: http://127.0.0.1:1\nrun:\n  rounds: 2\n  personas: [maya]\n";
         let a = parse_document(yaml.as_bytes(), "application/yaml").unwrap();
         assert_eq!(a, minimal());
-        let config = SimulationConfig::from_document(a).unwrap();
+        let config = SimulationConfig::from_document(a, None).unwrap();
         assert_eq!(config.persona_ids(), vec!["maya".to_owned()]);
     }
 
     #[test]
     fn injected_agents_must_play_a_persona_of_the_panel() {
-        let mut config = SimulationConfig::from_document(minimal()).unwrap();
+        let mut config = SimulationConfig::from_document(minimal(), None).unwrap();
         let body = |id: &str| InjectBody {
             agent_id: id.to_owned(),
             endpoint_url: "http://127.0.0.1:2/respond".to_owned(),
             api_key_env: Some("MAYA_KEY".to_owned()),
+            api_key_secret: None,
             timeout_seconds: None,
             privacy_tier: None,
             fallback_to_simulated: Some(false),
             protocol: None,
             model: None,
         };
-        let err = config.inject(body("nobody")).unwrap_err().to_string();
+        let err = config.inject(body("nobody"), None).unwrap_err().to_string();
         assert!(err.contains("nobody"), "{err}");
         assert!(
             config.endpoints().is_empty(),
             "a refused injection changed the config"
         );
-        config.inject(body("maya")).unwrap();
+        config.inject(body("maya"), None).unwrap();
         assert_eq!(config.fallback(), FallbackStrategy::ErrorMessage);
-        let missing = config.run_config(|_| None).unwrap_err().to_string();
+        let missing = config.run_config(|_| None, None).unwrap_err().to_string();
         assert!(missing.contains("MAYA_KEY"), "{missing}");
         let plan = config
-            .run_config(|v| (v == "MAYA_KEY").then(|| "k".to_owned()))
+            .run_config(|v| (v == "MAYA_KEY").then(|| "k".to_owned()), None)
             .unwrap();
         assert_eq!(plan.injection.endpoints[0].api_key.as_deref(), Some("k"));
         assert!(config.remove("maya"));

@@ -1,6 +1,7 @@
 //! Document 000's injection endpoints: register, remove and list the external endpoints playing
-//! persona slots, their metrics, and a health check. Keys are names of environment variables:
-//! what is shown is the name and whether it is set, never a value.
+//! persona slots, their metrics, and a health check. Keys are references (an environment
+//! variable or a key of `--secrets-file`): what is shown is the reference and whether it
+//! resolves now, never a value.
 
 use actix_web::{HttpResponse, delete, get, post, web};
 use serde::Serialize;
@@ -8,6 +9,7 @@ use serde_json::json;
 
 use super::config::InjectBody;
 use super::error::ApiError;
+use super::secrets::Secrets;
 use super::simulations::state_name;
 use super::state::{ServeState, SimState, Simulation};
 use crate::suites::sim::canonical::derived_uuid;
@@ -28,7 +30,10 @@ pub struct InjectedAgentView {
     pub privacy_tier: Option<String>,
     /// The environment variable the key is read from when the simulation starts.
     pub api_key_env: Option<String>,
-    /// Whether that variable is set on the server now (its value is never shown).
+    /// Or the name of its key in the server's `--secrets-file`.
+    pub api_key_secret: Option<String>,
+    /// Whether that variable is set, or that secret is in the file, on the server now (the
+    /// value is never shown).
     pub api_key_set: bool,
     /// `CLOSED`, `OPEN` or `HALF_OPEN`, from the latest metrics (`CLOSED` before any call).
     pub circuit_state: String,
@@ -41,7 +46,7 @@ fn text<T: Serialize>(value: &T) -> String {
         .unwrap_or_default()
 }
 
-pub fn agent_views(sim: &Simulation) -> Vec<InjectedAgentView> {
+pub fn agent_views(sim: &Simulation, secrets: Option<&Secrets>) -> Vec<InjectedAgentView> {
     sim.config
         .endpoints()
         .iter()
@@ -53,10 +58,14 @@ pub fn agent_views(sim: &Simulation) -> Vec<InjectedAgentView> {
             timeout_seconds: e.timeout_seconds,
             privacy_tier: e.privacy_tier.as_ref().map(text),
             api_key_env: e.api_key_env.clone(),
+            api_key_secret: e.api_key_secret.clone(),
             api_key_set: e
                 .api_key_env
                 .as_deref()
-                .is_some_and(|v| std::env::var_os(v).is_some()),
+                .is_some_and(|v| std::env::var_os(v).is_some())
+                || e.api_key_secret
+                    .as_deref()
+                    .is_some_and(|name| secrets.is_some_and(|s| s.contains(name))),
             circuit_state: sim
                 .metrics
                 .get(&e.agent_id)
@@ -82,7 +91,7 @@ fn editable(sim: &Simulation) -> Result<(), ApiError> {
 #[utoipa::path(
     params(("id" = String, Path)),
     request_body = InjectBody,
-    responses((status = 201, body = InjectedAgentView), (status = 400), (status = 404), (status = 409))
+    responses((status = 201, body = InjectedAgentView), (status = 400), (status = 404), (status = 409), (status = 422, description = "an `api_key_secret` the server's secrets file does not have, or no --secrets-file"))
 )]
 #[post("/simulations/{id}/inject-agent")]
 pub async fn inject(
@@ -94,7 +103,7 @@ pub async fn inject(
         serde_json::from_slice(&body).map_err(|e| ApiError::bad(format!("invalid JSON: {e}")))?;
     if value.get("api_key").is_some() {
         return Err(ApiError::bad(
-            "judge serve never takes an API key's value; name the environment variable that holds it in `api_key_env`",
+            "judge serve never takes an API key's value; name the environment variable that holds it in `api_key_env`, or its name in the secrets file in `api_key_secret`",
         ));
     }
     let body: InjectBody = serde_json::from_value(value)
@@ -102,9 +111,9 @@ pub async fn inject(
     let agent_id = body.agent_id.clone();
     let shown = state.with_sim(&id, |sim| {
         editable(sim)?;
-        sim.config.inject(body)?;
+        sim.config.inject(body, state.secrets())?;
         sim.metrics.remove(&agent_id);
-        Ok(agent_views(sim)
+        Ok(agent_views(sim, state.secrets())
             .into_iter()
             .find(|a| a.agent_id == agent_id))
     })?;
@@ -141,7 +150,7 @@ pub async fn list(
     state: web::Data<ServeState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let agents = state.with_sim(&id, |sim| Ok(agent_views(sim)))?;
+    let agents = state.with_sim(&id, |sim| Ok(agent_views(sim, state.secrets())))?;
     Ok(HttpResponse::Ok().json(agents))
 }
 
@@ -217,7 +226,7 @@ fn probe_body(
 
 /// Sends one request to the endpoint (its key read from the environment now) and says whether
 /// a usable answer came back. 200 either way: an unhealthy endpoint is an answer, not an error.
-#[utoipa::path(params(("id" = String, Path), ("agent_id" = String, Path)), responses((status = 200), (status = 400), (status = 404)))]
+#[utoipa::path(params(("id" = String, Path), ("agent_id" = String, Path)), responses((status = 200), (status = 400), (status = 404), (status = 422)))]
 #[post("/simulations/{id}/inject-agent/{agent_id}/health-check")]
 pub async fn health_check(
     state: web::Data<ServeState>,
@@ -233,7 +242,9 @@ pub async fn health_check(
         {
             return Err(ApiError::not_found("injected agent", &agent_id));
         }
-        let plan = sim.config.run_config(|var| std::env::var(var).ok())?;
+        let plan = sim
+            .config
+            .run_config(|var| std::env::var(var).ok(), state.secrets())?;
         let spec = plan
             .injection
             .endpoint_for(&agent_id)

@@ -4,7 +4,8 @@
 //! - [`catalog`]: run directories under `--runs`, read from disk (the source of truth);
 //!   [`index`]: with `--database-url`, a rebuildable index of them in Postgres; [`rundir`]: what
 //!   the server adds to the run directories of the simulations it runs;
-//! - [`config`]: a simulation's config (document 000's YAML or JSON), validated;
+//! - [`config`]: a simulation's config (document 000's YAML or JSON), validated; [`secrets`]:
+//!   `--secrets-file`, the keys configs name in `api_key_secret`;
 //! - [`state`]: simulations in memory, their events; [`runner`]: a simulation run in the
 //!   background; [`error`]: the one error-to-status table; [`auth`]: `--auth-token`;
 //! - routes per resource: [`runs`] (with [`compare`], two runs of any kind), [`simulations`],
@@ -24,11 +25,13 @@ pub mod openapi;
 pub mod rundir;
 pub mod runner;
 pub mod runs;
+pub mod secrets;
 pub mod simulations;
 pub mod state;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
@@ -36,6 +39,7 @@ use actix_web::{App, HttpServer, web};
 
 use self::error::ApiError;
 use self::index::{Index, IndexError, SYNC_INTERVAL};
+use self::secrets::Secrets;
 use self::state::ServeState;
 
 /// Largest simulation config or injection body.
@@ -94,8 +98,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
 
 /// Binds the server (port 0 picks a free port: read it from the returned address).
 pub fn bind(config: ServeConfig) -> Result<(Server, SocketAddr), ServeError> {
+    bind_with_secrets(config, None)
+}
+
+/// [`bind`] with `--secrets-file`, loaded by the caller (which may reload it).
+pub fn bind_with_secrets(
+    config: ServeConfig,
+    secrets: Option<Arc<Secrets>>,
+) -> Result<(Server, SocketAddr), ServeError> {
     check(&config)?;
-    bind_with(config, None)
+    bind_with(config, None, secrets)
 }
 
 /// [`bind`] with the Postgres index at `database_url`: connects and migrates, indexes every
@@ -105,11 +117,12 @@ pub fn bind(config: ServeConfig) -> Result<(Server, SocketAddr), ServeError> {
 pub async fn bind_with_database(
     config: ServeConfig,
     database_url: &str,
+    secrets: Option<Arc<Secrets>>,
 ) -> Result<(Server, SocketAddr), ServeError> {
     check(&config)?;
     let index = Index::connect(database_url).await?;
     index.sync(&config.runs, &[]).await?;
-    let (server, addr, state) = bind_state(config, Some(index.clone()))?;
+    let (server, addr, state) = bind_state(config, Some(index.clone()), secrets)?;
     // Holds the state weakly: the loop ends once the server is gone.
     let weak = std::sync::Arc::downgrade(&state.into_inner());
     actix_web::rt::spawn(async move {
@@ -143,18 +156,21 @@ fn check(config: &ServeConfig) -> Result<(), ServeError> {
 fn bind_with(
     config: ServeConfig,
     index: Option<Index>,
+    secrets: Option<Arc<Secrets>>,
 ) -> Result<(Server, SocketAddr), ServeError> {
-    bind_state(config, index).map(|(server, addr, _)| (server, addr))
+    bind_state(config, index, secrets).map(|(server, addr, _)| (server, addr))
 }
 
 fn bind_state(
     config: ServeConfig,
     index: Option<Index>,
+    secrets: Option<Arc<Secrets>>,
 ) -> Result<(Server, SocketAddr, web::Data<ServeState>), ServeError> {
     let state = web::Data::new(ServeState::new(
         config.runs.clone(),
         config.auth_token,
         index,
+        secrets,
     ));
     let shared = state.clone();
     let addr = config.addr;

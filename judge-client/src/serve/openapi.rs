@@ -9,7 +9,7 @@ use super::{apps, catalog, compare, config, injection, runs, simulations, state}
 #[openapi(
     info(
         title = "judge serve",
-        description = "agentwall runs, simulations, agent injection and apps"
+        description = "agentwall runs, simulations, agent injection and apps. API keys are only ever references: `api_key_env` (an environment variable of the server) or `api_key_secret` (a key of `judge serve --secrets-file`), exactly one per endpoint; responses show the reference, never a key. A secret the server does not have, or `api_key_secret` without a secrets file, is 422."
     ),
     paths(
         runs::list,

@@ -107,8 +107,9 @@ pub fn start(state: &Arc<ServeState>, id: &str) -> Result<String, ApiError> {
             state_name(other)
         ))),
     })?;
-    // Keys are read from the server's environment now, and only into the run's memory.
-    let run_config = config.run_config(|var| std::env::var(var).ok())?;
+    // Keys are read from the server's environment and secrets file now, and only into the
+    // run's memory.
+    let run_config = config.run_config(|var| std::env::var(var).ok(), state.secrets())?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let run_id = state.with_sim(id, |sim| {
         if sim.state != SimState::Created {

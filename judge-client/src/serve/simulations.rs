@@ -15,6 +15,7 @@ use super::config::{SimulationConfig, parse_document};
 use super::error::ApiError;
 use super::index::live;
 use super::injection::{InjectedAgentView, agent_views};
+use super::secrets::Secrets;
 use super::state::{ServeState, SimEvent, SimState, Simulation};
 
 /// What the API shows of a simulation.
@@ -36,12 +37,13 @@ pub struct SimulationView {
     pub conversations_done: usize,
     pub rounds_done: usize,
     pub injected_agents: Vec<InjectedAgentView>,
-    /// The config as created (keys are environment variable names only).
+    /// The config as created (keys are references only: `api_key_env` or `api_key_secret`).
     #[schema(value_type = Object)]
     pub config: Value,
 }
 
-pub fn view(sim: &Simulation) -> SimulationView {
+/// `secrets`: to tell whether each injected agent's secret is in the file now.
+pub fn view(sim: &Simulation, secrets: Option<&Secrets>) -> SimulationView {
     SimulationView {
         id: sim.id.clone(),
         name: sim.config.name.clone(),
@@ -56,7 +58,7 @@ pub fn view(sim: &Simulation) -> SimulationView {
         planned_conversations: sim.config.personas.len() * sim.config.run.trials as usize,
         conversations_done: sim.conversations_done,
         rounds_done: sim.rounds_done,
-        injected_agents: agent_views(sim),
+        injected_agents: agent_views(sim, secrets),
         config: sim.config.document.clone(),
     }
 }
@@ -65,7 +67,7 @@ pub fn view(sim: &Simulation) -> SimulationView {
 /// application/yaml`) or the same in JSON.
 #[utoipa::path(
     request_body(content = Object, description = "{simulation, injection?, target, run?}"),
-    responses((status = 201, body = SimulationView), (status = 400))
+    responses((status = 201, body = SimulationView), (status = 400), (status = 422, description = "an `api_key_secret` the server's secrets file does not have, or no --secrets-file"))
 )]
 #[post("/simulations")]
 pub async fn create(
@@ -78,10 +80,11 @@ pub async fn create(
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("application/json");
-    let config = SimulationConfig::from_document(parse_document(&body, content_type)?)?;
+    let config =
+        SimulationConfig::from_document(parse_document(&body, content_type)?, state.secrets())?;
     let id = format!("sim-{}", uuid::Uuid::new_v4().simple());
     let sim = Simulation::new(id.clone(), config);
-    let shown = view(&sim);
+    let shown = view(&sim, state.secrets());
     // Indexed first: when the index is down nothing is created and the client can retry.
     if let Some(index) = &state.index {
         index.put_simulation(&live::record(&sim)).await?;
@@ -106,7 +109,9 @@ pub async fn list(state: web::Data<ServeState>) -> Result<HttpResponse, ApiError
             .simulations
             .lock()
             .map_err(|_| ApiError::Internal("the simulation registry is poisoned".to_owned()))?;
-        sims.values().map(view).collect()
+        sims.values()
+            .map(|sim| view(sim, state.secrets()))
+            .collect()
     };
     views.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
     let mut all: Vec<Value> = views
@@ -129,12 +134,12 @@ pub async fn get(
         let trial = apps::trial(&state.runs, &id)?;
         return Ok(HttpResponse::Ok().json(trial.view(&state.runs)));
     }
-    let shown = state.with_sim(&id, |sim| Ok(view(sim)))?;
+    let shown = state.with_sim(&id, |sim| Ok(view(sim, state.secrets())))?;
     Ok(HttpResponse::Ok().json(shown))
 }
 
 /// Runs the simulation in the background; 202 with the run directory's id.
-#[utoipa::path(params(("id" = String, Path)), responses((status = 202, body = SimulationView), (status = 400), (status = 404), (status = 409)))]
+#[utoipa::path(params(("id" = String, Path)), responses((status = 202, body = SimulationView), (status = 400), (status = 404), (status = 409), (status = 422)))]
 #[post("/simulations/{id}/start")]
 pub async fn start(
     state: web::Data<ServeState>,
@@ -143,7 +148,7 @@ pub async fn start(
     let shared: Arc<ServeState> = state.clone().into_inner();
     super::runner::start(&shared, &id)?;
     super::runner::reindex(&state, &id).await;
-    let shown = state.with_sim(&id, |sim| Ok(view(sim)))?;
+    let shown = state.with_sim(&id, |sim| Ok(view(sim, state.secrets())))?;
     Ok(HttpResponse::Accepted().json(shown))
 }
 
@@ -154,7 +159,7 @@ pub async fn stop(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     super::runner::stop(&state, &id).await?;
-    let shown = state.with_sim(&id, |sim| Ok(view(sim)))?;
+    let shown = state.with_sim(&id, |sim| Ok(view(sim, state.secrets())))?;
     Ok(HttpResponse::Ok().json(shown))
 }
 

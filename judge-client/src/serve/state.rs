@@ -13,6 +13,7 @@ use tokio::sync::broadcast;
 use super::config::SimulationConfig;
 use super::error::ApiError;
 use super::index::Index;
+use super::secrets::Secrets;
 use crate::suites::sim::injection::EndpointMetrics;
 
 /// Events kept per simulation for late SSE subscribers; beyond it the oldest round events go
@@ -131,16 +132,28 @@ pub struct ServeState {
     pub simulations: Mutex<BTreeMap<String, Simulation>>,
     /// The Postgres index (`--database-url`), when there is one.
     pub index: Option<Index>,
+    /// `--secrets-file`, when there is one (shared with the CLI, which reloads it on SIGHUP).
+    pub secrets: Option<std::sync::Arc<Secrets>>,
 }
 
 impl ServeState {
-    pub fn new(runs: PathBuf, auth_token: Option<String>, index: Option<Index>) -> Self {
+    pub fn new(
+        runs: PathBuf,
+        auth_token: Option<String>,
+        index: Option<Index>,
+        secrets: Option<std::sync::Arc<Secrets>>,
+    ) -> Self {
         Self {
             runs,
             auth_token,
             simulations: Mutex::new(BTreeMap::new()),
             index,
+            secrets,
         }
+    }
+
+    pub fn secrets(&self) -> Option<&Secrets> {
+        self.secrets.as_deref()
     }
 
     /// The simulations of this server as the index stores them.

@@ -39,7 +39,7 @@ pub fn agents_of(config: &SimulationConfig) -> Vec<AgentLink> {
             json!({"agent_id": e.agent_id, "url": e.url, "protocol": to_json(&e.protocol),
                    "model": e.model, "timeout_seconds": e.timeout_seconds,
                    "privacy_tier": e.privacy_tier.as_ref().map(to_json),
-                   "api_key_env": e.api_key_env}),
+                   "api_key_env": e.api_key_env, "api_key_secret": e.api_key_secret}),
         ));
     }
     for (role, spec) in [

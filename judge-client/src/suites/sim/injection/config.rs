@@ -7,6 +7,7 @@
 //!     endpoints:
 //!       - {agent_id: maya, url: "http://127.0.0.1:9000/respond", api_key_env: MY_KEY,
 //!          timeout_seconds: 30, privacy_tier: basic, protocol: agentworld}
+//!       # or `api_key_secret: NAME`: a key of `judge serve --secrets-file` (judge serve only)
 //!     circuit_breaker: {failure_threshold: 5, half_open_probe_interval_seconds: 30, success_threshold: 2}
 //!     concurrency: {max_inflight_per_endpoint: 10, qps_cap: 100}
 //!     fallback: {strategy: simulated_agent}      # or error_message, skip
@@ -105,6 +106,9 @@ pub struct EndpointConfig {
     pub url: String,
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Name of a key in `judge serve --secrets-file` (exclusive with `api_key_env`).
+    #[serde(default)]
+    pub api_key_secret: Option<String>,
     #[serde(default = "default_timeout")]
     pub timeout_seconds: f64,
     #[serde(default)]
@@ -113,6 +117,37 @@ pub struct EndpointConfig {
     pub protocol: Protocol,
     #[serde(default)]
     pub model: Option<String>,
+}
+
+/// Where an API key comes from: a reference, never the key itself, so configs holding one can
+/// be shown, stored and indexed as they are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyRef {
+    /// An environment variable of the process that calls the endpoint.
+    Env(String),
+    /// A named key of `judge serve --secrets-file`.
+    Secret(String),
+}
+
+impl KeyRef {
+    /// The reference given as the two optional fields of a config; both set is a mistake
+    /// (which one would win is not obvious to whoever reads the config).
+    pub fn from_fields(env: Option<&str>, secret: Option<&str>) -> Result<Option<Self>, String> {
+        match (env, secret) {
+            (Some(_), Some(_)) => {
+                Err("set exactly one of `api_key_env` and `api_key_secret`".to_owned())
+            }
+            (Some(var), None) => Ok(Some(Self::Env(var.to_owned()))),
+            (None, Some(name)) => Ok(Some(Self::Secret(name.to_owned()))),
+            (None, None) => Ok(None),
+        }
+    }
+}
+
+impl EndpointConfig {
+    pub fn key_ref(&self) -> Result<Option<KeyRef>, String> {
+        KeyRef::from_fields(self.api_key_env.as_deref(), self.api_key_secret.as_deref())
+    }
 }
 
 fn default_timeout() -> f64 {
@@ -290,8 +325,23 @@ impl ConfigFile {
         })
     }
 
-    /// Resolves the file into a plan; `env` looks up API keys (the process environment in the CLI).
+    /// Resolves the file into a plan; `env` looks up API keys (the process environment in the
+    /// CLI). `api_key_secret` is refused: only `judge serve` has a secrets file.
     pub fn plan(&self, env: impl Fn(&str) -> Option<String>) -> Result<InjectionPlan, ConfigError> {
+        self.plan_with(|key| match key {
+            KeyRef::Env(var) => env(var).ok_or_else(|| format!("environment variable {var} is not set")),
+            KeyRef::Secret(name) => Err(format!(
+                "`api_key_secret: {name}` is read from `judge serve --secrets-file`; here name an environment variable in `api_key_env`"
+            )),
+        })
+    }
+
+    /// Resolves the file into a plan; `key` reads the value of a key reference (an error is
+    /// why it cannot, and must not hold any value).
+    pub fn plan_with(
+        &self,
+        key: impl Fn(&KeyRef) -> Result<String, String>,
+    ) -> Result<InjectionPlan, ConfigError> {
         let privacy = self
             .simulation
             .injection
@@ -322,13 +372,10 @@ impl ConfigFile {
             if !(e.url.starts_with("http://") || e.url.starts_with("https://")) {
                 return Err(invalid("url must be http:// or https://"));
             }
-            let api_key =
-                match &e.api_key_env {
-                    Some(var) => Some(env(var).ok_or_else(|| {
-                        invalid(&format!("environment variable {var} is not set"))
-                    })?),
-                    None => None,
-                };
+            let api_key = match e.key_ref().map_err(|r| invalid(&r))? {
+                Some(reference) => Some(key(&reference).map_err(|r| invalid(&r))?),
+                None => None,
+            };
             // Not sending persona details externally caps the tier at minimal.
             let tier = if privacy.send_persona_details_externally {
                 e.privacy_tier.unwrap_or(privacy.privacy_tier)
@@ -431,5 +478,37 @@ injection:
         assert_eq!(plan.endpoints[0].privacy_tier, PrivacyTier::Minimal);
         let typo = DOC_000.replace("qps_cap", "qps_capp");
         assert!(ConfigFile::parse("doc", &typo).is_err());
+    }
+
+    #[test]
+    fn a_secret_reference_is_resolved_by_the_caller_and_refused_by_plan() {
+        let text = DOC_000.replace(
+            "api_key_env: \"MY_AGENT_API_KEY\"",
+            "api_key_secret: \"lisa-key\"",
+        );
+        let file = ConfigFile::parse("doc", &text).unwrap();
+        // `judge sim` has no secrets file: the message says where such keys are read.
+        let err = file.plan(|_| Some("env".into())).unwrap_err().to_string();
+        assert!(
+            err.contains("--secrets-file") && err.contains("lisa-key"),
+            "{err}"
+        );
+        let plan = file
+            .plan_with(|k| match k {
+                KeyRef::Secret(name) if name == "lisa-key" => Ok("from-file".into()),
+                other => Err(format!("unexpected {other:?}")),
+            })
+            .unwrap();
+        assert_eq!(plan.endpoints[0].api_key.as_deref(), Some("from-file"));
+        let both = DOC_000.replace(
+            "api_key_env: \"MY_AGENT_API_KEY\"",
+            "api_key_env: \"MY_AGENT_API_KEY\"\n        api_key_secret: \"lisa-key\"",
+        );
+        let err = ConfigFile::parse("doc", &both)
+            .unwrap()
+            .plan(|_| Some("k".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("exactly one"), "{err}");
     }
 }
