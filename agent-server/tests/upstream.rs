@@ -19,6 +19,8 @@ use tempfile::TempDir;
 struct Seen {
     headers: Vec<(String, String)>,
     body: Value,
+    /// The caller's address: one per TCP connection, so distinct values count connections.
+    peer: Option<std::net::SocketAddr>,
 }
 
 impl Seen {
@@ -63,6 +65,7 @@ async fn fake_handler(
     log.lock().unwrap().push(Seen {
         headers,
         body: body.clone(),
+        peer: req.peer_addr(),
     });
     match script.get_ref().clone() {
         Script::Json(status, headers, text) => {
@@ -113,6 +116,13 @@ fn fake_upstream(script: Script) -> (String, Log) {
             .app_data(data_log.clone())
             .app_data(data_script.clone())
             .route("/v1/chat/completions", web::post().to(fake_handler))
+    })
+    // Like a real upstream server: its own small writes must not wait on Nagle's algorithm, or
+    // the tests would measure the fake instead of agent-server.
+    .on_connect(|conn, _| {
+        if let Some(tcp) = conn.downcast_ref::<actix_web::rt::net::TcpStream>() {
+            tcp.set_nodelay(true).expect("set TCP_NODELAY");
+        }
     })
     .workers(1)
     .listen(listener)
@@ -723,5 +733,66 @@ async fn metrics_count_requests_memory_and_upstream_calls() {
     assert!(
         openapi.contains("\"/metrics\""),
         "/metrics missing from /openapi.json"
+    );
+}
+
+/// Streamed upstream turns over one keep-alive client connection: each first chunk arrives in
+/// well under the ~40 ms that Nagle's algorithm plus the client's delayed ACK cost when the
+/// server's sockets lack TCP_NODELAY (the head and the chunks are separate writes), and all the
+/// turns reuse one upstream connection (the upstream's body is read to its end after `[DONE]`).
+#[actix_web::test]
+async fn streamed_turns_neither_stall_nor_reconnect() {
+    let events = vec![
+        (
+            Duration::ZERO,
+            chunk(json!({"role": "assistant", "content": "Hel"}), None),
+        ),
+        (
+            Duration::ZERO,
+            chunk(json!({"content": "lo"}), Some("stop")),
+        ),
+        (Duration::ZERO, "[DONE]".to_owned()),
+    ];
+    let (url, log) = fake_upstream(Script::Sse(events));
+    let app = spawn_app(&url, |_| {}).await;
+    let mut firsts = Vec::new();
+    for turn in 0..9 {
+        let started = Instant::now();
+        let mut response = app
+            .client
+            .post(format!("{}/v1/chat/completions", app.address))
+            .insert_header(("x-session-id", "s-nagle"))
+            .insert_header(("content-type", "application/json"))
+            .send_body(
+                json!({"stream": true, "messages": [{"role": "user", "content": format!("turn {turn}")}]})
+                    .to_string(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        let mut body = Vec::new();
+        let mut first = None;
+        while let Some(piece) = response.next().await {
+            let piece = piece.unwrap();
+            if first.is_none() && String::from_utf8_lossy(&piece).contains("Hel") {
+                first = Some(started.elapsed());
+            }
+            body.extend_from_slice(&piece);
+        }
+        assert!(String::from_utf8_lossy(&body).ends_with("data: [DONE]\n\n"));
+        firsts.push(first.expect("a content chunk"));
+    }
+    firsts.sort();
+    let median = firsts[firsts.len() / 2];
+    assert!(
+        median < Duration::from_millis(25),
+        "median time to the first chunk {median:?} (all: {firsts:?})"
+    );
+    let connections: std::collections::HashSet<_> =
+        log.lock().unwrap().iter().map(|seen| seen.peer).collect();
+    assert_eq!(
+        connections.len(),
+        1,
+        "upstream connections used: {connections:?}"
     );
 }
