@@ -11,7 +11,8 @@
 #       1 million stored facts (1,000 sessions x 1,000, through /control/memory/inject), and after
 #       turns on all of those sessions (the session cache at its --memory-cache-items budget);
 #   (g) trace export: agent-server exporting every span over OTLP/HTTP to a real Arize Phoenix
-#       (.venv/phoenix, installed by scripts/phoenix-trace-check.sh) vs not exporting.
+#       (.venv/phoenix, installed by scripts/phoenix-trace-check.sh), and exporting a 10 % sample
+#       of traces (OTEL_TRACES_SAMPLER=parentbased_traceidratio), vs not exporting.
 # Servers run on CPU 0 and generators on CPU 1 (taskset), one worker/thread each, so a figure is
 # "per core". Writes runs/bench-load-<time>/ and prints the summary table.
 #
@@ -34,6 +35,7 @@ upstream_port=${BENCH_UPSTREAM_PORT:-18094}
 scale_port=${BENCH_SCALE_PORT:-18095}
 traced_port=${BENCH_TRACED_PORT:-18096}
 phoenix_port=${BENCH_PHOENIX_PORT:-18097}
+sampled_port=${BENCH_SAMPLED_PORT:-18098}
 
 cargo build --release --quiet -p agent-server -p judge-client -p agentwall --bins --example bare_server
 out=runs/bench-load-$(date -u +%Y%m%dT%H%M%SZ)
@@ -89,6 +91,11 @@ if [[ $parts == *g* ]]; then
       $server_cpu target/release/agent-server --addr "127.0.0.1:$traced_port" --workers 1 \
       --data-dir "$out/traced-data" >"$out/traced-server.log" 2>&1 &
     pids+=($!)
+    OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$phoenix_port" \
+      OTEL_TRACES_SAMPLER=parentbased_traceidratio OTEL_TRACES_SAMPLER_ARG=0.1 \
+      $server_cpu target/release/agent-server --addr "127.0.0.1:$sampled_port" --workers 1 \
+      --data-dir "$out/sampled-data" >"$out/sampled-server.log" 2>&1 &
+    pids+=($!)
   else
     echo "no Phoenix for (g): run scripts/phoenix-trace-check.sh once to install .venv/phoenix" >&2
     parts=${parts//g/}
@@ -97,7 +104,7 @@ fi
 wait_up "$bare_port"
 wait_up "$agent_port"
 [[ $parts != *d* ]] || wait_up "$upstream_port"
-[[ $parts != *g* ]] || wait_up "$traced_port"
+[[ $parts != *g* ]] || { wait_up "$traced_port"; wait_up "$sampled_port"; }
 
 # judge NAME PORT ARGS...: one `judge load` measurement, its process CPU time in NAME.cpu.
 judge() {
@@ -142,11 +149,15 @@ for rep in $(seq "$repeats"); do
     # (d) time to first token, upstream directly vs through agent-server, 16 connections
     judge "d-direct-judge-$rep" "$bare_port" --concurrency 16 --stream
     judge "d-agent-judge-$rep" "$upstream_port" --concurrency 16 --stream
+    # ... and at a rate agent-server sustains (open loop), where no queue hides the overhead
+    judge "d-direct-rate-judge-$rep" "$bare_port" --rate 200 --stream
+    judge "d-agent-rate-judge-$rep" "$upstream_port" --rate 200 --stream
   fi
   if [[ $parts == *g* ]]; then
     # (g) the same load on a server exporting every span, and on one not exporting, alternately
     judge "g-plain-judge-$rep" "$agent_port" --concurrency 64
     judge "g-traced-judge-$rep" "$traced_port" --concurrency 64
+    judge "g-sampled-judge-$rep" "$sampled_port" --concurrency 64
   fi
 done
 
@@ -168,6 +179,16 @@ if [[ $parts == *e* ]]; then
   rss e-facts "$scale_pid"
   judge "e-facts-turns-1" "$scale_port" --concurrency 64 --sessions 1000
   rss e-facts-turns "$scale_pid"
+  # The same data with a cache that holds all of it: every session is loaded once, then hit.
+  kill "$scale_pid"
+  wait "$scale_pid" 2>/dev/null || true
+  $server_cpu target/release/agent-server --addr "127.0.0.1:$scale_port" --workers 1 \
+    --data-dir "$out/scale-data" --memory-cache-items 1200000 >"$out/scale-big-server.log" 2>&1 &
+  scale_pid=$!
+  pids+=("$scale_pid")
+  wait_up "$scale_port"
+  judge "e-bigcache-turns-1" "$scale_port" --concurrency 64 --sessions 1000
+  rss e-bigcache-turns "$scale_pid"
   du -sb "$out/scale-data" >"$out/e-disk.txt"
 fi
 

@@ -182,6 +182,13 @@ if direct and through:
     judge_row("    through agent-server", "d-agent-judge")
     print(f"    TTFT p50 {direct[0]:.3f} -> {through[0]:.3f} ms: agent-server adds {through[0] - direct[0]:.3f} ms")
     print(f"    TTFT p99 {direct[1]:.3f} -> {through[1]:.3f} ms: agent-server adds {through[1] - direct[1]:.3f} ms")
+direct, through = ttft("d-direct-rate-judge"), ttft("d-agent-rate-judge")
+if direct and through:
+    print("(d) upstream mode, streaming, open loop at 200 req/s: time to first token")
+    judge_row("    upstream directly", "d-direct-rate-judge")
+    judge_row("    through agent-server", "d-agent-rate-judge")
+    print(f"    TTFT p50 {direct[0]:.3f} -> {through[0]:.3f} ms: agent-server adds {through[0] - direct[0]:.3f} ms")
+    print(f"    TTFT p99 {direct[1]:.3f} -> {through[1]:.3f} ms: agent-server adds {through[1] - direct[1]:.3f} ms")
 
 
 def rss_kib(name):
@@ -200,6 +207,7 @@ if rss_kib("e-idle"):
         ("after turns on 1,000 concurrent sessions", "e-sessions"),
         ("after 1,000,000 facts injected (1,000 x 1,000)", "e-facts"),
         ("after turns on those 1,000 sessions", "e-facts-turns"),
+        ("same, restarted with --memory-cache-items 1200000", "e-bigcache-turns"),
     ):
         values = rss_kib(name)
         if values:
@@ -213,11 +221,15 @@ if rss_kib("e-idle"):
         pass
     judge_row("    turns, 1,000 sessions, before the facts", "e-sessions")
     judge_row("    turns, 1,000 sessions of 1,000 facts", "e-facts-turns")
+    judge_row("    same, cache holding every session", "e-bigcache-turns")
 
 plain, traced = repeats("g-plain-judge"), repeats("g-traced-judge")
 if plain and traced:
     print("(g) trace export to Arize Phoenix over OTLP/HTTP, agent-server, c=64 (medians)")
     a = judge_row("    not exporting", "g-plain-judge")
     b = judge_row("    exporting every span", "g-traced-judge")
+    c = judge_row("    exporting 10 % of traces (sampled)", "g-sampled-judge")
     if a and b:
-        print(f"    exporting / not exporting: {b / a:.1%} of the throughput")
+        print(f"    exporting every span / not exporting: {b / a:.1%} of the throughput")
+    if a and c:
+        print(f"    exporting a 10 % sample / not exporting: {c / a:.1%} of the throughput")
