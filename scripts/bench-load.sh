@@ -36,6 +36,7 @@ scale_port=${BENCH_SCALE_PORT:-18095}
 traced_port=${BENCH_TRACED_PORT:-18096}
 phoenix_port=${BENCH_PHOENIX_PORT:-18097}
 sampled_port=${BENCH_SAMPLED_PORT:-18098}
+untraced_port=${BENCH_UNTRACED_PORT:-18099}
 
 cargo build --release --quiet -p agent-server -p judge-client -p agentwall --bins --example bare_server
 out=runs/bench-load-$(date -u +%Y%m%dT%H%M%SZ)
@@ -87,6 +88,11 @@ if [[ $parts == *g* ]]; then
       curl -fsS "http://127.0.0.1:$phoenix_port/healthz" >/dev/null 2>&1 && break
       sleep 0.2
     done
+    # Three servers with fresh data directories, so that none is slower for holding more
+    # memory than the others: not exporting, exporting every span, exporting a sample.
+    $server_cpu target/release/agent-server --addr "127.0.0.1:$untraced_port" --workers 1 \
+      --data-dir "$out/untraced-data" >"$out/untraced-server.log" 2>&1 &
+    pids+=($!)
     OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$phoenix_port" \
       $server_cpu target/release/agent-server --addr "127.0.0.1:$traced_port" --workers 1 \
       --data-dir "$out/traced-data" >"$out/traced-server.log" 2>&1 &
@@ -104,7 +110,7 @@ fi
 wait_up "$bare_port"
 wait_up "$agent_port"
 [[ $parts != *d* ]] || wait_up "$upstream_port"
-[[ $parts != *g* ]] || { wait_up "$traced_port"; wait_up "$sampled_port"; }
+[[ $parts != *g* ]] || { wait_up "$untraced_port"; wait_up "$traced_port"; wait_up "$sampled_port"; }
 
 # judge NAME PORT ARGS...: one `judge load` measurement, its process CPU time in NAME.cpu.
 judge() {
@@ -155,7 +161,7 @@ for rep in $(seq "$repeats"); do
   fi
   if [[ $parts == *g* ]]; then
     # (g) the same load on a server exporting every span, and on one not exporting, alternately
-    judge "g-plain-judge-$rep" "$agent_port" --concurrency 64
+    judge "g-plain-judge-$rep" "$untraced_port" --concurrency 64
     judge "g-traced-judge-$rep" "$traced_port" --concurrency 64
     judge "g-sampled-judge-$rep" "$sampled_port" --concurrency 64
   fi
@@ -187,6 +193,8 @@ if [[ $parts == *e* ]]; then
   scale_pid=$!
   pids+=("$scale_pid")
   wait_up "$scale_port"
+  # A first pass loads every session into the cache; the second is measured.
+  judge "e-bigcache-warm-1" "$scale_port" --concurrency 64 --sessions 1000
   judge "e-bigcache-turns-1" "$scale_port" --concurrency 64 --sessions 1000
   rss e-bigcache-turns "$scale_pid"
   du -sb "$out/scale-data" >"$out/e-disk.txt"

@@ -69,7 +69,7 @@ pub struct Config {
     pub recency_half_life: Duration,
 
     /// Embedded store: how many facts and working items (over all sessions) its recall cache keeps
-    /// in memory, about 0.5 KB each; least recently used sessions are evicted beyond it and loaded
+    /// in memory, about 0.8 KB each; least recently used sessions are evicted beyond it and loaded
     /// from disk again when next used.
     #[arg(long, env = "AGENT_MEMORY_CACHE_ITEMS", default_value_t = EmbeddedOptions::default().cache_items)]
     pub memory_cache_items: usize,

@@ -70,8 +70,8 @@ const POOL_WAIT: Duration = Duration::from_secs(10);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmbeddedOptions {
     /// How many facts and working items the session cache holds, over all sessions, before it
-    /// evicts the least recently used sessions. About 0.5 KB each with its index (see
-    /// docs/benchmarks.md for measured figures).
+    /// evicts the least recently used sessions. About 0.8 KB each with its index (measured with
+    /// `cargo bench -p agent-server --bench recall_scaling`; docs/benchmarks.md).
     pub cache_items: usize,
 }
 
