@@ -73,6 +73,8 @@ mod tests {
         let state = web::Data::new(ServeState::new(
             runs.path().to_path_buf(),
             token.map(str::to_owned),
+            None,
+            None,
         ));
         let app = http::init_service(
             App::new()
