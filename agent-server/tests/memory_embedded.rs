@@ -608,3 +608,89 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
         assert_eq!(comparable(&reopened.recall(s, q).await.unwrap()), before);
     }
 }
+
+/// Loads of uncached sessions race with writes of the same sessions (a cache with room for one
+/// session, eight tasks on three sessions): every task still reads its own acknowledged turn, and
+/// at the end the cache agrees with a reload from disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn loads_racing_writes_never_cache_a_stale_session() {
+    use agent_server::memory::embedded::EmbeddedOptions;
+    use std::sync::Arc;
+
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("race.sqlite3");
+    let config = MemoryConfig {
+        working_capacity: 1000,
+        ..conformance::config()
+    };
+    let options = EmbeddedOptions { cache_items: 40 };
+    let store = Arc::new(
+        EmbeddedStore::open_with(&path, config, options)
+            .await
+            .unwrap(),
+    );
+    let sessions: Vec<SessionId> = (0..3).map(|i| session(&format!("race-{i}"))).collect();
+
+    let mut tasks = Vec::new();
+    for task in 0..8 {
+        let (store, sessions) = (store.clone(), sessions.clone());
+        tasks.push(tokio::spawn(async move {
+            for step in 0..40 {
+                let s = &sessions[(task + step) % sessions.len()];
+                let at = t0() + chrono::Duration::seconds(step as i64);
+                let text = format!("task {task} step {step} likes kiwi{task}x{step}");
+                let turn = TurnWrite {
+                    items: vec![user(&text, at)],
+                    facts: vec![fact(None, &text, at)],
+                    ..TurnWrite::default()
+                };
+                store.commit_turn(s, turn).await.unwrap();
+                let q = RecallQuery {
+                    now: at,
+                    text: &format!("kiwi{task}x{step}"),
+                    limit: 3,
+                };
+                let ctx = store.recall(s, q).await.unwrap();
+                assert!(
+                    ctx.working.iter().any(|w| w.text == text),
+                    "task {task} step {step}: its acknowledged turn is missing from working memory"
+                );
+                assert!(
+                    ctx.facts.iter().any(|r| r.fact.text == text),
+                    "task {task} step {step}: its acknowledged fact is not recalled"
+                );
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+
+    let now = t0() + chrono::Duration::seconds(40);
+    let query = "likes task step";
+    let mut before = Vec::new();
+    for s in &sessions {
+        let q = RecallQuery {
+            now,
+            text: query,
+            limit: 1000,
+        };
+        before.push(comparable(&store.recall(s, q).await.unwrap()));
+    }
+    drop(
+        Arc::try_unwrap(store)
+            .ok()
+            .expect("no task holds the store"),
+    );
+    let reopened = EmbeddedStore::open_with(&path, config, EmbeddedOptions::default())
+        .await
+        .unwrap();
+    for (s, before) in sessions.iter().zip(before) {
+        let q = RecallQuery {
+            now,
+            text: query,
+            limit: 1000,
+        };
+        assert_eq!(comparable(&reopened.recall(s, q).await.unwrap()), before);
+    }
+}

@@ -2,12 +2,16 @@
 //!
 //! A cached [`SessionMemory`] is an exact mirror of the session's committed rows. It stays exact
 //! because of three rules, which `writer.rs` and `mod.rs` keep:
-//! 1. Only the writer thread changes the cache, and only with what a batch it has just committed
-//!    wrote ([`SessionChange`]), before it answers that batch's waiters. So a client that got the
-//!    reply to a turn finds that turn in its next recall.
-//! 2. A session missing from the cache is loaded by the writer thread too (a load job, queued like
-//!    a write), so no load can interleave with a write of the same session and cache a state that
-//!    is already stale.
+//! 1. Only the writer thread changes a cached session, and only with what a batch it has just
+//!    committed wrote ([`SessionChange`]), before it answers that batch's waiters. So a client
+//!    that got the reply to a turn finds that turn in its next recall.
+//! 2. A session missing from the cache is loaded on a reader connection, in parallel with the
+//!    writer, and cached only if no change to it was applied while it loaded. `begin_load`
+//!    registers the load before its read transaction starts; every `apply` to a session being
+//!    loaded counts a change; the load is cached only if that count did not move. A change applied
+//!    before the registration was committed before the load's snapshot, so the snapshot has it;
+//!    one applied after makes the result uncacheable (it is still a consistent answer for the
+//!    recall that made it).
 //! 3. One store owns the database file (`mod.rs` holds an exclusive lock on it): no other process
 //!    writes behind the cache's back.
 //!
@@ -232,6 +236,43 @@ struct Lru {
     sessions: LruCache<String, (SharedSession, usize)>,
     /// Sum of the weights recorded with each entry.
     total: usize,
+    /// Sessions being loaded: how many loads are in flight, and how many changes were applied
+    /// since the first of them began (see rule 2).
+    loading: HashMap<String, Loading>,
+}
+
+#[derive(Debug, Default)]
+struct Loading {
+    loads: usize,
+    changes: u64,
+}
+
+/// A load registered with [`SessionCache::begin_load`]. Dropped without
+/// [`LoadTicket::finish`] (a cancelled request), it ends the load and caches nothing.
+pub(super) struct LoadTicket<'a> {
+    cache: &'a SessionCache,
+    session: String,
+    changes_at_start: u64,
+    finished: bool,
+}
+
+impl LoadTicket<'_> {
+    /// Ends the load: caches `memory` if no change to the session was applied since it began
+    /// (see rule 2). `memory` is `None` when the load failed.
+    pub(super) fn finish(mut self, memory: Option<&SharedSession>) {
+        self.finished = true;
+        self.cache
+            .finish_load(&self.session, self.changes_at_start, memory);
+    }
+}
+
+impl Drop for LoadTicket<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.cache
+                .finish_load(&self.session, self.changes_at_start, None);
+        }
+    }
 }
 
 impl SessionCache {
@@ -242,6 +283,7 @@ impl SessionCache {
             inner: Mutex::new(Lru {
                 sessions: LruCache::unbounded(),
                 total: 0,
+                loading: HashMap::new(),
             }),
             budget,
         }
@@ -256,21 +298,54 @@ impl SessionCache {
         self.lru().sessions.get(session).map(|(s, _)| s.clone())
     }
 
-    /// Caches a freshly loaded session (writer thread only; see the module rules).
-    pub(super) fn insert(&self, session: String, memory: SharedSession) {
-        let weight = lock(&memory).weight();
+    /// Registers a load of `session`; call before the load's read transaction begins.
+    pub(super) fn begin_load(&self, session: &str) -> LoadTicket<'_> {
         let mut lru = self.lru();
-        if let Some((_, old)) = lru.sessions.put(session, (memory, weight)) {
-            lru.total -= old;
+        let loading = lru.loading.entry(session.to_owned()).or_default();
+        loading.loads += 1;
+        LoadTicket {
+            cache: self,
+            session: session.to_owned(),
+            changes_at_start: loading.changes,
+            finished: false,
         }
-        lru.total += weight;
-        self.evict(&mut lru);
     }
 
-    /// Applies a committed change to the session if it is cached (writer thread only). An
-    /// uncached session is left alone: its next recall loads it, change included.
+    fn finish_load(&self, session: &str, changes_at_start: u64, memory: Option<&SharedSession>) {
+        let mut lru = self.lru();
+        let unchanged = match lru.loading.get_mut(session) {
+            Some(loading) => {
+                let unchanged = loading.changes == changes_at_start;
+                loading.loads -= 1;
+                if loading.loads == 0 {
+                    lru.loading.remove(session);
+                }
+                unchanged
+            }
+            // Not possible for a ticket from `begin_load`; caching nothing is the safe answer.
+            None => false,
+        };
+        if let (true, Some(memory)) = (unchanged, memory) {
+            let weight = lock(memory).weight();
+            if let Some((_, old)) = lru
+                .sessions
+                .put(session.to_owned(), (memory.clone(), weight))
+            {
+                lru.total -= old;
+            }
+            lru.total += weight;
+            self.evict(&mut lru);
+        }
+    }
+
+    /// Applies a committed change to the session if it is cached (writer thread only), and
+    /// counts it against loads of the session in flight. An uncached session is left alone: its
+    /// next recall loads it, change included.
     pub(super) fn apply(&self, change: SessionChange, config: &MemoryConfig) {
         let mut lru = self.lru();
+        if let Some(loading) = lru.loading.get_mut(&change.session) {
+            loading.changes += 1;
+        }
         let Some((memory, weight)) = lru.sessions.peek_mut(&change.session) else {
             return;
         };
@@ -422,7 +497,8 @@ mod tests {
             for pk in 0..4 {
                 memory.add_fact(row(pk, FactKind::Fact, "x", 0));
             }
-            cache.insert(name.to_owned(), Arc::new(Mutex::new(memory)));
+            let ticket = cache.begin_load(name);
+            ticket.finish(Some(&Arc::new(Mutex::new(memory))));
         }
         // Each weighs 5: only two fit in 10.
         assert_eq!(cache.usage(), (2, 10));
@@ -448,5 +524,51 @@ mod tests {
             &MemoryConfig::default(),
         );
         assert!(cache.get("zzz").is_none());
+    }
+
+    #[test]
+    fn a_load_overtaken_by_a_change_is_not_cached() {
+        let cache = SessionCache::new(1_000);
+        let config = MemoryConfig::default();
+        let change = |session: &str| SessionChange {
+            session: session.to_owned(),
+            items: vec![(1, item("hello", 0))],
+            ..SessionChange::default()
+        };
+        let loaded = || Arc::new(Mutex::new(SessionMemory::new(0)));
+
+        // A change before the load began is in the load's snapshot: cached.
+        cache.apply(change("a"), &config);
+        let ticket = cache.begin_load("a");
+        ticket.finish(Some(&loaded()));
+        assert!(cache.get("a").is_some());
+
+        // A change while loading may be missing from it: not cached.
+        let ticket = cache.begin_load("b");
+        cache.apply(change("b"), &config);
+        ticket.finish(Some(&loaded()));
+        assert!(cache.get("b").is_none());
+
+        // Two loads in flight, a change between their starts: only the later one is cached.
+        let first = cache.begin_load("c");
+        cache.apply(change("c"), &config);
+        let second = cache.begin_load("c");
+        second.finish(Some(&loaded()));
+        assert!(cache.get("c").is_some());
+        let stale = loaded();
+        lock(&stale).epoch = 99;
+        first.finish(Some(&stale));
+        assert_eq!(
+            lock(&cache.get("c").unwrap()).epoch,
+            0,
+            "the stale load replaced it"
+        );
+
+        // A failed or abandoned load caches nothing and leaves no registration behind.
+        let ticket = cache.begin_load("d");
+        ticket.finish(None);
+        drop(cache.begin_load("e"));
+        assert!(cache.get("d").is_none() && cache.get("e").is_none());
+        assert!(cache.lru().loading.is_empty());
     }
 }

@@ -216,18 +216,24 @@ impl EmbeddedStore {
         conn.interact(f).await.map_err(interact_error)?
     }
 
-    /// The session from the cache, loading it (through the writer, see [`cache`]) if needed.
+    /// The session from the cache, loading it on a reader connection if needed (see [`cache`]
+    /// for why a concurrent write cannot leave a stale copy cached).
     async fn session(&self, session: &SessionId) -> Result<SharedSession, MemoryError> {
         if let Some(cached) = self.cache.get(session.as_str()) {
             return Ok(cached);
         }
-        let (config, session) = (self.config, session.as_str().to_owned());
-        self.writer
-            .write(move |conn| {
-                let memory = Arc::new(Mutex::new(ops::load_session(conn, &config, &session)?));
-                Ok((memory.clone(), Effect::Load(session, memory)))
+        let ticket = self.cache.begin_load(session.as_str());
+        let (config, name) = (self.config, session.as_str().to_owned());
+        let loaded = self
+            .read(move |conn| {
+                // One read transaction: a consistent snapshot that began after `begin_load`.
+                let tx = conn.transaction().map_err(sqlite_error)?;
+                ops::load_session(&tx, &config, &name)
             })
             .await
+            .map(|memory| Arc::new(Mutex::new(memory)));
+        ticket.finish(loaded.as_ref().ok());
+        loaded
     }
 }
 

@@ -16,7 +16,7 @@
 //!
 //! - after a commit, each job's effect on the session cache (`cache.rs`) is applied, in queue
 //!   order, just before that job is answered: a turn is visible to recall by the time its client
-//!   has the reply. Loads of uncached sessions are jobs too, so they are ordered with the writes.
+//!   has the reply.
 //!
 //! A dedicated thread rather than the blocking pool: the writer is always busy under load, and
 //! one long-lived thread avoids a hand-off to a pool thread (and a connection checkout) per write.
@@ -29,7 +29,7 @@ use std::thread::JoinHandle;
 use deadpool_sqlite::rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::oneshot;
 
-use super::cache::{SessionCache, SessionChange, SharedSession};
+use super::cache::{SessionCache, SessionChange};
 use super::{DEPENDENCY, sqlite_error};
 use crate::memory::{MemoryConfig, MemoryError};
 
@@ -41,8 +41,6 @@ const MAX_BATCH: usize = 512;
 pub(super) enum Effect {
     /// Apply this change if the session is cached.
     Change(SessionChange),
-    /// Cache this freshly loaded session.
-    Load(String, SharedSession),
 }
 
 /// Work a job does inside the batch's transaction (through its own savepoint).
@@ -153,7 +151,6 @@ impl<T: Send> Job for Pending<T> {
             (Ok(()), Some(Ok((value, effect)))) => {
                 match effect {
                     Effect::Change(change) => context.cache.apply(change, &context.config),
-                    Effect::Load(session, memory) => context.cache.insert(session, memory),
                 }
                 Ok(value)
             }
