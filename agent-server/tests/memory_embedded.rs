@@ -677,11 +677,7 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
         };
         before.push(comparable(&store.recall(s, q).await.unwrap()));
     }
-    drop(
-        Arc::try_unwrap(store)
-            .ok()
-            .expect("no task holds the store"),
-    );
+    drop(Arc::try_unwrap(store).expect("no task holds the store"));
     let reopened = EmbeddedStore::open_with(&path, config, EmbeddedOptions::default())
         .await
         .unwrap();
