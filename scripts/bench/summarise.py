@@ -175,20 +175,21 @@ def ttft(name):
     return med([s["ttft"]["p50_ms"] for s in steps]), med([s["ttft"]["p99_ms"] for s in steps])
 
 
-direct, through = ttft("d-direct-judge"), ttft("d-agent-judge")
-if direct and through:
-    print("(d) upstream mode, streaming, c=16: time to first token (ms, medians of repeats)")
-    judge_row("    upstream directly", "d-direct-judge")
-    judge_row("    through agent-server", "d-agent-judge")
-    print(f"    TTFT p50 {direct[0]:.3f} -> {through[0]:.3f} ms: agent-server adds {through[0] - direct[0]:.3f} ms")
-    print(f"    TTFT p99 {direct[1]:.3f} -> {through[1]:.3f} ms: agent-server adds {through[1] - direct[1]:.3f} ms")
-direct, through = ttft("d-direct-rate-judge"), ttft("d-agent-rate-judge")
-if direct and through:
-    print("(d) upstream mode, streaming, open loop at 200 req/s: time to first token")
-    judge_row("    upstream directly", "d-direct-rate-judge")
-    judge_row("    through agent-server", "d-agent-rate-judge")
-    print(f"    TTFT p50 {direct[0]:.3f} -> {through[0]:.3f} ms: agent-server adds {through[0] - direct[0]:.3f} ms")
-    print(f"    TTFT p99 {direct[1]:.3f} -> {through[1]:.3f} ms: agent-server adds {through[1] - direct[1]:.3f} ms")
+def ttft_overhead(title, direct_name, agent_name):
+    direct, through = ttft(direct_name), ttft(agent_name)
+    if not (direct and through):
+        return
+    print(title)
+    judge_row("    upstream directly", direct_name)
+    judge_row("    through agent-server", agent_name)
+    for label, d, t in (("p50", direct[0], through[0]), ("p99", direct[1], through[1])):
+        print(f"    TTFT {label} {d:.3f} -> {t:.3f} ms: agent-server adds {t - d:.3f} ms")
+
+
+ttft_overhead("(d) upstream mode, streaming, c=16: time to first token (ms, medians of repeats)",
+              "d-direct-judge", "d-agent-judge")
+ttft_overhead("(d) upstream mode, streaming, open loop at 200 req/s: time to first token",
+              "d-direct-rate-judge", "d-agent-rate-judge")
 
 
 def rss_kib(name):

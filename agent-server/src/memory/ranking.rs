@@ -1,6 +1,6 @@
 //! Ranking shared by every backend: which words of a query count, and how lexical relevance and
-//! recency combine. Backends compute lexical relevance with their own engine (SQLite FTS5 `bm25`,
-//! Postgres `ts_rank`) and all combine it here, so ordering rules are the same everywhere.
+//! recency combine. Backends compute lexical relevance with their own engine (the embedded
+//! store's in-memory BM25 in [`lexical`](super::lexical), Postgres `ts_rank`) and all combine it here, so ordering rules are the same everywhere.
 
 use std::sync::LazyLock;
 use std::time::Duration;

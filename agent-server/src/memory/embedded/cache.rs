@@ -218,8 +218,8 @@ impl SessionMemory {
 pub(super) type SharedSession = Arc<Mutex<SessionMemory>>;
 
 /// Locks a session. A panic while holding the lock can only come from a bug in this module; the
-/// data is then suspect, but recall must not panic in turn: the writer replaces poisoned entries
-/// on the next load, so reading through the poison is the lesser harm.
+/// data is then suspect, but recall must not panic in turn, so it reads through the poison (the
+/// entry is replaced when the session is next evicted and loaded).
 pub(super) fn lock(session: &SharedSession) -> MutexGuard<'_, SessionMemory> {
     session
         .lock()

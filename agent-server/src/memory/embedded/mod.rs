@@ -49,7 +49,7 @@ use protocol::control::DependencyHealth;
 pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, SCHEMA_VERSION};
 
 use self::cache::{SessionCache, SharedSession};
-use self::writer::{Effect, WriterContext};
+use self::writer::WriterContext;
 use super::{
     MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, ResetCounts,
     Snapshot, StoredFact, TurnWrite, ranking,
@@ -305,10 +305,7 @@ impl MemoryStore for EmbeddedStore {
     ) -> Result<Vec<StoredFact>, MemoryError> {
         let (config, session) = (self.config, session.as_str().to_owned());
         self.writer
-            .write(move |conn| {
-                let (stored, change) = ops::commit_turn(conn, &config, &session, turn)?;
-                Ok((stored, Effect::Change(change)))
-            })
+            .write(move |conn| ops::commit_turn(conn, &config, &session, turn))
             .await
     }
 
@@ -319,20 +316,14 @@ impl MemoryStore for EmbeddedStore {
     ) -> Result<Vec<StoredFact>, MemoryError> {
         let session = session.as_str().to_owned();
         self.writer
-            .write(move |conn| {
-                let (stored, change) = ops::inject(conn, &session, facts)?;
-                Ok((stored, Effect::Change(change)))
-            })
+            .write(move |conn| ops::inject(conn, &session, facts))
             .await
     }
 
     async fn reset(&self, session: &SessionId) -> Result<ResetCounts, MemoryError> {
         let session = session.as_str().to_owned();
         self.writer
-            .write(move |conn| {
-                let (counts, change) = ops::reset(conn, &session)?;
-                Ok((counts, Effect::Change(change)))
-            })
+            .write(move |conn| ops::reset(conn, &session))
             .await
     }
 

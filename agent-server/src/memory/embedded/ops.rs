@@ -30,35 +30,8 @@ pub(super) fn load_session(
     session: &str,
 ) -> Result<SessionMemory, MemoryError> {
     let mut memory = SessionMemory::new(read_epoch(conn, session)?);
-    let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT seq, role, text, at FROM working_items WHERE session_id = ?1
-             ORDER BY at DESC, seq DESC LIMIT ?2",
-        )
-        .map_err(sqlite_error)?;
-    let rows = stmt
-        .query_map(params![session, capacity], |row| {
-            Ok((
-                row.get::<_, i64>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, String>(2)?,
-                row.get::<_, i64>(3)?,
-            ))
-        })
-        .map_err(sqlite_error)?;
-    for row in rows {
-        let (seq, role, text, at) = row.map_err(sqlite_error)?;
-        let role =
-            TurnRole::parse(&role).ok_or_else(|| corrupt(format!("unknown turn role {role:?}")))?;
-        memory.push_item(
-            seq,
-            WorkingItem {
-                role,
-                text,
-                at: timestamp(at)?,
-            },
-        );
+    for (seq, item) in newest_working(conn, config, session)? {
+        memory.push_item(seq, item);
     }
 
     let mut stmt = conn
@@ -341,37 +314,56 @@ fn live_working(
     session: &str,
     now: DateTime<Utc>,
 ) -> Result<Vec<WorkingItem>, MemoryError> {
-    // Capacity is enforced on commit; limiting here as well keeps the view right if the store is
-    // reopened with a smaller capacity. Liveness is decided by `MemoryConfig::is_live` itself
-    // rather than re-derived in SQL, so it is the same rule, saturation included, as elsewhere.
+    // Liveness is decided by `MemoryConfig::is_live` itself rather than re-derived in SQL, so it
+    // is the same rule, saturation included, as elsewhere.
+    let mut items: Vec<WorkingItem> = newest_working(conn, config, session)?
+        .into_iter()
+        .map(|(_, item)| item)
+        .filter(|item| config.is_live(item.at, now))
+        .collect();
+    items.reverse();
+    Ok(items)
+}
+
+/// The session's newest `working_capacity` items with their `seq`, newest first, live or not.
+/// Capacity is enforced on commit; limiting here as well keeps the view right if the store is
+/// reopened with a smaller capacity.
+fn newest_working(
+    conn: &Connection,
+    config: &MemoryConfig,
+    session: &str,
+) -> Result<Vec<(i64, WorkingItem)>, MemoryError> {
     let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
     let mut stmt = conn
         .prepare_cached(
-            "SELECT role, text, at FROM working_items WHERE session_id = ?1
+            "SELECT seq, role, text, at FROM working_items WHERE session_id = ?1
              ORDER BY at DESC, seq DESC LIMIT ?2",
         )
         .map_err(sqlite_error)?;
     let rows = stmt
         .query_map(params![session, capacity], |row| {
             Ok((
-                row.get::<_, String>(0)?,
+                row.get::<_, i64>(0)?,
                 row.get::<_, String>(1)?,
-                row.get::<_, i64>(2)?,
+                row.get::<_, String>(2)?,
+                row.get::<_, i64>(3)?,
             ))
         })
         .map_err(sqlite_error)?;
-    let mut items = Vec::new();
-    for row in rows {
-        let (role, text, at) = row.map_err(sqlite_error)?;
+    rows.map(|row| {
+        let (seq, role, text, at) = row.map_err(sqlite_error)?;
         let role =
             TurnRole::parse(&role).ok_or_else(|| corrupt(format!("unknown turn role {role:?}")))?;
-        let at = timestamp(at)?;
-        if config.is_live(at, now) {
-            items.push(WorkingItem { role, text, at });
-        }
-    }
-    items.reverse();
-    Ok(items)
+        Ok((
+            seq,
+            WorkingItem {
+                role,
+                text,
+                at: timestamp(at)?,
+            },
+        ))
+    })
+    .collect()
 }
 
 /// Facts of `session` selected and ordered by `clause` (which binds the session as `?1`).

@@ -37,14 +37,9 @@ use crate::memory::{MemoryConfig, MemoryError};
 /// the memory held in results until the commit; far above what 64 connections queue.
 const MAX_BATCH: usize = 512;
 
-/// What a committed job does to the session cache.
-pub(super) enum Effect {
-    /// Apply this change if the session is cached.
-    Change(SessionChange),
-}
-
-/// Work a job does inside the batch's transaction (through its own savepoint).
-type Work<T> = Box<dyn FnOnce(&Connection) -> Result<(T, Effect), MemoryError> + Send>;
+/// Work a job does inside the batch's transaction (through its own savepoint): its result, and
+/// what it changed in one session, for the cache.
+type Work<T> = Box<dyn FnOnce(&Connection) -> Result<(T, SessionChange), MemoryError> + Send>;
 
 /// What the writer thread owns besides its connection.
 pub(super) struct WriterContext {
@@ -93,7 +88,7 @@ impl Writer {
     /// the cache.
     pub(super) async fn write<T, F>(&self, work: F) -> Result<T, MemoryError>
     where
-        F: FnOnce(&Connection) -> Result<(T, Effect), MemoryError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<(T, SessionChange), MemoryError> + Send + 'static,
         T: Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
@@ -128,7 +123,7 @@ trait Job: Send {
 
 struct Pending<T> {
     work: Option<Work<T>>,
-    result: Option<Result<(T, Effect), MemoryError>>,
+    result: Option<Result<(T, SessionChange), MemoryError>>,
     reply: oneshot::Sender<Result<T, MemoryError>>,
 }
 
@@ -148,10 +143,8 @@ impl<T: Send> Job for Pending<T> {
         let answer = match (batch, self.result) {
             // The job failed on its own: nothing of it was written, whatever the batch did.
             (_, Some(Err(own))) => Err(own),
-            (Ok(()), Some(Ok((value, effect)))) => {
-                match effect {
-                    Effect::Change(change) => context.cache.apply(change, &context.config),
-                }
+            (Ok(()), Some(Ok((value, change)))) => {
+                context.cache.apply(change, &context.config);
                 Ok(value)
             }
             (Err(batch), _) => Err(batch.clone()),
