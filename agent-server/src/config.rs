@@ -163,6 +163,13 @@ impl Config {
         }
     }
 
+    /// Settings of the embedded store.
+    pub fn embedded_options(&self) -> EmbeddedOptions {
+        EmbeddedOptions {
+            cache_items: self.memory_cache_items,
+        }
+    }
+
     pub fn memory_enabled(&self) -> bool {
         self.memory == MemorySwitch::On
     }
@@ -201,6 +208,15 @@ mod tests {
         assert!(c.memory_enabled());
         assert!(c.redis_url.is_none() && c.database_url.is_none());
         assert_eq!(c.working_ttl, Duration::from_secs(6 * 3600));
+    }
+
+    #[test]
+    fn the_session_cache_budget_reaches_the_embedded_store() {
+        let default = Config::parse_from(["agent-server"]).embedded_options();
+        assert_eq!(default, EmbeddedOptions::default());
+        let c = Config::parse_from(["agent-server", "--memory-cache-items", "5000"]);
+        assert_eq!(c.embedded_options().cache_items, 5000);
+        assert!(Config::try_parse_from(["agent-server", "--memory-cache-items", "-1"]).is_err());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::llm::ChatModel;
 use crate::llm::builtin::BuiltinModel;
 use crate::llm::upstream::UpstreamModel;
 use crate::memory::MemoryStore;
-use crate::memory::embedded::{EmbeddedOptions, EmbeddedStore};
+use crate::memory::embedded::EmbeddedStore;
 use crate::memory::redis_pg::{RedisPostgresConfig, RedisPostgresStore};
 
 pub struct Application {
@@ -116,10 +116,7 @@ async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn MemoryStore>> {
         }
         _ => {
             let path = config.data_dir.join("memory.sqlite3");
-            let options = EmbeddedOptions {
-                cache_items: config.memory_cache_items,
-            };
-            let store = EmbeddedStore::open_with(&path, memory, options)
+            let store = EmbeddedStore::open_with(&path, memory, config.embedded_options())
                 .await
                 .with_context(|| {
                     format!(
