@@ -96,27 +96,77 @@ pub fn compare(a: &RunResults, b: &RunResults, alpha: f64) -> Comparison {
         .iter()
         .filter(|t| !a.tests.iter().any(|x| x.id == t.id))
         .count();
+    let outcomes: Vec<PairOutcome> = pairs
+        .iter()
+        .map(|p| PairOutcome {
+            score_a: p.score_a,
+            score_b: p.score_b,
+            passed_a: p.passed_a,
+            passed_b: p.passed_b,
+        })
+        .collect();
+    let stats = pair_stats(&outcomes, alpha);
+    Comparison {
+        seed_a: a.seed,
+        seed_b: b.seed,
+        mean_a: stats.mean_a,
+        mean_b: stats.mean_b,
+        mean_diff: stats.mean_diff,
+        diff_ci: stats.diff_ci,
+        pairs,
+        regressions: stats.regressions,
+        improvements: stats.improvements,
+        p_value: stats.p_value,
+        unpaired,
+        alpha,
+        regression: stats.regression,
+    }
+}
+
+/// One paired unit's outcome in runs A and B.
+#[derive(Debug, Clone, Copy)]
+pub struct PairOutcome {
+    pub score_a: f64,
+    pub score_b: f64,
+    pub passed_a: bool,
+    pub passed_b: bool,
+}
+
+/// The statistics of a paired comparison; `judge compare` and `judge serve` both use these.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairStats {
+    /// Passed in A, not in B.
+    pub regressions: usize,
+    /// Passed in B, not in A.
+    pub improvements: usize,
+    /// McNemar's exact two-sided p-value on the discordant pairs.
+    pub p_value: f64,
+    pub mean_a: Option<f64>,
+    pub mean_b: Option<f64>,
+    /// Mean of `score_b - score_a`, with its 95 % bootstrap interval.
+    pub mean_diff: Option<f64>,
+    pub diff_ci: Option<(f64, f64)>,
+    /// B is significantly worse: more regressions than improvements with p < alpha, or a mean
+    /// score difference whose whole interval is below zero.
+    pub regression: bool,
+}
+
+pub fn pair_stats(pairs: &[PairOutcome], alpha: f64) -> PairStats {
     let regressions = pairs.iter().filter(|p| p.passed_a && !p.passed_b).count();
     let improvements = pairs.iter().filter(|p| !p.passed_a && p.passed_b).count();
     let p_value = mcnemar_exact(regressions, improvements);
     let diffs: Vec<f64> = pairs.iter().map(|p| p.score_b - p.score_a).collect();
     let diff_ci = bootstrap_ci(&diffs);
-    let regression =
-        (regressions > improvements && p_value < alpha) || diff_ci.is_some_and(|(_, hi)| hi < 0.0);
-    Comparison {
-        seed_a: a.seed,
-        seed_b: b.seed,
+    PairStats {
+        regressions,
+        improvements,
+        p_value,
         mean_a: mean(&pairs.iter().map(|p| p.score_a).collect::<Vec<_>>()),
         mean_b: mean(&pairs.iter().map(|p| p.score_b).collect::<Vec<_>>()),
         mean_diff: mean(&diffs),
         diff_ci,
-        pairs,
-        regressions,
-        improvements,
-        p_value,
-        unpaired,
-        alpha,
-        regression,
+        regression: (regressions > improvements && p_value < alpha)
+            || diff_ci.is_some_and(|(_, hi)| hi < 0.0),
     }
 }
 

@@ -99,6 +99,15 @@ pub struct Latency {
     pub retried: usize,
 }
 
+/// Nearest-rank percentile of sorted values; `None` when there are none.
+pub fn nearest_rank(sorted: &[u64], p: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1])
+}
+
 /// Nearest-rank percentiles over every turn. A sorted vector is enough for a few thousand turns;
 /// the load suite, with far more samples, is where a histogram crate earns its place.
 pub fn latency(timings: &[super::results::TestTiming]) -> Option<Latency> {
@@ -110,11 +119,10 @@ pub fn latency(timings: &[super::results::TestTiming]) -> Option<Latency> {
         return None;
     }
     all.sort_unstable();
-    let rank = |p: f64| all[((p * all.len() as f64).ceil() as usize).clamp(1, all.len()) - 1];
     Some(Latency {
         turns: all.len(),
-        p50_ms: rank(0.50),
-        p95_ms: rank(0.95),
+        p50_ms: nearest_rank(&all, 0.50)?,
+        p95_ms: nearest_rank(&all, 0.95)?,
         max_ms: all[all.len() - 1],
         retried: timings
             .iter()

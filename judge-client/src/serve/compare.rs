@@ -14,8 +14,9 @@ use super::catalog::RunDetail;
 use super::error::ApiError;
 use crate::apps::suite::AppsResults;
 use crate::report::compare as ltm;
+use crate::report::compare::{PairOutcome, pair_stats};
 use crate::report::results::RunResults;
-use crate::report::stats::{bootstrap_ci, mcnemar_exact, mean};
+use crate::report::stats::mean;
 use crate::suites::sim::results::SimResults;
 
 /// Is a higher or a lower value of a metric the better one?
@@ -418,11 +419,16 @@ pub fn compare(a: &RunDetail, b: &RunDetail, alpha: f64) -> Result<RunComparison
         .iter()
         .filter(|u| !side_a.units.iter().any(|x| x.id == u.id))
         .count();
-    let regressions = pairs.iter().filter(|p| p.passed_a && !p.passed_b).count();
-    let improvements = pairs.iter().filter(|p| !p.passed_a && p.passed_b).count();
-    let p_value = mcnemar_exact(regressions, improvements);
-    let score_diffs: Vec<f64> = pairs.iter().map(|p| p.score_b - p.score_a).collect();
-    let diff_ci = bootstrap_ci(&score_diffs);
+    let outcomes: Vec<PairOutcome> = pairs
+        .iter()
+        .map(|p| PairOutcome {
+            score_a: p.score_a,
+            score_b: p.score_b,
+            passed_a: p.passed_a,
+            passed_b: p.passed_b,
+        })
+        .collect();
+    let stats = pair_stats(&outcomes, alpha);
     Ok(RunComparison {
         kind,
         run_a: a.summary.id.clone(),
@@ -430,16 +436,15 @@ pub fn compare(a: &RunDetail, b: &RunDetail, alpha: f64) -> Result<RunComparison
         unit: unit.to_owned(),
         seed_a: side_a.seed,
         seed_b: side_b.seed,
-        mean_a: mean(&pairs.iter().map(|p| p.score_a).collect::<Vec<_>>()),
-        mean_b: mean(&pairs.iter().map(|p| p.score_b).collect::<Vec<_>>()),
-        mean_diff: mean(&score_diffs),
-        regression: (regressions > improvements && p_value < alpha)
-            || diff_ci.is_some_and(|(_, hi)| hi < 0.0),
-        diff_ci,
+        mean_a: stats.mean_a,
+        mean_b: stats.mean_b,
+        mean_diff: stats.mean_diff,
+        regression: stats.regression,
+        diff_ci: stats.diff_ci,
         pairs,
-        regressions,
-        improvements,
-        p_value,
+        regressions: stats.regressions,
+        improvements: stats.improvements,
+        p_value: stats.p_value,
         unpaired,
         alpha,
         metrics,

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::report::stats::nearest_rank;
 use crate::target::FailureKind;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,15 +61,6 @@ pub struct Recorder {
     pub last_state: &'static str,
 }
 
-/// Nearest-rank percentile of sorted values.
-fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(sorted[rank - 1])
-}
-
 impl Recorder {
     pub fn snapshot(&self, agent_id: &str, url: &str, circuit_state: &str) -> EndpointMetrics {
         let mut sorted = self.latencies_ms.clone();
@@ -94,8 +86,8 @@ impl Recorder {
             infra_errors: count(FailureKind::InfraError),
             circuit_rejections: self.circuit_rejections,
             retries: self.retries,
-            latency_p50_ms: percentile(&sorted, 0.50),
-            latency_p99_ms: percentile(&sorted, 0.99),
+            latency_p50_ms: nearest_rank(&sorted, 0.50),
+            latency_p99_ms: nearest_rank(&sorted, 0.99),
             error_rate: rate(errors),
             timeout_rate: rate(count(FailureKind::Timeout)),
             circuit_state: circuit_state.to_owned(),
