@@ -269,11 +269,13 @@ impl Agent {
         } = turn;
 
         // 4. promote
-        facts.extend(
+        let promotion =
             self.promotion
-                .promote(&leftovers, &memory.working, input.now),
-        );
+                .promote(&leftovers, &memory.working, &memory.facts, input.now);
+        facts.extend(promotion.facts);
         facts.extend(agenda.renew);
+        let mut retire = agenda.retire;
+        retire.extend(promotion.replaces);
 
         // 5. store
         let span = tracing::info_span!(
@@ -300,7 +302,7 @@ impl Agent {
         let write = TurnWrite {
             items,
             facts,
-            retire: agenda.retire,
+            retire,
             expected_epoch: Some(memory.epoch),
         };
         let started = Instant::now();

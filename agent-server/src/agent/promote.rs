@@ -10,7 +10,9 @@ use protocol::control::{FactKind, FactSource};
 use super::dates;
 use super::language::trim_sentence;
 use crate::memory::ranking::query_terms;
-use crate::memory::{NewFact, TurnRole, WorkingItem};
+use uuid::Uuid;
+
+use crate::memory::{NewFact, Recalled, TurnRole, WorkingItem};
 
 const IMPORTANCE_MARKERS: &[&str] = &[
     "important",
@@ -64,7 +66,34 @@ impl PromotionEngine {
 
     /// Promotes `leftovers` (statements the extractor kept nothing from) that are important or
     /// repeat an earlier user statement still in working memory.
+    ///
+    /// A promoted statement that restates a fact promoted earlier and recalled this turn (same
+    /// content words, see [`same_statement`]) replaces it: the old copy's id is in
+    /// [`Promotion::replaces`], so the store keeps one fact per statement, at the latest time it
+    /// was said, instead of one more copy per repetition.
     pub fn promote(
+        &self,
+        leftovers: &[String],
+        working: &[WorkingItem],
+        recalled: &[Recalled],
+        now: DateTime<Utc>,
+    ) -> Promotion {
+        let facts = self.promote_statements(leftovers, working, now);
+        let replaces = if facts.is_empty() {
+            Vec::new()
+        } else {
+            recalled
+                .iter()
+                .map(|r| &r.fact)
+                .filter(|old| old.source == FactSource::Promoted && old.kind == FactKind::Fact)
+                .filter(|old| facts.iter().any(|new| same_statement(&new.text, &old.text)))
+                .map(|old| old.id)
+                .collect()
+        };
+        Promotion { facts, replaces }
+    }
+
+    fn promote_statements(
         &self,
         leftovers: &[String],
         working: &[WorkingItem],
@@ -110,6 +139,28 @@ impl PromotionEngine {
     }
 }
 
+/// What [`PromotionEngine::promote`] decided for one turn.
+#[derive(Debug, Default, PartialEq)]
+pub struct Promotion {
+    /// Statements to store in long-term memory.
+    pub facts: Vec<NewFact>,
+    /// Earlier promoted facts that one of `facts` restates: to delete in the same write.
+    pub replaces: Vec<Uuid>,
+}
+
+/// Whether two statements say the same thing: the same content words, in any order and with any
+/// function words. Compared on the text as stored (relative dates made absolute), so "I fly
+/// tomorrow" said on two days is two statements.
+fn same_statement(a: &str, b: &str) -> bool {
+    let sorted = |text: &str| {
+        let mut terms = query_terms(text);
+        terms.sort_unstable();
+        terms
+    };
+    let a = sorted(a);
+    !a.is_empty() && a == sorted(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,11 +181,9 @@ mod tests {
 
     #[test]
     fn important_statements_are_promoted() {
-        let p = PromotionEngine::default().promote(
-            &["Important: I parked on level 3.".into()],
-            &[],
-            now(),
-        );
+        let p = PromotionEngine::default()
+            .promote(&["Important: I parked on level 3.".into()], &[], &[], now())
+            .facts;
         assert_eq!(p.len(), 1);
         assert_eq!(p[0].source, FactSource::Promoted);
         assert_eq!(p[0].text, "Important: I parked on level 3.");
@@ -152,14 +201,17 @@ mod tests {
                 .promote(
                     &["I had pasta for lunch at Luigi's.".into()],
                     &working,
+                    &[],
                     now()
                 )
+                .facts
                 .len(),
             1
         );
         assert!(
             engine
-                .promote(&["I had soup for dinner.".into()], &working, now())
+                .promote(&["I had soup for dinner.".into()], &working, &[], now())
+                .facts
                 .is_empty()
         );
         // Assistant turns never count as the user repeating themselves.
@@ -172,9 +224,59 @@ mod tests {
                 .promote(
                     &["I had pasta for lunch at Luigi's.".into()],
                     &assistant,
+                    &[],
                     now()
                 )
+                .facts
                 .is_empty()
         );
+    }
+
+    fn recalled(text: &str, source: FactSource) -> Recalled {
+        Recalled {
+            fact: crate::memory::Fact::from_new(NewFact {
+                kind: FactKind::Fact,
+                key: None,
+                text: text.into(),
+                data: None,
+                observed_at: now(),
+                importance: 0.8,
+                source,
+            }),
+            score: 1.0,
+        }
+    }
+
+    #[test]
+    fn a_restated_promoted_fact_is_replaced_and_other_facts_are_not() {
+        let engine = PromotionEngine::default();
+        let same = recalled("Important: I parked on level 3.", FactSource::Promoted);
+        let reordered = recalled("Important, level 3: I parked.", FactSource::Promoted);
+        let other = recalled("Important: I parked on level 4.", FactSource::Promoted);
+        let injected = recalled("Important: I parked on level 3.", FactSource::Injected);
+        let later = now() + chrono::Days::new(1);
+        let p = engine.promote(
+            &["Important: I parked on level 3.".into()],
+            &[],
+            &[same.clone(), reordered.clone(), other, injected],
+            later,
+        );
+        assert_eq!(p.facts.len(), 1);
+        assert_eq!(p.facts[0].observed_at, later);
+        assert_eq!(p.replaces, [same.fact.id, reordered.fact.id]);
+
+        // Nothing promoted, nothing replaced.
+        let quiet = engine.promote(&["I had soup.".into()], &[], &[same], later);
+        assert_eq!(quiet, Promotion::default());
+
+        // A relative date is made absolute first: the same words on another day are news.
+        let said = "Important: I fly tomorrow.";
+        let stored = engine.promote(&[said.into()], &[], &[], now()).facts;
+        let flight = recalled(&stored[0].text, FactSource::Promoted);
+        let same_day = engine.promote(&[said.into()], &[], &[flight.clone()], now());
+        assert_eq!(same_day.replaces, [flight.fact.id]);
+        let again = engine.promote(&[said.into()], &[], &[flight], later);
+        assert_eq!(again.facts.len(), 1);
+        assert!(again.replaces.is_empty(), "{again:?}");
     }
 }

@@ -73,6 +73,34 @@ async fn working_memory_expires_on_mock_time_unless_promoted() {
 }
 
 #[actix_web::test]
+async fn a_statement_repeated_many_times_is_one_fact_at_its_latest_time() {
+    let app = spawn_app().await;
+    let s = session();
+    for minutes in 0..5 {
+        app.ask(
+            &s,
+            "I met Jonas at the bakery.",
+            Some(&at(Span::minutes(minutes))),
+        )
+        .await;
+    }
+    let view = app.get("/control/memory", &[("x-session-id", &s)]).await;
+    let facts = view.body["facts"].as_array().unwrap();
+    assert_eq!(
+        facts.len(),
+        1,
+        "one fact, not one per repetition: {facts:?}"
+    );
+    assert_eq!(facts[0]["text"], "I met Jonas at the bakery.");
+    let observed = facts[0]["observed_at"].as_str().unwrap();
+    assert_eq!(
+        chrono::DateTime::parse_from_rfc3339(observed).unwrap(),
+        chrono::DateTime::parse_from_rfc3339(&at(Span::minutes(4))).unwrap(),
+        "the copy kept is the latest"
+    );
+}
+
+#[actix_web::test]
 async fn relative_dates_rules_reminders_and_lists() {
     let app = spawn_app().await;
     let s = session();
