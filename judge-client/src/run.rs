@@ -99,15 +99,23 @@ fn read_json<T: DeserializeOwned>(path: &Path) -> Result<T, RunError> {
     })
 }
 
-/// `root/base`, or `root/base-2`, `-3`, ... when taken: a run never writes into another's folder.
-pub fn unique_dir(root: &Path, base: &str) -> PathBuf {
+/// Creates and returns `root/base`, or `root/base-2`, `-3`, ... when taken: a run never writes
+/// into another's folder. Atomic (`create_dir` fails on an existing folder, and the next name is
+/// tried), so two runs started in the same instant, in one process or two, get two folders.
+pub fn create_unique_dir(root: &Path, base: &str) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(root)?;
     let mut dir = root.join(base);
     let mut n = 2;
-    while dir.exists() {
-        dir = root.join(format!("{base}-{n}"));
-        n += 1;
+    loop {
+        match std::fs::create_dir(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                dir = root.join(format!("{base}-{n}"));
+                n += 1;
+            }
+            Err(e) => return Err(e),
+        }
     }
-    dir
 }
 
 /// Probes the target, creates `out_root/<run-id>/` and runs the LTM suite.
@@ -227,7 +235,7 @@ pub(crate) fn read_manifest(dir: &Path) -> Result<Manifest, RunError> {
 
 /// Creates a fresh run directory `out_root/<base>[-n]/` with its `tests/` and `logs/`.
 pub(crate) fn create_run_dir(out_root: &Path, base: &str) -> Result<PathBuf, RunError> {
-    let dir = unique_dir(out_root, base);
+    let dir = create_unique_dir(out_root, base).map_err(io_err(out_root))?;
     for sub in ["tests", "logs"] {
         let path = dir.join(sub);
         std::fs::create_dir_all(&path).map_err(io_err(&path))?;
@@ -386,4 +394,25 @@ pub(crate) fn finish(
         executed,
         timings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn runs_created_at_once_never_share_a_folder() {
+        let root = tempfile::tempdir().unwrap();
+        let dirs: Vec<PathBuf> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| scope.spawn(|| create_unique_dir(root.path(), "run-x").unwrap()))
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let unique: std::collections::BTreeSet<_> = dirs.iter().collect();
+        assert_eq!(unique.len(), 8, "{dirs:?}");
+        assert!(dirs.iter().all(|d| d.is_dir()));
+        assert!(dirs.contains(&root.path().join("run-x")));
+        assert!(dirs.contains(&root.path().join("run-x-8")));
+    }
 }

@@ -23,7 +23,7 @@ use super::report;
 use super::runner::{ActionMode, RunError, ScenarioOutcome, TargetAgent, run_scenario};
 use super::{AppRegistry, Scenario};
 use crate::config::HistoryMode;
-use crate::run::unique_dir;
+use crate::run::create_unique_dir;
 use crate::target::{Capabilities, Credentials, TargetClient, TargetError, TargetSettings, probe};
 
 /// What `judge apps` was asked to do.
@@ -177,8 +177,10 @@ pub async fn run(
         created_at.format("%Y%m%dT%H%M%SZ"),
         config.seed
     );
-    let dir = unique_dir(out_root, &base);
-    create_dir(&dir)?;
+    let dir = create_unique_dir(out_root, &base).map_err(|source| AppsSuiteError::Io {
+        path: out_root.to_path_buf(),
+        source,
+    })?;
     let run_id = dir
         .file_name()
         .map_or(base, |n| n.to_string_lossy().into_owned());
@@ -219,13 +221,6 @@ pub async fn run(
         dir,
         results,
         outcomes,
-    })
-}
-
-fn create_dir(path: &Path) -> Result<(), AppsSuiteError> {
-    std::fs::create_dir_all(path).map_err(|source| AppsSuiteError::Io {
-        path: path.to_owned(),
-        source,
     })
 }
 

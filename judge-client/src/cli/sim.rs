@@ -7,7 +7,7 @@ use super::EXIT_BELOW_THRESHOLD;
 use super::target::TargetArgs;
 use anyhow::{Context, bail};
 use clap::Args;
-use judge_client::run::unique_dir;
+use judge_client::run::create_unique_dir;
 use judge_client::suites::sim::ab::run_ab;
 use judge_client::suites::sim::injection::InjectionPlan;
 use judge_client::suites::sim::injection::config::ConfigFile;
@@ -195,7 +195,7 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let goal_rate = match &args.endpoint_b {
         Some(endpoint_b) => {
-            let dir = unique_dir(&args.out, &format!("ab-{stamp}-seed{}", args.seed));
+            let dir = create_unique_dir(&args.out, &format!("ab-{stamp}-seed{}", args.seed))?;
             let target_b = TargetSettings {
                 endpoint: endpoint_b.clone(),
                 model: args.model_b.clone(),
@@ -233,7 +233,7 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
             outcome.a.results.summary.goal_rate
         }
         None => {
-            let dir = unique_dir(&args.out, &format!("sim-{stamp}-seed{}", args.seed));
+            let dir = create_unique_dir(&args.out, &format!("sim-{stamp}-seed{}", args.seed))?;
             let outcome = run_sim(&config, &dir).await?;
             print_sim(&outcome);
             println!("report: {}", outcome.dir.join("report.html").display());
@@ -300,12 +300,10 @@ pub async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
         args.model.clone(),
     )
     .await;
-    std::fs::create_dir_all(&args.out)?;
-    let dir = unique_dir(
+    let dir = create_unique_dir(
         &args.out,
         &format!("replay-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ")),
-    );
-    std::fs::create_dir_all(&dir)?;
+    )?;
     let path = dir.join("replay.json");
     std::fs::write(&path, serde_json::to_string_pretty(&report)? + "\n")?;
     println!(

@@ -12,7 +12,7 @@ use super::index::live::record;
 use super::rundir::{Stop, mark_stopped, write_simulation};
 use super::simulations::state_name;
 use super::state::{ServeState, SimState};
-use crate::run::unique_dir;
+use crate::run::create_unique_dir;
 use crate::suites::sim::injection::EndpointMetrics;
 use crate::suites::sim::run_sim_observed;
 use crate::suites::sim::runner::{Conversation, PanelObserver, Round};
@@ -118,12 +118,11 @@ pub fn start(state: &Arc<ServeState>, id: &str) -> Result<String, ApiError> {
             )));
         }
         // Chosen and created under the registry lock, so two starts never share a directory.
-        let dir = unique_dir(
+        let dir = create_unique_dir(
             &state.runs,
             &format!("sim-{stamp}-seed{}", run_config.settings.seed),
-        );
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| ApiError::Internal(format!("{}: {e}", dir.display())))?;
+        )
+        .map_err(|e| ApiError::Internal(format!("{}: {e}", state.runs.display())))?;
         let run_id = dir
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())

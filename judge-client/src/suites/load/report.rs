@@ -16,6 +16,7 @@ use super::schedule::LoadLevel;
 use super::slo::Slos;
 use super::workload::Workload;
 use crate::report::junit::escape;
+use crate::run::create_unique_dir;
 
 /// Each figure's definition, written into both files so a reader never has to guess.
 pub const DEFINITIONS: [(&str, &str); 11] = [
@@ -280,12 +281,11 @@ impl LoadResults {
 /// Writes `results.json` and `report.html` into `<out>/load-<time>/` and returns that directory.
 pub fn write(out: &Path, results: &LoadResults) -> Result<PathBuf, LoadError> {
     let stamp = results.started_at.format("%Y%m%dT%H%M%S%.3fZ");
-    let dir = out.join(format!("load-{stamp}"));
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| LoadError::Write { path, source }
     };
-    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let dir = create_unique_dir(out, &format!("load-{stamp}")).map_err(io(out))?;
     let json = serde_json::to_vec_pretty(results).expect("results serialise");
     let json_path = dir.join("results.json");
     std::fs::write(&json_path, json).map_err(io(&json_path))?;
@@ -534,6 +534,43 @@ mod tests {
         m
     }
 
+    fn results(steps: Vec<StepResult>) -> LoadResults {
+        LoadResults {
+            suite: "load",
+            judge_version: "0",
+            started_at: Utc::now(),
+            endpoint: "http://127.0.0.1:1".into(),
+            model: "m<x>".into(),
+            stream: true,
+            seed: 1,
+            workload: WorkloadSummary {
+                prompt_tokens: "4".into(),
+                output_tokens: "3".into(),
+                sessions: 1,
+            },
+            warmup_s: 0.0,
+            requests_per_step: None,
+            duration_per_step_s: Some(1.0),
+            threads: 1,
+            slos: Slos::default(),
+            definitions: DEFINITIONS.into_iter().collect(),
+            steps,
+        }
+    }
+
+    #[test]
+    fn two_runs_started_in_the_same_millisecond_get_two_folders() {
+        let out = tempfile::tempdir().unwrap();
+        let results = results(Vec::new());
+        let first = write(out.path(), &results).unwrap();
+        let second = write(out.path(), &results).unwrap();
+        assert_ne!(first, second);
+        for dir in [first, second] {
+            assert!(dir.join("results.json").is_file());
+            assert!(dir.join("report.html").is_file());
+        }
+    }
+
     #[test]
     fn step_figures_come_from_the_measured_window() {
         let level = LoadLevel::Open {
@@ -578,27 +615,7 @@ mod tests {
             all.contains("achieved 100.0 sends/s of the 200 asked for"),
             "{all}"
         );
-        let html = render_html(&LoadResults {
-            suite: "load",
-            judge_version: "0",
-            started_at: Utc::now(),
-            endpoint: "http://127.0.0.1:1".into(),
-            model: "m<x>".into(),
-            stream: true,
-            seed: 1,
-            workload: WorkloadSummary {
-                prompt_tokens: "4".into(),
-                output_tokens: "3".into(),
-                sessions: 1,
-            },
-            warmup_s: 0.0,
-            requests_per_step: None,
-            duration_per_step_s: Some(1.0),
-            threads: 1,
-            slos: Slos::default(),
-            definitions: DEFINITIONS.into_iter().collect(),
-            steps: vec![step],
-        });
+        let html = render_html(&results(vec![step]));
         assert!(html.contains("the judge was saturated"));
         assert!(html.contains("m&lt;x&gt;"), "escaped");
         assert!(html.contains("<svg"));
