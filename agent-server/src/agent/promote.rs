@@ -2,14 +2,12 @@
 //! important or said again. Everything else expires with working memory: that difference is what
 //! the benchmark's retention tests measure.
 
-use std::cell::OnceCell;
-
 use chrono::{DateTime, Utc};
 use protocol::control::{FactKind, FactSource};
 
 use super::dates;
 use super::language::trim_sentence;
-use crate::memory::ranking::query_terms;
+use crate::memory::ranking::{TermBuffer, query_terms};
 use uuid::Uuid;
 
 use crate::memory::{NewFact, Recalled, TurnRole, WorkingItem};
@@ -99,26 +97,22 @@ impl PromotionEngine {
         working: &[WorkingItem],
         now: DateTime<Utc>,
     ) -> Vec<NewFact> {
-        // The earlier statements' terms, computed once and only if a leftover needs them: this
-        // walks all of working memory, the costliest step of a turn otherwise.
-        let earlier: OnceCell<Vec<Vec<String>>> = OnceCell::new();
-        let earlier = || {
-            earlier.get_or_init(|| {
-                working
-                    .iter()
-                    .filter(|w| w.role == TurnRole::User)
-                    .map(|w| query_terms(&w.text))
-                    .collect()
-            })
-        };
+        // Working memory is walked once per leftover (normally one or two), newest first as a
+        // repeat is most often recent, through one reused buffer: this is the costliest step of
+        // a turn otherwise.
+        let mut buffer = TermBuffer::default();
         leftovers
             .iter()
             .filter_map(|sentence| {
                 let terms = query_terms(sentence);
                 let repeated = terms.len() >= 2
-                    && earlier()
+                    && working
                         .iter()
-                        .any(|e| similarity(&terms, e) >= self.repeat_similarity);
+                        .rev()
+                        .filter(|w| w.role == TurnRole::User)
+                        .any(|w| {
+                            similarity(&terms, buffer.terms_of(&w.text)) >= self.repeat_similarity
+                        });
                 let importance = self.importance(sentence);
                 (repeated || importance >= 0.7).then(|| NewFact {
                     kind: FactKind::Fact,

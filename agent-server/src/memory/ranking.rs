@@ -34,7 +34,17 @@ fn is_stopword(word: &str) -> bool {
 /// query from these terms only, so user text can never inject query syntax.
 pub fn query_terms(text: &str) -> Vec<String> {
     let mut terms: Vec<String> = Vec::new();
-    // One buffer for every word: the agent runs this over its whole working memory each turn.
+    for_each_term(text, |word| {
+        if !terms.iter().any(|t| t == word) {
+            terms.push(word.to_owned());
+        }
+    });
+    terms
+}
+
+/// Calls `each` with every content word of `text` (see [`query_terms`]) in order, repeats
+/// included, borrowed from one buffer: callers that only compare words allocate nothing per word.
+pub fn for_each_term(text: &str, mut each: impl FnMut(&str)) {
     let mut word = String::new();
     for raw in text.split(|c: char| !c.is_alphanumeric()) {
         if raw.is_empty() {
@@ -49,11 +59,38 @@ pub fn query_terms(text: &str) -> Vec<String> {
         }
         // Single letters carry no meaning, single digits do ("code word 3", "gate 7").
         let meaningful = word.chars().nth(1).is_some() || word.chars().any(|c| c.is_ascii_digit());
-        if meaningful && !is_stopword(&word) && !terms.contains(&word) {
-            terms.push(word.clone());
+        if meaningful && !is_stopword(&word) {
+            each(&word);
         }
     }
-    terms
+}
+
+/// Reusable buffers for the [`query_terms`] of many texts in a row: comparing a statement with
+/// every item of working memory, once per turn, then allocates nothing once warm.
+#[derive(Debug, Default)]
+pub struct TermBuffer {
+    words: Vec<String>,
+    len: usize,
+}
+
+impl TermBuffer {
+    /// The content words of `text`, exactly as [`query_terms`] returns them.
+    pub fn terms_of(&mut self, text: &str) -> &[String] {
+        self.len = 0;
+        for_each_term(text, |word| {
+            if self.words[..self.len].iter().any(|t| t == word) {
+                return;
+            }
+            if self.len == self.words.len() {
+                self.words.push(String::new());
+            }
+            let slot = &mut self.words[self.len];
+            slot.clear();
+            slot.push_str(word);
+            self.len += 1;
+        });
+        &self.words[..self.len]
+    }
 }
 
 /// Multiplier in (0, 1] for a fact observed `age` ago: halves every `half_life`. Facts dated in the
@@ -133,6 +170,17 @@ mod tests {
             dedup.sort();
             dedup.dedup();
             prop_assert_eq!(dedup.len(), terms.len());
+        }
+
+        #[test]
+        fn a_reused_term_buffer_gives_the_terms_of_each_text(
+            texts in proptest::collection::vec("\\PC{0,80}", 1..6)
+        ) {
+            let mut buffer = TermBuffer::default();
+            for text in &texts {
+                let expected = query_terms(text);
+                prop_assert_eq!(buffer.terms_of(text), expected.as_slice());
+            }
         }
     }
 }
