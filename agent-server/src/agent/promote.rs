@@ -267,7 +267,7 @@ mod tests {
         let said = "Important: I fly tomorrow.";
         let stored = engine.promote(&[said.into()], &[], &[], now()).facts;
         let flight = recalled(&stored[0].text, FactSource::Promoted);
-        let same_day = engine.promote(&[said.into()], &[], &[flight.clone()], now());
+        let same_day = engine.promote(&[said.into()], &[], std::slice::from_ref(&flight), now());
         assert_eq!(same_day.replaces, [flight.fact.id]);
         let again = engine.promote(&[said.into()], &[], &[flight], later);
         assert_eq!(again.facts.len(), 1);
