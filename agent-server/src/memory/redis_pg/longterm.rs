@@ -8,8 +8,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::{GenericClient, Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use protocol::SessionId;
 use protocol::control::{FactKind, FactSource};
-use tokio_postgres::types::ToSql;
-use tokio_postgres::{IsolationLevel, NoTls, Row};
+use tokio_postgres::{NoTls, Row};
 use uuid::Uuid;
 
 use crate::memory::{Fact, MemoryError, NewFact, StoredFact};
@@ -302,79 +301,73 @@ pub(super) struct RecallRows {
     pub candidates: Vec<(Fact, f64)>,
 }
 
-/// Reads the epoch, the standing items and up to `pool_size` lexical candidates in one
-/// REPEATABLE READ snapshot, so the epoch returned is the one the facts belong to.
+/// Reads the epoch, the standing items and up to `pool_size` lexical candidates in ONE statement:
+/// a statement sees one snapshot, so the epoch returned is the one the facts belong to, and the
+/// server handles one message instead of a transaction's five (BEGIN, three queries, COMMIT),
+/// which was most of Postgres's CPU time per turn under load.
 /// `tsquery` is `None` when the query has no content words.
 pub(super) async fn recall(
-    client: &mut deadpool_postgres::Object,
+    client: &deadpool_postgres::Object,
     session: &SessionId,
     tsquery: Option<&str>,
     pool_size: usize,
 ) -> Result<RecallRows, MemoryError> {
-    let tx = client
-        .build_transaction()
-        .isolation_level(IsolationLevel::RepeatableRead)
-        .read_only(true)
-        .start()
+    // One row per fact, `part` 1 for standing items (oldest first) and 2 for ranked candidates
+    // (best first), each with its position `ord`; the LEFT JOIN keeps one row (with a NULL part)
+    // for a session without facts, so the epoch always comes back. A NULL `tsquery` matches
+    // nothing.
+    let sql = format!(
+        "WITH e AS (
+             SELECT coalesce(
+                 (SELECT epoch FROM agentwall_sessions WHERE session_id = $1), 0) AS epoch
+         ),
+         standing AS (
+             SELECT 1 AS part,
+                    row_number() OVER (ORDER BY observed_at, observed_ns, seq) AS ord,
+                    {FACT_COLUMNS}, 0::real AS rank
+             FROM agentwall_facts
+             WHERE session_id = $1 AND kind <> 'fact'
+         ),
+         ranked AS (
+             SELECT 2 AS part,
+                    row_number() OVER (
+                        ORDER BY ts_rank(tsv, q) DESC, observed_at DESC, observed_ns DESC,
+                                 seq DESC) AS ord,
+                    {FACT_COLUMNS}, ts_rank(tsv, q) AS rank
+             FROM agentwall_facts, to_tsquery('english'::regconfig, $2) AS q
+             WHERE session_id = $1 AND kind = 'fact' AND tsv @@ q
+             ORDER BY ord
+             LIMIT $3
+         ),
+         facts AS (SELECT * FROM standing UNION ALL SELECT * FROM ranked)
+         SELECT e.epoch, facts.* FROM e LEFT JOIN facts ON true
+         ORDER BY facts.part, facts.ord"
+    );
+    let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
+    let limit = i64::try_from(pool_size).unwrap_or(i64::MAX);
+    let rows = client
+        .query(&stmt, &[&session.as_str(), &tsquery, &limit])
         .await
         .map_err(pg_error)?;
-    let standing_sql = format!(
-        "SELECT {FACT_COLUMNS} FROM agentwall_facts
-         WHERE session_id = $1 AND kind <> 'fact'
-         ORDER BY observed_at, observed_ns, seq"
-    );
-    let ranked_sql = format!(
-        "SELECT {FACT_COLUMNS}, ts_rank(tsv, q) AS rank
-         FROM agentwall_facts, to_tsquery('english'::regconfig, $2) AS q
-         WHERE session_id = $1 AND kind = 'fact' AND tsv @@ q
-         ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC
-         LIMIT $3"
-    );
-    // Awaited together, the statements are pipelined on the connection: one round trip each for
-    // preparing (only on a fresh connection) and for querying.
-    let (epoch_stmt, standing_stmt, ranked_stmt) = tokio::try_join!(
-        tx.prepare_cached("SELECT epoch FROM agentwall_sessions WHERE session_id = $1"),
-        tx.prepare_cached(&standing_sql),
-        tx.prepare_cached(&ranked_sql),
-    )
-    .map_err(pg_error)?;
-    let session_id = session.as_str();
-    let limit = i64::try_from(pool_size).unwrap_or(i64::MAX);
-    let ranked = async {
-        match tsquery {
-            Some(tsquery) => {
-                tx.query(&ranked_stmt, &[&session_id, &tsquery, &limit])
-                    .await
+    let mut recalled = RecallRows {
+        epoch: 0,
+        standing: Vec::new(),
+        candidates: Vec::new(),
+    };
+    for row in &rows {
+        recalled.epoch = unsigned(row.try_get("epoch").map_err(corrupt)?)?;
+        match row.try_get::<_, Option<i32>>("part").map_err(corrupt)? {
+            Some(1) => recalled.standing.push(fact_from_row(row)?),
+            Some(_) => {
+                let rank: f32 = row.try_get("rank").map_err(corrupt)?;
+                recalled
+                    .candidates
+                    .push((fact_from_row(row)?, f64::from(rank)));
             }
-            None => Ok(Vec::new()),
+            None => {}
         }
-    };
-    let by_session: &[&(dyn ToSql + Sync)] = &[&session_id];
-    let (epoch_row, standing_rows, ranked_rows) = tokio::try_join!(
-        tx.query_opt(&epoch_stmt, by_session),
-        tx.query(&standing_stmt, by_session),
-        ranked,
-    )
-    .map_err(pg_error)?;
-    let epoch = match epoch_row {
-        Some(row) => unsigned(row.try_get(0).map_err(corrupt)?)?,
-        None => 0,
-    };
-    let standing = standing_rows
-        .iter()
-        .map(fact_from_row)
-        .collect::<Result<Vec<_>, _>>()?;
-    let mut candidates = Vec::with_capacity(ranked_rows.len());
-    for row in &ranked_rows {
-        let rank: f32 = row.try_get("rank").map_err(corrupt)?;
-        candidates.push((fact_from_row(row)?, f64::from(rank)));
     }
-    tx.commit().await.map_err(pg_error)?;
-    Ok(RecallRows {
-        epoch,
-        standing,
-        candidates,
-    })
+    Ok(recalled)
 }
 
 /// Every long-term item of the session, newest `observed_at` first.

@@ -448,11 +448,11 @@ impl MemoryStore for RedisPostgresStore {
         let pool_size = ranking::candidate_pool(query.limit);
 
         // Postgres first: see "Resets racing turns" in the module documentation.
-        let mut client = inner.pg_client(deadline).await?;
+        let client = inner.pg_client(deadline).await?;
         let rows = deadline
             .run(
                 POSTGRES,
-                longterm::recall(&mut client, session, tsquery.as_deref(), pool_size),
+                longterm::recall(&client, session, tsquery.as_deref(), pool_size),
             )
             .await;
         Inner::release(client, &rows);
