@@ -10,18 +10,21 @@
 #   (e) scale: agent-server's resident memory idle, after 1,000 concurrent sessions, after
 #       1 million stored facts (1,000 sessions x 1,000, through /control/memory/inject), and after
 #       turns on all of those sessions (the session cache at its --memory-cache-items budget);
+#   (h) the whole machine: bare server and agent-server with 2 workers each, nothing pinned, the
+#       generator sharing both cores with them (how the issue's "this 2-core machine" targets
+#       read); non-streaming and streaming, 64 connections;
 #   (g) trace export: agent-server exporting every span over OTLP/HTTP to a real Arize Phoenix
 #       (.venv/phoenix, installed by scripts/phoenix-trace-check.sh), and exporting a 10 % sample
 #       of traces (OTEL_TRACES_SAMPLER=parentbased_traceidratio), vs not exporting.
-# Servers run on CPU 0 and generators on CPU 1 (taskset), one worker/thread each, so a figure is
-# "per core". Writes runs/bench-load-<time>/ and prints the summary table.
+# Except in (h), servers run on CPU 0 and generators on CPU 1 (taskset), one worker/thread each,
+# so a figure is "per core". Writes runs/bench-load-<time>/ and prints the summary table.
 #
 #   scripts/bench-load.sh                 # 10 s per measurement, 3 repeats, medians
 #   BENCH_SECONDS=5 BENCH_REPEATS=1 scripts/bench-load.sh
 #   BENCH_PARTS=a BENCH_AGENT_BASELINE=/tmp/agent-server-main scripts/bench-load.sh
 #       # only (a), plus a second agent-server binary (e.g. built from main) measured in the same
 #       # run, alternating with this tree's, for before/after ratios
-parts=${BENCH_PARTS:-abcdeg}
+parts=${BENCH_PARTS:-abcdegh}
 baseline=${BENCH_AGENT_BASELINE:-}
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +40,8 @@ traced_port=${BENCH_TRACED_PORT:-18096}
 phoenix_port=${BENCH_PHOENIX_PORT:-18097}
 sampled_port=${BENCH_SAMPLED_PORT:-18098}
 untraced_port=${BENCH_UNTRACED_PORT:-18099}
+machine_bare_port=${BENCH_MACHINE_BARE_PORT:-18100}
+machine_agent_port=${BENCH_MACHINE_AGENT_PORT:-18101}
 
 cargo build --release --quiet -p agent-server -p judge-client -p agentwall --bins --example bare_server
 out=runs/bench-load-$(date -u +%Y%m%dT%H%M%SZ)
@@ -198,6 +203,28 @@ if [[ $parts == *e* ]]; then
   judge "e-bigcache-turns-1" "$scale_port" --concurrency 64 --sessions 1000
   rss e-bigcache-turns "$scale_pid"
   du -sb "$out/scale-data" >"$out/e-disk.txt"
+fi
+
+if [[ $parts == *h* ]]; then
+  # (h) the whole machine: fresh servers with 2 workers each, nothing pinned, so the kernel
+  # shares both cores between them, the writer thread and the generator.
+  target/release/examples/bare_server --port "$machine_bare_port" --workers 2 --chunks 16 \
+    2>"$out/machine-bare.log" &
+  pids+=($!)
+  target/release/agent-server --addr "127.0.0.1:$machine_agent_port" --workers 2 \
+    --data-dir "$out/machine-data" >"$out/machine-agent.log" 2>&1 &
+  pids+=($!)
+  wait_up "$machine_bare_port"
+  wait_up "$machine_agent_port"
+  pinned_client_cpu=$client_cpu
+  client_cpu=""
+  for rep in $(seq "$repeats"); do
+    judge "h-bare-judge-$rep" "$machine_bare_port" --concurrency 64
+    judge "h-agent-judge-$rep" "$machine_agent_port" --concurrency 64
+    judge "h-bare-stream-judge-$rep" "$machine_bare_port" --concurrency 64 --stream
+    judge "h-agent-stream-judge-$rep" "$machine_agent_port" --concurrency 64 --stream
+  done
+  client_cpu=$pinned_client_cpu
 fi
 
 # (c) judge vs guidellm, streaming, against the bare server: each at its highest rate

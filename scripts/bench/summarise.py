@@ -137,6 +137,14 @@ judge_row("(b) agent-server, judge, stream, c=64", "b-agent-judge")
 for name, (count, ms) in sorted(memory_ms(1).items()):
     print(f"    server-side mean {ms:.3f} ms over {count:.0f}: {name}")
 
+print("(h) the whole machine: servers with 2 workers, nothing pinned, generator on the same cores")
+h_bare = judge_row("(h) bare actix-web, judge, c=64", "h-bare-judge")
+h_agent = judge_row("(h) agent-server, judge, c=64", "h-agent-judge")
+if h_bare and h_agent:
+    print(f"    agent-server / bare (judge): {h_agent / h_bare:.1%}")
+judge_row("(h) bare actix-web, judge, stream, c=64", "h-bare-stream-judge")
+judge_row("(h) agent-server, judge, stream, c=64", "h-agent-stream-judge")
+
 print("(c) generators against the bare server, streaming, 16 prompt / 16 output tokens")
 step = judge_step("c-judge")
 judge_cpu = cpu_seconds("c-judge")
