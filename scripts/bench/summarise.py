@@ -137,7 +137,8 @@ judge_row("(b) agent-server, judge, stream, c=64", "b-agent-judge")
 for name, (count, ms) in sorted(memory_ms(1).items()):
     print(f"    server-side mean {ms:.3f} ms over {count:.0f}: {name}")
 
-print("(h) the whole machine: servers with 2 workers, nothing pinned, generator on the same cores")
+if repeats("h-bare-judge"):
+    print("(h) the whole machine: servers with 2 workers, nothing pinned, generator on the same cores")
 h_bare = judge_row("(h) bare actix-web, judge, c=64", "h-bare-judge")
 h_agent = judge_row("(h) agent-server, judge, c=64", "h-agent-judge")
 if h_bare and h_agent:
