@@ -2,6 +2,8 @@
 //! important or said again. Everything else expires with working memory: that difference is what
 //! the benchmark's retention tests measure.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use protocol::control::{FactKind, FactSource};
 
@@ -72,7 +74,7 @@ impl PromotionEngine {
     pub fn promote(
         &self,
         leftovers: &[String],
-        working: &[WorkingItem],
+        working: &[Arc<WorkingItem>],
         recalled: &[Recalled],
         now: DateTime<Utc>,
     ) -> Promotion {
@@ -94,7 +96,7 @@ impl PromotionEngine {
     fn promote_statements(
         &self,
         leftovers: &[String],
-        working: &[WorkingItem],
+        working: &[Arc<WorkingItem>],
         now: DateTime<Utc>,
     ) -> Vec<NewFact> {
         // Working memory is walked once per leftover (normally one or two), newest first as a
@@ -165,12 +167,12 @@ mod tests {
             .to_utc()
     }
 
-    fn said(text: &str) -> WorkingItem {
-        WorkingItem {
+    fn said(text: &str) -> Arc<WorkingItem> {
+        Arc::new(WorkingItem {
             role: TurnRole::User,
             text: text.into(),
             at: now(),
-        }
+        })
     }
 
     #[test]
@@ -209,10 +211,10 @@ mod tests {
                 .is_empty()
         );
         // Assistant turns never count as the user repeating themselves.
-        let assistant = [WorkingItem {
+        let assistant = [Arc::new(WorkingItem {
             role: TurnRole::Assistant,
-            ..said("I had pasta for lunch at Luigi's.")
-        }];
+            ..(*said("I had pasta for lunch at Luigi's.")).clone()
+        })];
         assert!(
             engine
                 .promote(

@@ -399,6 +399,8 @@ fn same_word(a: &str, b: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
+
     use crate::memory::{Fact, MemoryContext, NewFact, Recalled, WorkingItem};
     use chrono::{DateTime, Utc};
     use protocol::control::{FactKind, FactSource};
@@ -542,11 +544,11 @@ mod tests {
     #[test]
     fn answers_from_working_memory_and_client_history() {
         let memory = MemoryContext {
-            working: vec![WorkingItem {
+            working: vec![Arc::new(WorkingItem {
                 role: TurnRole::User,
                 text: "I had pasta for lunch.".into(),
                 at: now(),
-            }],
+            })],
             ..Default::default()
         };
         assert_eq!(

@@ -82,6 +82,8 @@ fn system_message(system_prompt: &str, prompt: &Prompt<'_>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use chrono::{TimeZone, Utc};
     use protocol::openai::ChatCompletionRequest;
 
@@ -94,21 +96,21 @@ mod tests {
         let now = Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap();
         let memory = MemoryContext {
             working: vec![
-                WorkingItem {
+                Arc::new(WorkingItem {
                     role: TurnRole::User,
                     text: "I live in Oslo.".into(),
                     at: now,
-                },
-                WorkingItem {
+                }),
+                Arc::new(WorkingItem {
                     role: TurnRole::Assistant,
                     text: "Noted.".into(),
                     at: now,
-                },
-                WorkingItem {
+                }),
+                Arc::new(WorkingItem {
                     role: TurnRole::User,
                     text: "Sent again by the client".into(),
                     at: now,
-                },
+                }),
             ],
             ..MemoryContext::default()
         };

@@ -263,7 +263,7 @@ pub async fn working_memory_expires_on_the_session_clock(store: &dyn MemoryStore
         1,
         "item must be live just before its TTL"
     );
-    assert_eq!(ctx.working[0], user("I had pasta for lunch.", t0()));
+    assert_eq!(*ctx.working[0], user("I had pasta for lunch.", t0()));
 
     // The session clock jumps past the TTL although no real time passed.
     let ctx = recall(

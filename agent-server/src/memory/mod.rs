@@ -25,6 +25,7 @@ pub mod lexical;
 pub mod ranking;
 pub mod redis_pg;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -174,8 +175,9 @@ pub struct RecallQuery<'a> {
 /// Everything the agent needs from memory to answer one turn.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryContext {
-    /// Live working memory, oldest first.
-    pub working: Vec<WorkingItem>,
+    /// Live working memory, oldest first. Shared, not copied: a store that keeps working memory
+    /// in memory (the embedded session cache) hands out its own items, and recall runs every turn.
+    pub working: Vec<Arc<WorkingItem>>,
     /// Facts of kind [`FactKind::Fact`] matching the query, best first.
     pub facts: Vec<Recalled>,
     /// Every rule and reminder of the session, whatever the query (they must be checked every turn),

@@ -35,7 +35,7 @@ use crate::memory::{Fact, MemoryConfig, MemoryContext, Recalled, WorkingItem, ra
 pub(super) struct SessionMemory {
     epoch: u64,
     /// Working items by `(at in µs, seq)`, the order SQLite sorts them in.
-    working: BTreeMap<(i64, i64), WorkingItem>,
+    working: BTreeMap<(i64, i64), Arc<WorkingItem>>,
     /// Facts of kind `fact`, by row id; `index` holds their text.
     facts: HashMap<i64, Fact>,
     index: LexicalIndex,
@@ -82,7 +82,8 @@ impl SessionMemory {
     }
 
     pub(super) fn push_item(&mut self, seq: i64, item: WorkingItem) {
-        self.working.insert((item.at.timestamp_micros(), seq), item);
+        self.working
+            .insert((item.at.timestamp_micros(), seq), Arc::new(item));
     }
 
     pub(super) fn add_fact(&mut self, row: StoredRow) {
@@ -152,17 +153,15 @@ impl SessionMemory {
         terms: &[String],
         limit: usize,
     ) -> MemoryContext {
-        let working = self
+        let mut working: Vec<Arc<WorkingItem>> = self
             .working
             .values()
             .rev()
             .take(config.working_capacity)
             .filter(|item| config.is_live(item.at, now))
             .cloned()
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
             .collect();
+        working.reverse();
 
         let mut facts = Vec::new();
         if limit > 0 && !terms.is_empty() {

@@ -478,7 +478,7 @@ impl MemoryStore for RedisPostgresStore {
         });
         facts.truncate(query.limit);
         Ok(MemoryContext {
-            working,
+            working: working.into_iter().map(Arc::new).collect(),
             facts,
             standing: rows.standing,
             epoch: rows.epoch,
