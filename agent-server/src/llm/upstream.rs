@@ -566,22 +566,31 @@ async fn drain<S: Stream + Unpin>(events: &mut S) {
     .await;
 }
 
+/// One streamed event as a chunk, in one pass: this runs for every token of every streamed turn,
+/// so the JSON is read once, straight into the chunk type, and only an event that is not a
+/// chunk is looked at again (an error object, or garbage).
 fn parse_chunk(data: &str) -> Result<ChatCompletionChunk, LlmError> {
+    let not_a_chunk = match serde_json::from_str::<ChatCompletionChunk>(data) {
+        // A provider may put an error into an otherwise well-formed chunk.
+        Ok(chunk) if !chunk.extra.contains_key("error") => return Ok(chunk),
+        Ok(_) => None,
+        Err(e) => Some(e),
+    };
     let value: serde_json::Value =
         serde_json::from_str(data).map_err(|e| LlmError::BadResponse {
             reason: format!("an event is not JSON ({e}): {}", clip(data)),
         })?;
-    if value.get("error").is_some() {
-        return Err(LlmError::Upstream {
+    match not_a_chunk {
+        Some(e) if value.get("error").is_none() => Err(LlmError::BadResponse {
+            reason: format!(
+                "an event is not a chat.completion.chunk ({e}): {}",
+                clip(data)
+            ),
+        }),
+        _ => Err(LlmError::Upstream {
             reason: upstream_message(data.as_bytes()),
-        });
+        }),
     }
-    serde_json::from_value(value).map_err(|e| LlmError::BadResponse {
-        reason: format!(
-            "an event is not a chat.completion.chunk ({e}): {}",
-            clip(data)
-        ),
-    })
 }
 
 /// What a stream said, for its span.
@@ -680,7 +689,16 @@ mod tests {
         );
         assert!(matches!(
             parse_chunk("<html>"),
-            Err(LlmError::BadResponse { .. })
+            Err(LlmError::BadResponse { reason }) if reason.starts_with("an event is not JSON")
+        ));
+        assert!(matches!(
+            parse_chunk(r#"{"id":"c1"}"#),
+            Err(LlmError::BadResponse { reason }) if reason.starts_with("an event is not a chat.completion.chunk")
+        ));
+        // An error inside an otherwise well-formed chunk is still an error.
+        assert!(matches!(
+            parse_chunk(r#"{"id":"c1","created":1,"model":"m","choices":[],"error":{"message":"quota"}}"#),
+            Err(LlmError::Upstream { reason }) if reason == "quota"
         ));
         let chunk = parse_chunk(r#"{"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}"#).unwrap();
         assert_eq!(chunk.choices[0].delta.content.as_deref(), Some("hi"));
