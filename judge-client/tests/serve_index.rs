@@ -554,3 +554,78 @@ async fn a_database_gone_later_is_503_with_a_clear_message() {
     assert_eq!(sims, json!([]));
     s.stop().await;
 }
+
+/// Sync reads only runs whose files changed; a run appears once something in it can be read,
+/// follows edits to its files, and leaves the list when nothing in it can be read any more, in
+/// step with the directory listing `judge serve` gives without an index.
+#[actix_rt::test]
+async fn the_index_lists_readable_runs_and_follows_their_edits() {
+    let db = TestDb::create().await;
+    let runs = tempfile::tempdir().unwrap();
+    let s = Serve::start(runs.path(), &db.url).await;
+    let dir = runs.path().join("ltm-20260105T090000Z-seed1");
+    std::fs::create_dir(&dir).unwrap();
+    let listed = || async {
+        let (status, body) = s.get("/runs").await;
+        assert_eq!(status, 200, "{body}");
+        let from_index: Vec<(String, String)> = body
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["id"].as_str().unwrap().to_owned(),
+                    r["state"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect();
+        let from_disk: Vec<(String, String)> = catalog::list(runs.path())
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.id, r.state))
+            .collect();
+        assert_eq!(
+            from_index, from_disk,
+            "the index lists what the directories hold"
+        );
+        from_index
+    };
+
+    // Half written: nothing readable yet.
+    std::fs::write(dir.join("manifest.json"), "{\"suite\": \"lt").unwrap();
+    assert!(listed().await.is_empty());
+
+    std::fs::write(
+        dir.join("manifest.json"),
+        r#"{"suite": "ltm", "created_at": "2026-01-05T09:00:00Z", "state": "running"}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        listed().await,
+        [(
+            "ltm-20260105T090000Z-seed1".to_owned(),
+            "running".to_owned()
+        )]
+    );
+
+    // A new file changes the run's fingerprint: it is read again.
+    std::fs::write(
+        dir.join("results.json"),
+        r#"{"summary": {"pass_rate": 1.0}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        listed().await,
+        [(
+            "ltm-20260105T090000Z-seed1".to_owned(),
+            "complete".to_owned()
+        )]
+    );
+
+    // Damaged: it leaves the list (and the index) until it can be read again.
+    std::fs::write(dir.join("manifest.json"), "not json").unwrap();
+    std::fs::remove_file(dir.join("results.json")).unwrap();
+    assert!(listed().await.is_empty());
+    s.stop().await;
+    db.drop_now().await;
+}

@@ -111,21 +111,27 @@ fn summarise(id: &str, manifest: &Value, results: Option<&Value>) -> RunSummary 
     }
 }
 
-/// Every run under `root`, newest first.
-pub fn list(root: &Path) -> Result<Vec<RunSummary>, ApiError> {
+/// The ids of the run directories under `root` (those [`run_dir`] accepts), unordered, without
+/// reading any file: the index's sync stats each run and parses only the changed ones.
+pub fn run_ids(root: &Path) -> Result<Vec<String>, ApiError> {
     let entries = match std::fs::read_dir(root) {
         Ok(entries) => entries,
         // No run yet: the folder appears with the first one.
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(ApiError::Internal(format!("{}: {e}", root.display()))),
     };
+    Ok(entries
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|id| run_dir(root, id).is_ok())
+        .collect())
+}
+
+/// Every run under `root` with a readable manifest or results, newest first.
+pub fn list(root: &Path) -> Result<Vec<RunSummary>, ApiError> {
     let mut runs = Vec::new();
-    for entry in entries.flatten() {
-        let id = entry.file_name().to_string_lossy().into_owned();
-        if check_id(&id).is_err() {
-            continue;
-        }
-        let dir = entry.path();
+    for id in run_ids(root)? {
+        let dir = root.join(&id);
         let manifest = read_json(&dir.join("manifest.json"));
         let results = read_json(&dir.join("results.json"));
         if manifest.is_none() && results.is_none() {
@@ -185,6 +191,28 @@ mod tests {
         for id in ["ltm-20260105T090000Z-seed1", "sim-x-2", "a.b_c"] {
             assert!(check_id(id).is_ok(), "{id:?} refused");
         }
+    }
+
+    #[test]
+    fn run_ids_are_the_folders_holding_a_manifest_or_results() {
+        let root = tempfile::tempdir().unwrap();
+        assert!(run_ids(&root.path().join("absent")).unwrap().is_empty());
+        for (id, file) in [
+            ("ltm-1", Some("manifest.json")),
+            ("sim-2", Some("results.json")),
+            ("empty", None),
+            ("other", Some("notes.txt")),
+        ] {
+            let dir = root.path().join(id);
+            std::fs::create_dir(&dir).unwrap();
+            if let Some(file) = file {
+                std::fs::write(dir.join(file), "{}").unwrap();
+            }
+        }
+        std::fs::write(root.path().join("manifest.json"), "{}").unwrap();
+        let mut ids = run_ids(root.path()).unwrap();
+        ids.sort();
+        assert_eq!(ids, ["ltm-1", "sim-2"]);
     }
 
     #[test]

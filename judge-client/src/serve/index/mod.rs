@@ -18,6 +18,7 @@ pub mod live;
 pub mod records;
 mod store;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
@@ -182,30 +183,34 @@ impl Index {
     }
 
     /// Brings the index in step with the run directories under `root` and the simulations
-    /// alive in the server (`live`); returns the runs on disk.
-    pub async fn sync(
-        &self,
-        root: &Path,
-        live: &[SimulationRecord],
-    ) -> Result<Vec<RunSummary>, IndexError> {
+    /// alive in the server (`live`). Runs every few seconds and before every run list, so it
+    /// reads only what changed: each run's files are stat-ed (the fingerprint) and only a run
+    /// whose fingerprint differs from the indexed one is read and parsed.
+    pub async fn sync(&self, root: &Path, live: &[SimulationRecord]) -> Result<(), IndexError> {
         let _one_at_a_time = self.lock.lock().await;
-        let on_disk = catalog::list(root).map_err(|e| IndexError::Catalog(e.to_string()))?;
+        let mut ids = catalog::run_ids(root).map_err(|e| IndexError::Catalog(e.to_string()))?;
         let mut client = self.client().await?;
-        let known = store::fingerprints(&client).await.map_err(unavailable)?;
+        let known: HashMap<String, String> = store::fingerprints(&client)
+            .await
+            .map_err(unavailable)?
+            .into_iter()
+            .collect();
         let mut changed: Vec<RunRecord> = Vec::new();
-        for run in &on_disk {
-            let fingerprint = records::fingerprint(&root.join(&run.id));
-            let same = known
-                .iter()
-                .any(|(id, f)| id == &run.id && f == &fingerprint);
-            if !same {
-                // A run removed between the listing and now is pruned by the next sync.
-                if let Ok(record) = records::read_run(root, &run.id) {
-                    changed.push(record);
-                }
+        ids.retain(|id| {
+            let fingerprint = records::fingerprint(&root.join(id));
+            if known.get(id) == Some(&fingerprint) {
+                return true;
             }
-        }
-        let ids: Vec<String> = on_disk.iter().map(|r| r.id.clone()).collect();
+            match records::read_run(root, id) {
+                Ok(record) => {
+                    changed.push(record);
+                    true
+                }
+                // Gone since the listing, or nothing readable in it (yet): not a run to list,
+                // as in `catalog::list`, so it leaves the index until it can be read.
+                Err(_) => false,
+            }
+        });
         let live_ids: Vec<String> = live.iter().map(|s| s.id.clone()).collect();
         let tx = client.transaction().await.map_err(unavailable)?;
         for record in &changed {
@@ -218,8 +223,7 @@ impl Index {
         store::prune(&tx, &ids, &live_ids)
             .await
             .map_err(unavailable)?;
-        tx.commit().await.map_err(unavailable)?;
-        Ok(on_disk)
+        tx.commit().await.map_err(unavailable)
     }
 
     /// Writes one simulation (created, started, finished or stopped in this server).

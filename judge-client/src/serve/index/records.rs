@@ -145,6 +145,10 @@ fn time(value: &Value) -> Option<DateTime<Utc>> {
 /// Run `id` as the index stores it, read from disk.
 pub fn read_run(root: &Path, id: &str) -> Result<RunRecord, ApiError> {
     let detail = catalog::get(root, id)?;
+    if detail.manifest.is_null() && detail.results.is_null() {
+        // Neither file parses (half written, or damaged): `catalog::list` leaves it out too.
+        return Err(ApiError::not_found("run", id));
+    }
     let dir = catalog::run_dir(root, id)?;
     let mut simulations = Vec::new();
     if let Some(text) = std::fs::read_to_string(dir.join(SIMULATION_FILE)).ok()
