@@ -2,33 +2,19 @@
 //! transfer scenario played by the reference agent, written with the suite's own artifact
 //! writer, then read over HTTP (state, an agent's part, the audit log in order, 404s).
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::Duration;
 
 use awc::Client;
 use judge_client::apps::artifacts::write_outcome;
-use judge_client::apps::scripted::ReferenceAgent;
-use judge_client::apps::{ActionMode, AppRegistry, Scenario, run_scenario};
 use judge_client::serve::{ServeConfig, bind};
 use serde_json::{Value, json};
 
 const RUN: &str = "apps-20260105T090000Z-seed1";
 
 async fn apps_run(root: &std::path::Path) {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/apps/01_transfer_basic.yaml");
-    let mut scenario = Scenario::load(&path).unwrap();
-    scenario.trials = 2;
-    let mut agent = ReferenceAgent::new(scenario.reference.clone());
-    let outcome = run_scenario(
-        &mut agent,
-        &AppRegistry::builtin(),
-        &scenario,
-        ActionMode::Directives,
-        1,
-    )
-    .await
-    .unwrap();
+    let outcome = common::play_transfer_scenario(2).await;
     let dir = root.join(RUN);
     write_outcome(&dir.join("scenarios"), &outcome).unwrap();
     let manifest = json!({"run_id": RUN, "suite": "apps", "created_at": "2026-01-05T09:00:00Z"});

@@ -14,14 +14,12 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
 use awc::Client;
 use judge_client::apps::artifacts::write_outcome;
-use judge_client::apps::scripted::ReferenceAgent;
-use judge_client::apps::{ActionMode, AppRegistry, Scenario, run_scenario};
 use judge_client::serve::{ServeConfig, ServeError, bind_with_database, catalog};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -175,20 +173,7 @@ fn config(runs: &Path) -> ServeConfig {
 
 /// The shipped transfer scenario played by the reference agent, written as `judge apps` does.
 async fn apps_run(root: &Path) -> usize {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/apps/01_transfer_basic.yaml");
-    let mut scenario = Scenario::load(&path).unwrap();
-    scenario.trials = 2;
-    let mut agent = ReferenceAgent::new(scenario.reference.clone());
-    let outcome = run_scenario(
-        &mut agent,
-        &AppRegistry::builtin(),
-        &scenario,
-        ActionMode::Directives,
-        1,
-    )
-    .await
-    .unwrap();
+    let outcome = common::play_transfer_scenario(2).await;
     let actions: usize = outcome.trials.iter().map(|t| t.audit.entries().len()).sum();
     let dir = root.join(APPS_RUN);
     write_outcome(&dir.join("scenarios"), &outcome).unwrap();

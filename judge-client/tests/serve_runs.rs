@@ -4,16 +4,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
 use awc::Client;
+use judge_client::apps::ActionMode;
 use judge_client::apps::artifacts::write_outcome;
-use judge_client::apps::scripted::ReferenceAgent;
 use judge_client::apps::suite::AppsResults;
-use judge_client::apps::{ActionMode, AppRegistry, Scenario, run_scenario};
 use judge_client::serve::{ServeConfig, bind};
 use serde_json::{Value, json};
 
@@ -159,20 +158,7 @@ async fn a_stopped_simulation_leaves_a_run_marked_stopped() {
 
 /// An apps run as `judge apps` writes it: scenario folders, manifest, results.
 async fn apps_run(root: &Path, id: &str, trials: u32) {
-    let path =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/apps/01_transfer_basic.yaml");
-    let mut scenario = Scenario::load(&path).unwrap();
-    scenario.trials = trials;
-    let mut agent = ReferenceAgent::new(scenario.reference.clone());
-    let outcome = run_scenario(
-        &mut agent,
-        &AppRegistry::builtin(),
-        &scenario,
-        ActionMode::Directives,
-        1,
-    )
-    .await
-    .unwrap();
+    let outcome = common::play_transfer_scenario(trials).await;
     let dir = root.join(id);
     write_outcome(&dir.join("scenarios"), &outcome).unwrap();
     let results = AppsResults::from_outcomes(1, ActionMode::Directives, &[outcome]);

@@ -332,3 +332,25 @@ pub async fn stub() -> Fake {
 pub async fn scripted(behaviours: Vec<Behaviour>) -> Fake {
     spawn(Brain::Scripted(Mutex::new(behaviours.into())), false).await
 }
+
+/// The shipped transfer scenario (`01_transfer_basic.yaml`) played `trials` times by its
+/// reference agent in directive mode, seed 1: the apps run the `judge serve` tests index, list and
+/// compare. Callers write it out with the manifest and results their test needs.
+pub async fn play_transfer_scenario(trials: u32) -> judge_client::apps::ScenarioOutcome {
+    use judge_client::apps::scripted::ReferenceAgent;
+    use judge_client::apps::{ActionMode, AppRegistry, Scenario, run_scenario};
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("scenarios/apps/01_transfer_basic.yaml");
+    let mut scenario = Scenario::load(&path).unwrap();
+    scenario.trials = trials;
+    let mut agent = ReferenceAgent::new(scenario.reference.clone());
+    run_scenario(
+        &mut agent,
+        &AppRegistry::builtin(),
+        &scenario,
+        ActionMode::Directives,
+        1,
+    )
+    .await
+    .unwrap()
+}
