@@ -7,10 +7,13 @@
 //!                                                          # AGENTWALL_TEST_REDIS_URL and
 //!                                                          # AGENTWALL_TEST_DATABASE_URL are set
 //! cargo bench --bench memory_turns -- --seconds 10 --concurrency 1,16,64
+//! cargo bench --bench memory_turns -- --backends redis+postgres --repeats 3
 //! AGENTWALL_BENCH_BASELINE=/tmp/agent-server-main cargo bench --bench memory_turns
-//!     # also the embedded store of another agent-server binary (e.g. built from main), on its own
-//!     # fresh data directory, in the same run: before/after ratios
+//!     # also every backend of another agent-server binary (e.g. built from main), on its own
+//!     # fresh data directory or database, in the same run: before/after ratios
 //! ```
+//!
+//! Databases it creates (`bench_<pid>_<n>`) are dropped at the end.
 //!
 //! Each client task owns 8 sessions and alternates a statement ("My item 3 is v17.") with the
 //! question that recalls it, so every turn does real recall and commit work. Sessions are fresh
@@ -27,12 +30,18 @@ use hdrhistogram::Histogram;
 struct Options {
     seconds: u64,
     concurrency: Vec<usize>,
+    /// `embedded` and/or `redis+postgres`.
+    backends: Vec<String>,
+    /// Rounds over every backend.
+    repeats: usize,
 }
 
 fn options() -> Options {
     let mut o = Options {
         seconds: 5,
         concurrency: vec![1, 16, 64],
+        backends: vec!["embedded".into(), "redis+postgres".into()],
+        repeats: 1,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -45,8 +54,22 @@ fn options() -> Options {
                     .map(|c| c.parse().expect("--concurrency 1,16,64"))
                     .collect();
             }
+            "--backends" => {
+                o.backends = args[i + 1].split(',').map(str::to_owned).collect();
+                if let Some(bad) = o
+                    .backends
+                    .iter()
+                    .find(|b| !["embedded", "redis+postgres"].contains(&b.as_str()))
+                {
+                    eprintln!("unknown backend {bad:?}: use embedded and/or redis+postgres");
+                    std::process::exit(2);
+                }
+            }
+            "--repeats" => o.repeats = args[i + 1].parse().expect("--repeats N"),
             "--help" => {
-                println!("memory_turns [--seconds N] [--concurrency 1,16,64]");
+                println!(
+                    "memory_turns [--seconds N] [--concurrency 1,16,64] [--backends embedded,redis+postgres] [--repeats N]"
+                );
                 std::process::exit(0);
             }
             // cargo bench passes --bench; ignore anything else it adds.
@@ -258,6 +281,23 @@ fn run(url: &str, concurrency: usize, seconds: u64, tag: &str) -> Measured {
     })
 }
 
+/// Drops a database this bench created; a failure is only reported (the run's figures stand).
+fn drop_database(admin_url: &str, name: &str) {
+    let ok = Command::new("psql")
+        .args([
+            admin_url,
+            "-q",
+            "-c",
+            &format!("DROP DATABASE IF EXISTS {name}"),
+        ])
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        eprintln!("could not drop the bench database {name}");
+    }
+}
+
 fn create_database(admin_url: &str, name: &str) -> String {
     let ok = Command::new("psql")
         .args([admin_url, "-q", "-c", &format!("CREATE DATABASE {name}")])
@@ -274,38 +314,52 @@ fn create_database(admin_url: &str, name: &str) -> String {
 fn main() {
     let o = options();
     let binary = cargo_build_release();
+    let baseline = std::env::var_os("AGENTWALL_BENCH_BASELINE").map(std::path::PathBuf::from);
+    // The binaries to measure, each with its name suffix: the baseline first, so that a slower
+    // start of the machine (caches, CPU frequency) does not favour the change.
+    let binaries: Vec<(&str, std::path::PathBuf)> = baseline
+        .into_iter()
+        .map(|b| ("@base", b))
+        .chain([("", binary)])
+        .collect();
     let data = tempfile::tempdir().unwrap();
-    let baseline_data = tempfile::tempdir().unwrap();
-    let mut backends: Vec<(&str, std::path::PathBuf, Vec<String>)> = Vec::new();
-    if let Some(baseline) = std::env::var_os("AGENTWALL_BENCH_BASELINE") {
-        backends.push((
-            "embedded@base",
-            baseline.into(),
-            vec![
-                "--data-dir".into(),
-                baseline_data.path().display().to_string(),
-            ],
-        ));
-    }
-    backends.push((
-        "embedded",
-        binary.clone(),
-        vec!["--data-dir".into(), data.path().display().to_string()],
-    ));
-    if let (Ok(redis), Ok(pg)) = (
+    let services = (
         std::env::var("AGENTWALL_TEST_REDIS_URL"),
         std::env::var("AGENTWALL_TEST_DATABASE_URL"),
-    ) {
-        let db = create_database(&pg, &format!("bench_{}", std::process::id()));
-        backends.push((
-            "redis+postgres",
-            binary.clone(),
-            vec!["--redis-url".into(), redis, "--database-url".into(), db],
-        ));
-    } else {
-        eprintln!(
-            "redis+postgres skipped: set AGENTWALL_TEST_REDIS_URL and AGENTWALL_TEST_DATABASE_URL (scripts/test-services.sh start)"
-        );
+    );
+    let mut databases = Vec::new();
+    let mut backends: Vec<(String, std::path::PathBuf, Vec<String>)> = Vec::new();
+    for (suffix, binary) in &binaries {
+        if o.backends.iter().any(|b| b == "embedded") {
+            // A data directory of its own per binary.
+            let dir = data.path().join(format!("embedded{suffix}"));
+            backends.push((
+                format!("embedded{suffix}"),
+                binary.clone(),
+                vec!["--data-dir".into(), dir.display().to_string()],
+            ));
+        }
+        if o.backends.iter().any(|b| b == "redis+postgres") {
+            let (Ok(redis), Ok(pg)) = &services else {
+                eprintln!(
+                    "redis+postgres skipped: set AGENTWALL_TEST_REDIS_URL and AGENTWALL_TEST_DATABASE_URL (scripts/test-services.sh start)"
+                );
+                continue;
+            };
+            let name = format!("bench_{}_{}", std::process::id(), databases.len());
+            let db = create_database(pg, &name);
+            databases.push(name);
+            backends.push((
+                format!("redis+postgres{suffix}"),
+                binary.clone(),
+                vec![
+                    "--redis-url".into(),
+                    redis.clone(),
+                    "--database-url".into(),
+                    db,
+                ],
+            ));
+        }
     }
     println!(
         "agent-server release, builtin model, {} s per run after 1 s warm-up; memory ms are server-side means per operation",
@@ -323,7 +377,23 @@ fn main() {
         "commit ms",
         "memory%"
     );
-    for (name, binary, args) in &backends {
+    // Rounds interleave the backends (and binaries), so that the machine's drift over the run
+    // touches them alike; compare medians.
+    for _round in 0..o.repeats {
+        for (name, binary, args) in &backends {
+            measure(&o, name, binary, args);
+        }
+    }
+    if let Ok(pg) = &services.1 {
+        for name in databases {
+            drop_database(pg, &name);
+        }
+    }
+}
+
+/// One server of `binary`, measured at each concurrency: one line each.
+fn measure(o: &Options, name: &str, binary: &std::path::Path, args: &[String]) {
+    {
         let server = start(binary, args);
         for &c in &o.concurrency {
             let m = run(
