@@ -22,7 +22,6 @@ use agent_server::memory::{
     MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem, conformance,
 };
 use chrono::{DateTime, Utc};
-use deadpool_redis::redis;
 use protocol::SessionId;
 use protocol::control::{FactKind, FactSource};
 use uuid::Uuid;
@@ -123,7 +122,6 @@ fn config(redis_url: &str, database_url: &str, prefix: &str) -> RedisPostgresCon
         key_prefix: prefix.to_owned(),
         // Generous: two cores are shared with compilers; the outage tests use short timeouts.
         timeout: Duration::from_secs(5),
-        redis_pool_size: 4,
         postgres_pool_size: 4,
         ..RedisPostgresConfig::new(redis_url, database_url)
     }
@@ -805,10 +803,9 @@ async fn redis_keys_are_namespaced_and_carry_a_real_ttl() {
     assert!(!exists, "reset deletes the key");
 }
 
-#[tokio::test]
-async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
-    let harness = Harness::new().await;
-    // A deferred constraint fails at COMMIT, after the Redis write: the compensation path.
+/// Makes Postgres refuse, at COMMIT, a transaction that stored a fact with the body "poison": a
+/// deferred constraint fails after the Redis write, which is the compensation path.
+async fn reject_poison_at_commit(harness: &Harness) {
     harness
         .db
         .client()
@@ -824,6 +821,12 @@ async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
         )
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
+    let harness = Harness::new().await;
+    reject_poison_at_commit(&harness).await;
     let s = session();
     harness
         .commit_turn(&s, turn("fine", "Fine."))
@@ -847,6 +850,49 @@ async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
     let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
     assert_eq!(working, ["fine"]);
     assert_eq!(fact_texts(&snapshot), ["Fine."]);
+}
+
+/// Turns written at the same time share a batch (one transaction); a turn that breaks a
+/// constraint must fail alone, not take the rest of its batch with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_bad_turn_in_a_batch_fails_alone() {
+    let harness = Harness::new().await;
+    reject_poison_at_commit(&harness).await;
+    for round in 0..3 {
+        let sessions: Vec<SessionId> = (0..16).map(|_| session()).collect();
+        let poisoned = 5 + round;
+        let turns = sessions.iter().enumerate().map(|(i, s)| {
+            let text = if i == poisoned {
+                "poison".to_owned()
+            } else {
+                format!("Fact {i}.")
+            };
+            harness.commit_turn(s, turn(&format!("item {i}"), &text))
+        });
+        let results = futures_util::future::join_all(turns).await;
+        for (i, (s, result)) in sessions.iter().zip(results).enumerate() {
+            let snapshot = harness.snapshot(s, t0()).await.unwrap();
+            let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
+            if i == poisoned {
+                assert!(
+                    result.is_err(),
+                    "round {round}: the poisoned turn was stored"
+                );
+                assert!(
+                    working.is_empty() && snapshot.facts.is_empty(),
+                    "{snapshot:?}"
+                );
+            } else {
+                result.unwrap_or_else(|e| {
+                    panic!("round {round}: turn {i} failed with the poisoned one: {e}")
+                });
+                let item = format!("item {i}");
+                let fact = format!("Fact {i}.");
+                assert_eq!(working, [item.as_str()]);
+                assert_eq!(fact_texts(&snapshot), [fact.as_str()]);
+            }
+        }
+    }
 }
 
 #[tokio::test]

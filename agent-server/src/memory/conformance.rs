@@ -43,6 +43,7 @@ macro_rules! memory_conformance_tests {
             facts_round_trip_every_field,
             recall_respects_limit_and_ignores_query_syntax,
             concurrent_turns_are_all_stored,
+            concurrent_writes_of_one_key_keep_the_latest_observation,
             snapshot_lists_facts_newest_first,
             a_turn_racing_a_reset_writes_nothing,
         );
@@ -603,6 +604,58 @@ pub async fn concurrent_turns_are_all_stored(store: &dyn MemoryStore) {
                 .all(|f| f.text.starts_with(&format!("Session {i} ")))
         );
     }
+}
+
+/// Many writers of one key at once (which a group-committing backend puts in one batch) leave what
+/// writing them one after the other in any order would: the latest observation, once.
+pub async fn concurrent_writes_of_one_key_keep_the_latest_observation(store: &dyn MemoryStore) {
+    let s = session();
+    commit_facts(
+        store,
+        &s,
+        vec![fact(Some("car"), "My car is v10.", t0() + minutes(10))],
+    )
+    .await;
+    // Minutes 0..20 in a scrambled order, each with a keyless fact and a working item alongside.
+    let writes = (0..20).map(|i| (i * 7) % 20).map(|m| {
+        let s = &s;
+        async move {
+            let turn = TurnWrite {
+                items: vec![user(&format!("turn {m}"), t0() + minutes(m))],
+                facts: vec![
+                    fact(Some("car"), &format!("My car is v{m}."), t0() + minutes(m)),
+                    fact(None, &format!("Note {m}."), t0() + minutes(m)),
+                ],
+                ..TurnWrite::default()
+            };
+            (m, store.commit_turn(s, turn).await.expect("commit_turn"))
+        }
+    });
+    for (m, stored) in futures_util::future::join_all(writes).await {
+        assert_eq!(stored.len(), 2, "minute {m}");
+        // Older than the stored v10: never current. The latest: always. In between: depends on
+        // the order the writes ran in.
+        if m < 10 {
+            assert!(!stored[0].current, "v{m} is older than the stored v10");
+        }
+        if m == 19 {
+            assert!(stored[0].current, "v19 is the latest");
+        }
+        assert!(stored[1].current, "a keyless fact is always stored");
+    }
+    let snap = store.snapshot(&s, t0() + minutes(30)).await.unwrap();
+    let cars: Vec<&str> = snap
+        .facts
+        .iter()
+        .filter(|f| f.key.as_deref() == Some("car"))
+        .map(|f| f.text.as_str())
+        .collect();
+    assert_eq!(cars, ["My car is v19."]);
+    assert_eq!(snap.facts.len(), 21, "one car and twenty notes");
+    assert_eq!(snap.working.len(), 8, "capacity 8: the newest items");
+    let newest: Vec<&str> = snap.working.iter().map(|w| w.text.as_str()).collect();
+    let expected: Vec<String> = (12..20).map(|m| format!("turn {m}")).collect();
+    assert_eq!(newest, expected);
 }
 
 pub async fn snapshot_lists_facts_newest_first(store: &dyn MemoryStore) {

@@ -2,6 +2,7 @@
 //! of the backend. Functions here run single statements or steps of a transaction the caller owns;
 //! ordering across Postgres and Redis, and timeouts, are decided in `super`.
 
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -138,133 +139,288 @@ pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<()
     tx.commit().await.map_err(pg_error)
 }
 
-/// The session row, locked until the caller's transaction ends.
-pub(super) struct SessionLock {
-    pub epoch: u64,
-    /// This turn's sequence number within the session.
-    pub turn_seq: u64,
+/// The session rows a batch of turns locked, until the caller's transaction ends.
+pub(super) struct SessionLocks {
+    /// Per session: its epoch and the first of the turn numbers taken for it.
+    pub sessions: HashMap<String, SessionLock>,
     /// The transaction id, to ask the server later whether a commit whose answer was lost happened.
     pub xid: i64,
 }
 
-/// Locks the session row (creating it) and takes the next turn number. Every write of a session
-/// goes through here first, so writes of one session, and resets, are serialised.
-pub(super) async fn lock_session(
+#[derive(Clone, Copy)]
+pub(super) struct SessionLock {
+    pub epoch: u64,
+    /// The first turn number taken; the session's turns in the batch use the next ones in order.
+    pub first_turn_seq: u64,
+}
+
+/// Locks the rows of `sessions` (creating missing ones) and takes `count` consecutive turn numbers
+/// for each, in ONE statement. Every write of a session goes through here first, so writes of one
+/// session, and resets, are serialised. Rows are locked in the order given; callers pass them
+/// sorted (a `BTreeMap`), so two batches, of this server or another, never wait for each other in
+/// a cycle.
+pub(super) async fn lock_sessions(
     tx: &deadpool_postgres::Transaction<'_>,
-    session: &SessionId,
-) -> Result<SessionLock, MemoryError> {
+    sessions: &BTreeMap<&str, i64>,
+) -> Result<SessionLocks, MemoryError> {
     let stmt = tx
         .prepare_cached(
-            "INSERT INTO agentwall_sessions AS s (session_id, turn_seq) VALUES ($1, 1)
-             ON CONFLICT (session_id) DO UPDATE SET turn_seq = s.turn_seq + 1
-             RETURNING s.epoch, s.turn_seq, txid_current()",
+            "INSERT INTO agentwall_sessions AS s (session_id, turn_seq)
+             SELECT id, n FROM unnest($1::text[], $2::bigint[]) WITH ORDINALITY AS t(id, n, ord)
+             ORDER BY ord
+             ON CONFLICT (session_id) DO UPDATE SET turn_seq = s.turn_seq + EXCLUDED.turn_seq
+             RETURNING s.session_id, s.epoch, s.turn_seq, txid_current()",
         )
         .await
         .map_err(pg_error)?;
-    let row = tx
-        .query_one(&stmt, &[&session.as_str()])
-        .await
-        .map_err(pg_error)?;
-    Ok(SessionLock {
-        epoch: unsigned(row.try_get(0).map_err(corrupt)?)?,
-        turn_seq: unsigned(row.try_get(1).map_err(corrupt)?)?,
-        xid: row.try_get(2).map_err(corrupt)?,
-    })
-}
-
-/// Writes facts in order, applying supersession by key: an existing fact with the same key is
-/// replaced unless it was observed strictly later (ties go to this, the later, write). The caller
-/// holds the session lock, so the check and the write cannot interleave with another writer.
-pub(super) async fn write_facts(
-    tx: &deadpool_postgres::Transaction<'_>,
-    session: &SessionId,
-    facts: Vec<NewFact>,
-) -> Result<Vec<StoredFact>, MemoryError> {
-    let newer = tx
-        .prepare_cached(
-            "SELECT 1 FROM agentwall_facts
-             WHERE session_id = $1 AND fact_key = $2 AND (observed_at, observed_ns) > ($3, $4)",
-        )
-        .await
-        .map_err(pg_error)?;
-    let replace = tx
-        .prepare_cached("DELETE FROM agentwall_facts WHERE session_id = $1 AND fact_key = $2")
-        .await
-        .map_err(pg_error)?;
-    let insert = tx
-        .prepare_cached(
-            "INSERT INTO agentwall_facts
-               (id, session_id, kind, fact_key, body, data, observed_at, observed_ns, importance, source)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-        )
-        .await
-        .map_err(pg_error)?;
-    let mut stored = Vec::with_capacity(facts.len());
-    for new in facts {
-        let mut fact = Fact::from_new(new);
-        fact.text = without_nul(fact.text);
-        fact.key = fact.key.map(without_nul);
-        let (micros, nanos) = split_time(fact.observed_at);
-        if let Some(key) = &fact.key {
-            let superseded_by_newer = !tx
-                .query(&newer, &[&session.as_str(), key, &micros, &nanos])
-                .await
-                .map_err(pg_error)?
-                .is_empty();
-            if superseded_by_newer {
-                stored.push(StoredFact {
-                    id: fact.id,
-                    key: fact.key,
-                    current: false,
-                });
-                continue;
-            }
-            tx.execute(&replace, &[&session.as_str(), key])
-                .await
-                .map_err(pg_error)?;
-        }
-        tx.execute(
-            &insert,
-            &[
-                &fact.id,
-                &session.as_str(),
-                &fact.kind.as_str(),
-                &fact.key,
-                &fact.text,
-                &fact.data,
-                &micros,
-                &nanos,
-                &fact.importance,
-                &fact.source.as_str(),
-            ],
-        )
-        .await
-        .map_err(pg_error)?;
-        stored.push(StoredFact {
-            id: fact.id,
-            key: fact.key,
-            current: true,
-        });
+    let ids: Vec<&str> = sessions.keys().copied().collect();
+    let counts: Vec<i64> = sessions.values().copied().collect();
+    let rows = tx.query(&stmt, &[&ids, &counts]).await.map_err(pg_error)?;
+    let mut locks = SessionLocks {
+        sessions: HashMap::with_capacity(rows.len()),
+        xid: 0,
+    };
+    for row in rows {
+        let session: String = row.try_get(0).map_err(corrupt)?;
+        let last = unsigned(row.try_get(2).map_err(corrupt)?)?;
+        let count = sessions.get(session.as_str()).copied().unwrap_or(1);
+        let lock = SessionLock {
+            epoch: unsigned(row.try_get(1).map_err(corrupt)?)?,
+            first_turn_seq: last.saturating_sub(unsigned(count)?) + 1,
+        };
+        locks.xid = row.try_get(3).map_err(corrupt)?;
+        locks.sessions.insert(session, lock);
     }
-    Ok(stored)
+    if locks.sessions.len() != sessions.len() {
+        return Err(corrupt(format!(
+            "locked {} session rows for {} sessions",
+            locks.sessions.len(),
+            sessions.len()
+        )));
+    }
+    Ok(locks)
 }
 
-/// Deletes the given long-term items of the session (ids of other sessions are ignored).
-pub(super) async fn retire(
+/// The long-term writes of a batch of turns, resolved to what writing them one turn after the
+/// other would leave, so that the batch needs one `DELETE` and one `INSERT` whatever its size.
+///
+/// Supersession by key is decided here, not in SQL: a keyed fact replaces the current fact of its
+/// `(session, key)` unless that one was observed strictly later (ties go to the later write). The
+/// current facts are the stored ones ([`current_keyed`], read under the session locks, so they
+/// cannot change until the commit) updated by the batch's own writes and retirements in order. A
+/// fact the batch writes and then replaces is never sent; it is reported `current`, as it was when
+/// its own turn wrote it.
+#[derive(Default)]
+pub(super) struct FactWrites<'a> {
+    /// The current fact of each keyed `(session, key)` the batch touches.
+    current: HashMap<(String, String), Current>,
+    /// Rows to insert, in write order; `None` once replaced by a later row of the batch.
+    rows: Vec<Option<(&'a str, Fact)>>,
+    /// `(session, id)` of the long-term items to delete.
+    retire: Vec<(&'a str, Uuid)>,
+}
+
+struct Current {
+    id: Uuid,
+    observed_at: DateTime<Utc>,
+    /// Its index in `rows` when the batch wrote it.
+    row: Option<usize>,
+}
+
+impl<'a> FactWrites<'a> {
+    /// Starts from the stored current facts (see [`current_keyed`]).
+    pub fn new(stored: Vec<CurrentKeyed>) -> Self {
+        let mut writes = Self::default();
+        for fact in stored {
+            let current = Current {
+                id: fact.id,
+                observed_at: fact.observed_at,
+                row: None,
+            };
+            writes.current.insert((fact.session, fact.key), current);
+        }
+        writes
+    }
+
+    /// Adds one turn's facts, in order; one [`StoredFact`] per input.
+    pub fn add(&mut self, session: &'a str, facts: &[NewFact]) -> Vec<StoredFact> {
+        let mut stored = Vec::with_capacity(facts.len());
+        for new in facts {
+            let mut fact = Fact::from_new(new.clone());
+            fact.text = without_nul(fact.text);
+            fact.key = fact.key.map(without_nul);
+            let mut current = true;
+            if let Some(key) = &fact.key {
+                match self.current.get_mut(&(session.to_owned(), key.clone())) {
+                    Some(existing) if existing.observed_at > fact.observed_at => current = false,
+                    Some(existing) => {
+                        if let Some(row) = existing.row {
+                            self.rows[row] = None;
+                        }
+                        existing.id = fact.id;
+                        existing.observed_at = fact.observed_at;
+                        existing.row = Some(self.rows.len());
+                    }
+                    None => {
+                        let entry = Current {
+                            id: fact.id,
+                            observed_at: fact.observed_at,
+                            row: Some(self.rows.len()),
+                        };
+                        self.current
+                            .insert((session.to_owned(), key.clone()), entry);
+                    }
+                }
+            }
+            stored.push(StoredFact {
+                id: fact.id,
+                key: fact.key.clone(),
+                current,
+            });
+            if current {
+                self.rows.push(Some((session, fact)));
+            }
+        }
+        stored
+    }
+
+    /// Retires long-term items of `session` (ids of other sessions are ignored by the `DELETE`).
+    pub fn retire(&mut self, session: &'a str, ids: &[Uuid]) {
+        for id in ids {
+            self.current
+                .retain(|(s, _), current| !(*s == session && current.id == *id));
+            self.retire.push((session, *id));
+        }
+    }
+}
+
+/// A stored keyed fact, as [`FactWrites`] needs it.
+pub(super) struct CurrentKeyed {
+    pub session: String,
+    pub key: String,
+    pub id: Uuid,
+    pub observed_at: DateTime<Utc>,
+}
+
+/// The stored current fact (id and observation time) of each keyed `(session, key)` given.
+pub(super) async fn current_keyed(
     tx: &deadpool_postgres::Transaction<'_>,
-    session: &SessionId,
-    ids: &[Uuid],
+    keys: &[(&str, &str)],
+) -> Result<Vec<CurrentKeyed>, MemoryError> {
+    if keys.is_empty() {
+        return Ok(Vec::new());
+    }
+    let stmt = tx
+        .prepare_cached(
+            // One index probe per key (LATERAL ... LIMIT 1): a join let the planner pick a scan
+            // of the whole table from statistics taken while it was still small.
+            "SELECT f.session_id, f.fact_key, f.id, f.observed_at, f.observed_ns
+             FROM unnest($1::text[], $2::text[]) AS k(session_id, fact_key)
+             CROSS JOIN LATERAL (
+                 SELECT * FROM agentwall_facts AS f
+                 WHERE f.session_id = k.session_id AND f.fact_key = k.fact_key
+                   AND f.fact_key IS NOT NULL
+                 LIMIT 1) AS f",
+        )
+        .await
+        .map_err(pg_error)?;
+    let sessions: Vec<&str> = keys.iter().map(|(s, _)| *s).collect();
+    // Keys are stored without NUL (see `without_nul`), so they are looked up that way too.
+    let names: Vec<String> = keys
+        .iter()
+        .map(|(_, k)| without_nul((*k).to_owned()))
+        .collect();
+    let rows = tx
+        .query(&stmt, &[&sessions, &names])
+        .await
+        .map_err(pg_error)?;
+    rows.iter()
+        .map(|row| {
+            let observed_at: DateTime<Utc> = row.try_get(3).map_err(corrupt)?;
+            let observed_ns: i32 = row.try_get(4).map_err(corrupt)?;
+            Ok(CurrentKeyed {
+                session: row.try_get(0).map_err(corrupt)?,
+                key: row.try_get(1).map_err(corrupt)?,
+                id: row.try_get(2).map_err(corrupt)?,
+                observed_at: observed_at + chrono::Duration::nanoseconds(i64::from(observed_ns)),
+            })
+        })
+        .collect()
+}
+
+/// Applies a batch's [`FactWrites`]: its retirements in one `DELETE`, then its rows in one
+/// `INSERT` that replaces the current fact of a key (which `FactWrites` decided it may).
+pub(super) async fn apply_fact_writes(
+    tx: &deadpool_postgres::Transaction<'_>,
+    writes: FactWrites<'_>,
 ) -> Result<(), MemoryError> {
-    if ids.is_empty() {
+    if !writes.retire.is_empty() {
+        let stmt = tx
+            .prepare_cached(
+                "DELETE FROM agentwall_facts AS f
+                 USING unnest($1::text[], $2::uuid[]) AS r(session_id, id)
+                 WHERE f.session_id = r.session_id AND f.id = r.id",
+            )
+            .await
+            .map_err(pg_error)?;
+        let sessions: Vec<&str> = writes.retire.iter().map(|(s, _)| *s).collect();
+        let ids: Vec<Uuid> = writes.retire.iter().map(|(_, id)| *id).collect();
+        tx.execute(&stmt, &[&sessions, &ids])
+            .await
+            .map_err(pg_error)?;
+    }
+    let rows: Vec<(&str, Fact)> = writes.rows.into_iter().flatten().collect();
+    if rows.is_empty() {
         return Ok(());
     }
+    // `seq = DEFAULT`: a replacement is a new write, ordered after everything before it, as the
+    // delete-and-insert it stands for would be.
     let stmt = tx
-        .prepare_cached("DELETE FROM agentwall_facts WHERE session_id = $1 AND id = ANY($2)")
+        .prepare_cached(
+            "INSERT INTO agentwall_facts AS f
+               (id, session_id, kind, fact_key, body, data, observed_at, observed_ns, importance, source)
+             SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
+                                  $6::jsonb[], $7::timestamptz[], $8::integer[], $9::real[],
+                                  $10::text[])
+             ON CONFLICT (session_id, fact_key) WHERE fact_key IS NOT NULL DO UPDATE SET
+               id = EXCLUDED.id, seq = DEFAULT, kind = EXCLUDED.kind, body = EXCLUDED.body,
+               data = EXCLUDED.data, observed_at = EXCLUDED.observed_at,
+               observed_ns = EXCLUDED.observed_ns, importance = EXCLUDED.importance,
+               source = EXCLUDED.source",
+        )
         .await
         .map_err(pg_error)?;
-    tx.execute(&stmt, &[&session.as_str(), &ids])
-        .await
-        .map_err(pg_error)?;
+    let times: Vec<(DateTime<Utc>, i32)> = rows
+        .iter()
+        .map(|(_, f)| split_time(f.observed_at))
+        .collect();
+    let ids: Vec<Uuid> = rows.iter().map(|(_, f)| f.id).collect();
+    let sessions: Vec<&str> = rows.iter().map(|(s, _)| *s).collect();
+    let kinds: Vec<&str> = rows.iter().map(|(_, f)| f.kind.as_str()).collect();
+    let keys: Vec<Option<&str>> = rows.iter().map(|(_, f)| f.key.as_deref()).collect();
+    let bodies: Vec<&str> = rows.iter().map(|(_, f)| f.text.as_str()).collect();
+    let data: Vec<Option<&serde_json::Value>> = rows.iter().map(|(_, f)| f.data.as_ref()).collect();
+    let at: Vec<DateTime<Utc>> = times.iter().map(|t| t.0).collect();
+    let ns: Vec<i32> = times.iter().map(|t| t.1).collect();
+    let importance: Vec<f32> = rows.iter().map(|(_, f)| f.importance).collect();
+    let sources: Vec<&str> = rows.iter().map(|(_, f)| f.source.as_str()).collect();
+    tx.execute(
+        &stmt,
+        &[
+            &ids,
+            &sessions,
+            &kinds,
+            &keys,
+            &bodies,
+            &data,
+            &at,
+            &ns,
+            &importance,
+            &sources,
+        ],
+    )
+    .await
+    .map_err(pg_error)?;
     Ok(())
 }
 
@@ -508,4 +664,86 @@ fn has_io_source(e: &tokio_postgres::Error) -> bool {
     }
     // The driver reports a connect timeout without an io::Error source.
     e.to_string().contains("timeout")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(minute: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_900_000_000, 0).unwrap() + chrono::Duration::minutes(minute)
+    }
+
+    fn keyed(key: &str, text: &str, minute: i64) -> NewFact {
+        NewFact {
+            kind: FactKind::Fact,
+            key: Some(key.to_owned()),
+            text: text.to_owned(),
+            data: None,
+            observed_at: at(minute),
+            importance: 0.5,
+            source: FactSource::Extracted,
+        }
+    }
+
+    fn stored(session: &str, key: &str, id: Uuid, minute: i64) -> CurrentKeyed {
+        CurrentKeyed {
+            session: session.to_owned(),
+            key: key.to_owned(),
+            id,
+            observed_at: at(minute),
+        }
+    }
+
+    fn texts(writes: FactWrites<'_>) -> Vec<(String, String)> {
+        writes
+            .rows
+            .into_iter()
+            .flatten()
+            .map(|(s, f)| (s.to_owned(), f.text))
+            .collect()
+    }
+
+    #[test]
+    fn a_batch_resolves_keys_as_writing_its_turns_in_order_would() {
+        let car = Uuid::new_v4();
+        let mut writes = FactWrites::new(vec![stored("s1", "car", car, 10)]);
+        // Older than the stored fact: kept out.
+        assert!(!writes.add("s1", &[keyed("car", "red", 5)])[0].current);
+        // Newer: replaces it; then a tie: the later write replaces that one in turn.
+        assert!(writes.add("s1", &[keyed("car", "blue", 12)])[0].current);
+        assert!(writes.add("s1", &[keyed("car", "green", 12)])[0].current);
+        // Compared with the batch's own current fact (green at 12), not the stored one.
+        assert!(!writes.add("s1", &[keyed("car", "black", 11)])[0].current);
+        // Retiring the replaced stored fact changes nothing for the key.
+        writes.retire("s1", &[car]);
+        // Another session's key is its own.
+        assert!(writes.add("s2", &[keyed("car", "grey", 1)])[0].current);
+        assert_eq!(writes.retire, [("s1", car)]);
+        assert_eq!(
+            texts(writes),
+            [("s1".into(), "green".into()), ("s2".into(), "grey".into())]
+        );
+    }
+
+    #[test]
+    fn a_retired_fact_no_longer_keeps_an_older_one_out() {
+        let pet = Uuid::new_v4();
+        let mut writes = FactWrites::new(vec![stored("s1", "pet", pet, 10)]);
+        writes.retire("s1", &[pet]);
+        assert!(writes.add("s1", &[keyed("pet", "a cat", 5)])[0].current);
+        // Retiring an id of another session does not free this session's key.
+        let other = Uuid::new_v4();
+        let mut writes = FactWrites::new(vec![stored("s1", "pet", other, 10)]);
+        writes.retire("s2", &[other]);
+        assert!(!writes.add("s1", &[keyed("pet", "a dog", 5)])[0].current);
+    }
+
+    #[test]
+    fn nul_never_reaches_postgres() {
+        let mut writes = FactWrites::default();
+        let stored = writes.add("s1", &[keyed("k\0ey", "a\0b", 1)]);
+        assert_eq!(stored[0].key.as_deref(), Some("k\u{fffd}ey"));
+        assert_eq!(texts(writes), [("s1".into(), "a\u{fffd}b".into())]);
+    }
 }

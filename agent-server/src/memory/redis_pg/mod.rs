@@ -7,28 +7,40 @@
 //! if either cannot be reached. A server that starts with an unmigrated or unreachable database
 //! would only fail every request later; failing at start-up makes a misconfiguration obvious, and
 //! orchestrators (compose `depends_on: service_healthy`, Kubernetes restarts) already handle "not up
-//! yet". After start-up nothing is fatal: the pools reconnect by themselves, each operation reports
-//! the dependency that is down, and `health()` says which one for `/readyz`.
+//! yet". After start-up nothing is fatal: the Postgres pool and the Redis connection reconnect by
+//! themselves, each operation reports the dependency that is down, and `health()` says which one
+//! for `/readyz`.
+//!
+//! # Group commit
+//! Turn commits and injects are not written one by one: `committer.rs` queues them and writes
+//! every job waiting as one batch, in one Postgres transaction and one Redis MULTI/EXEC, with
+//! the outcome of each job as if the batch's jobs had been written one after the other in queue
+//! order (a turn of a reset session is refused alone; supersession by key is resolved across the
+//! batch by `longterm::FactWrites`). A batch that fails for any reason but an outage is written
+//! again job by job, so one bad turn fails only itself.
 //!
 //! # Atomicity across the two stores
-//! A turn is written as: begin Postgres transaction → lock the session row and check the epoch →
-//! write facts and retirements → Redis MULTI/EXEC of the working items → COMMIT. Postgres goes
-//! first because it is the only side that can hold a write open and undo it: when Redis fails,
-//! the transaction is rolled back and nothing was stored anywhere. The only window left is a COMMIT
-//! that fails after Redis applied the items. A COMMIT the server refused rolled back: the items are
-//! removed again (the compensation). A COMMIT whose answer was lost is looked up with
-//! `txid_status` on a fresh connection: committed means success; aborted, or no answer, means
-//! compensation and an error. What remains possible, and is logged at error level:
-//! - Postgres becomes unreachable right after receiving a COMMIT it then applies: the turn's facts
-//!   are stored, its working items were removed, and the caller got an error;
+//! A batch is written as: begin Postgres transaction → lock the session rows (in sorted order, so
+//! concurrent batches never deadlock) and check each turn's epoch → write facts and retirements
+//! → Redis MULTI/EXEC of the turns' working items → COMMIT. Postgres goes first because it is the
+//! only side that can hold a write open and undo it: when Redis fails, the transaction is rolled
+//! back and nothing was stored anywhere. The only window left is a COMMIT that fails after Redis
+//! applied the items. A COMMIT the server refused rolled back: the items are removed again (the
+//! compensation). A COMMIT whose answer was lost is looked up with `txid_status` on a fresh
+//! connection: committed means success; aborted, or no answer, means compensation and an error.
+//! What remains possible, and is logged at error level:
+//! - Postgres becomes unreachable right after receiving a COMMIT it then applies: the batch's facts
+//!   are stored, its working items were removed, and the callers got an error;
 //! - Redis fails during the compensation (or applies an EXEC whose answer timed out only after the
-//!   compensation ran): the items of a rolled-back turn stay in working memory until they age out.
+//!   compensation ran): the items of a rolled-back batch stay in working memory until they age
+//!   out. All Redis operations share one connection, so a compensation sent after a timed-out
+//!   EXEC reaches Redis after it.
 //!
-//! The whole sequence runs in a spawned task, so a caller that stops waiting (a client that hung
-//! up) cannot cut it between EXEC and COMMIT.
+//! A batch runs in a task of its own, so a caller that stops waiting (a client that hung up)
+//! cannot cut it between EXEC and COMMIT.
 //!
 //! # Resets racing turns
-//! A turn holds the session row lock from its epoch check to its COMMIT, Redis write included. A
+//! A batch holds its session rows' locks from its epoch checks to its COMMIT, Redis write included. A
 //! reset takes the same lock, bumps the epoch, deletes the facts, deletes the Redis key, and only
 //! then commits. So a turn either finishes entirely before the reset (and the reset removes it), or
 //! runs after it and sees the new epoch (and is refused with [`MemoryError::SessionReset`] when it
@@ -43,9 +55,11 @@
 //! EXEC or COMMIT goes unanswered takes up to two or three times the timeout; a dependency that
 //! refuses connections fails an operation at once.
 
+mod committer;
 mod longterm;
 mod working;
 
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -61,6 +75,7 @@ use super::{
     MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
     ResetCounts, Snapshot, StoredFact, TurnWrite, ranking,
 };
+use committer::{Committer, Job};
 use working::Working;
 
 const REDIS: &str = working::DEPENDENCY;
@@ -81,7 +96,6 @@ pub struct RedisPostgresConfig {
     pub timeout: Duration,
     /// Budget of start-up (connecting, waiting for another server's migration, migrating).
     pub startup_timeout: Duration,
-    pub redis_pool_size: usize,
     pub postgres_pool_size: usize,
     /// Real-clock lifetime of a session's Redis key after its last write. `None`: the working-memory
     /// TTL, which is an upper bound when the session clock follows the real clock.
@@ -108,7 +122,6 @@ impl Default for RedisPostgresConfig {
             key_prefix: "agentwall".to_owned(),
             timeout: Duration::from_secs(2),
             startup_timeout: Duration::from_secs(30),
-            redis_pool_size: 16,
             postgres_pool_size: 16,
             redis_key_ttl: None,
         }
@@ -124,7 +137,6 @@ impl fmt::Debug for RedisPostgresConfig {
             .field("key_prefix", &self.key_prefix)
             .field("timeout", &self.timeout)
             .field("startup_timeout", &self.startup_timeout)
-            .field("redis_pool_size", &self.redis_pool_size)
             .field("postgres_pool_size", &self.postgres_pool_size)
             .field("redis_key_ttl", &self.redis_key_ttl)
             .finish()
@@ -135,6 +147,8 @@ impl fmt::Debug for RedisPostgresConfig {
 #[derive(Clone)]
 pub struct RedisPostgresStore {
     inner: Arc<Inner>,
+    /// Turn commits and injects go through the group commit (`committer.rs`).
+    committer: Committer,
 }
 
 struct Inner {
@@ -162,7 +176,6 @@ impl RedisPostgresStore {
     ) -> Result<Self, MemoryError> {
         let working = Working::new(
             &config.redis_url,
-            config.redis_pool_size,
             config.timeout,
             &config.key_prefix,
             &memory,
@@ -190,13 +203,15 @@ impl RedisPostgresStore {
         migrated.map_err(|e| at(&config.database_url, e))?;
         pinged.map_err(|e| at(&config.redis_url, e))?;
         tracing::info!(config = ?config, "redis+postgres memory ready");
+        let inner = Arc::new(Inner {
+            memory,
+            timeout: config.timeout,
+            working,
+            pg,
+        });
         Ok(Self {
-            inner: Arc::new(Inner {
-                memory,
-                timeout: config.timeout,
-                working,
-                pg,
-            }),
+            committer: Committer::spawn(inner.clone()),
+            inner,
         })
     }
 
@@ -271,72 +286,145 @@ impl Inner {
         }
     }
 
-    async fn commit(
-        self: Arc<Self>,
-        session: SessionId,
-        turn: TurnWrite,
-    ) -> Result<Vec<StoredFact>, MemoryError> {
+    /// Writes a batch of jobs (see `committer.rs`) and answers each. When the batch fails as a
+    /// whole for a reason other than an outage (a statement or the COMMIT refused, say by a
+    /// constraint one turn broke), each job is written again alone, so one bad turn fails only
+    /// itself; an outage fails them all at once rather than multiplying the timeouts.
+    async fn commit_batch(self: Arc<Self>, jobs: Vec<Job>) {
+        let turns: Vec<(&SessionId, &TurnWrite)> =
+            jobs.iter().map(|job| (&job.session, &job.turn)).collect();
+        let outcomes = match self.write_batch(&turns).await {
+            Ok(outcomes) => outcomes,
+            Err(e) if turns.len() > 1 && !matches!(e, MemoryError::Unavailable { .. }) => {
+                tracing::warn!(error = %e, turns = turns.len(), "a batch of memory writes failed; writing its turns one by one");
+                let mut outcomes = Vec::with_capacity(turns.len());
+                for turn in &turns {
+                    let alone = self.write_batch(std::slice::from_ref(turn)).await;
+                    outcomes.push(alone.and_then(|mut o| {
+                        o.pop().unwrap_or(Err(MemoryError::Backend {
+                            dependency: "redis+postgres",
+                            reason: "a batch of one write gave no outcome".to_owned(),
+                        }))
+                    }));
+                }
+                outcomes
+            }
+            Err(e) => vec![Err(e); turns.len()],
+        };
+        for (job, outcome) in jobs.into_iter().zip(outcomes) {
+            // A waiter that stopped waiting no longer needs the answer.
+            let _ = job.reply.send(outcome);
+        }
+    }
+
+    /// One outcome per turn, in order, or the error that failed the whole batch (nothing of it was
+    /// stored).
+    async fn write_batch(
+        &self,
+        turns: &[(&SessionId, &TurnWrite)],
+    ) -> Result<Vec<Result<Vec<StoredFact>, MemoryError>>, MemoryError> {
         let deadline = Deadline::new(self.timeout);
         let mut client = self.pg_client(deadline).await?;
-        let result = self
-            .commit_with(&mut client, deadline, &session, turn)
-            .await;
+        let result = self.write_batch_with(&mut client, deadline, turns).await;
         Self::release(client, &result);
         result
     }
 
-    /// The turn sequence described in the module documentation.
-    async fn commit_with(
+    /// The sequence described in the module documentation, for a batch of turns.
+    async fn write_batch_with(
         &self,
         client: &mut deadpool_postgres::Object,
         deadline: Deadline,
-        session: &SessionId,
-        turn: TurnWrite,
-    ) -> Result<Vec<StoredFact>, MemoryError> {
+        turns: &[(&SessionId, &TurnWrite)],
+    ) -> Result<Vec<Result<Vec<StoredFact>, MemoryError>>, MemoryError> {
         let tx = deadline
             .run(POSTGRES, async {
                 client.transaction().await.map_err(longterm::pg_error)
             })
             .await?;
-        let lock = deadline
-            .run(POSTGRES, longterm::lock_session(&tx, session))
-            .await?;
-        if turn.expected_epoch.is_some_and(|e| e != lock.epoch) {
-            // Dropping `tx` rolls back; nothing was written.
-            return Err(MemoryError::SessionReset);
+        let mut counts: BTreeMap<&str, i64> = BTreeMap::new();
+        for (session, _) in turns {
+            *counts.entry(session.as_str()).or_default() += 1;
         }
-        let stored = deadline
-            .run(POSTGRES, longterm::write_facts(&tx, session, turn.facts))
-            .await?;
-        deadline
-            .run(POSTGRES, longterm::retire(&tx, session, &turn.retire))
+        let locks = deadline
+            .run(POSTGRES, longterm::lock_sessions(&tx, &counts))
             .await?;
 
-        let written = if turn.items.is_empty() {
-            None
-        } else {
-            let written = self.working.batch(session, lock.turn_seq, &turn.items)?;
-            if let Err(e) = deadline.run(REDIS, self.working.append(&written)).await {
-                // An unanswered EXEC may still have been applied: undo it before rolling back.
-                if matches!(e, MemoryError::Unavailable { .. }) {
-                    self.compensate(session, &written).await;
-                }
-                return Err(e);
+        // Each turn's number, in queue order, or `None` when its session was reset since it read
+        // its context. A rejected turn's number is simply never used.
+        let mut next_seq: HashMap<&str, u64> = HashMap::new();
+        let mut accepted: Vec<Option<u64>> = Vec::with_capacity(turns.len());
+        for (session, turn) in turns {
+            let lock =
+                locks
+                    .sessions
+                    .get(session.as_str())
+                    .ok_or_else(|| MemoryError::Corrupt {
+                        dependency: POSTGRES,
+                        reason: format!("session {session} was not locked"),
+                    })?;
+            let seq = next_seq
+                .entry(session.as_str())
+                .or_insert(lock.first_turn_seq);
+            let fresh = turn.expected_epoch.is_none_or(|e| e == lock.epoch);
+            accepted.push(fresh.then_some(*seq));
+            *seq += 1;
+        }
+
+        let keys: Vec<(&str, &str)> = turns
+            .iter()
+            .zip(&accepted)
+            .filter(|(_, seq)| seq.is_some())
+            .flat_map(|((session, turn), _)| {
+                turn.facts
+                    .iter()
+                    .filter_map(|f| f.key.as_deref())
+                    .map(|key| (session.as_str(), key))
+            })
+            .collect();
+        let stored = deadline
+            .run(POSTGRES, longterm::current_keyed(&tx, &keys))
+            .await?;
+        let mut facts = longterm::FactWrites::new(stored);
+        let mut outcomes = Vec::with_capacity(turns.len());
+        let mut written = Vec::new();
+        for ((session, turn), seq) in turns.iter().zip(&accepted) {
+            let Some(seq) = *seq else {
+                // Nothing of it is written.
+                outcomes.push(Err(MemoryError::SessionReset));
+                continue;
+            };
+            outcomes.push(Ok(facts.add(session.as_str(), &turn.facts)));
+            facts.retire(session.as_str(), &turn.retire);
+            if !turn.items.is_empty() {
+                written.push(self.working.batch(session, seq, &turn.items)?);
             }
-            Some(written)
-        };
+        }
+        deadline
+            .run(POSTGRES, longterm::apply_fact_writes(&tx, facts))
+            .await?;
+
+        if !written.is_empty()
+            && let Err(e) = deadline.run(REDIS, self.working.append(&written)).await
+        {
+            // An unanswered EXEC may still have been applied: undo it before rolling back.
+            if matches!(e, MemoryError::Unavailable { .. }) {
+                self.compensate(&written).await;
+            }
+            return Err(e);
+        }
 
         let committed = match tokio::time::timeout_at(deadline.at, tx.commit()).await {
-            Ok(Ok(())) => return Ok(stored),
+            Ok(Ok(())) => return Ok(outcomes),
             // The server answered the COMMIT with an error: it rolled back.
             Ok(Err(e)) if e.as_db_error().is_some() => {
                 let e = longterm::pg_error(e);
                 (Some(false), e)
             }
             // The answer was lost: ask the server what became of the transaction.
-            Ok(Err(e)) => (self.commit_outcome(lock.xid).await, longterm::pg_error(e)),
+            Ok(Err(e)) => (self.commit_outcome(locks.xid).await, longterm::pg_error(e)),
             Err(_) => (
-                self.commit_outcome(lock.xid).await,
+                self.commit_outcome(locks.xid).await,
                 MemoryError::Unavailable {
                     dependency: POSTGRES,
                     reason: format!("no answer to COMMIT within {:?}", deadline.budget),
@@ -344,11 +432,9 @@ impl Inner {
             ),
         };
         match committed {
-            (Some(true), _) => Ok(stored),
+            (Some(true), _) => Ok(outcomes),
             (_, e) => {
-                if let Some(written) = &written {
-                    self.compensate(session, written).await;
-                }
+                self.compensate(&written).await;
                 Err(e)
             }
         }
@@ -372,14 +458,14 @@ impl Inner {
         }
     }
 
-    /// Removes a turn's working items after its Postgres transaction failed.
-    async fn compensate(&self, session: &SessionId, written: &working::Written) {
+    /// Removes a batch's working items after its Postgres transaction failed.
+    async fn compensate(&self, written: &[working::Written]) {
         let deadline = Deadline::new(self.timeout);
         if let Err(e) = deadline.run(REDIS, self.working.remove(written)).await {
             tracing::error!(
-                session = %session,
+                turns = written.len(),
                 error = %e,
-                "a failed turn's working-memory items may remain in redis"
+                "the working-memory items of failed turns may remain in redis"
             );
         }
     }
@@ -490,9 +576,7 @@ impl MemoryStore for RedisPostgresStore {
         session: &SessionId,
         turn: TurnWrite,
     ) -> Result<Vec<StoredFact>, MemoryError> {
-        let session = session.clone();
-        self.detached(move |inner| inner.commit(session, turn))
-            .await
+        self.committer.submit(session.clone(), turn).await
     }
 
     async fn inject(
@@ -500,13 +584,11 @@ impl MemoryStore for RedisPostgresStore {
         session: &SessionId,
         facts: Vec<NewFact>,
     ) -> Result<Vec<StoredFact>, MemoryError> {
-        let session = session.clone();
         let turn = TurnWrite {
             facts,
             ..TurnWrite::default()
         };
-        self.detached(move |inner| inner.commit(session, turn))
-            .await
+        self.committer.submit(session.clone(), turn).await
     }
 
     async fn reset(&self, session: &SessionId) -> Result<ResetCounts, MemoryError> {

@@ -18,9 +18,9 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use deadpool_redis::redis::{self, AsyncCommands};
-use deadpool_redis::{Manager, Pool, Runtime};
 use protocol::SessionId;
+use redis::AsyncCommands;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use crate::memory::{MemoryConfig, MemoryError, WorkingItem};
 
@@ -30,7 +30,10 @@ pub(super) const DEPENDENCY: &str = "redis";
 const ORDER_PREFIX: usize = 20;
 
 pub(super) struct Working {
-    pool: Pool,
+    /// One multiplexed connection that every operation shares (Redis runs one command at a time
+    /// anyway, and pipelining requests over one socket costs less than a pool's checkout, which
+    /// deadpool-redis verified with a PING round trip every time). It reconnects by itself.
+    conn: ConnectionManager,
     prefix: String,
     capacity: usize,
     /// Seconds of the real `EXPIRE` set on every write.
@@ -45,42 +48,41 @@ pub(super) struct Written {
 }
 
 impl Working {
-    /// Builds the pool. Nothing connects here; deadpool connects on first use and verifies each
-    /// pooled connection (PING) before handing it out, dropping dead ones, so the store recovers by
-    /// itself when Redis comes back.
+    /// Nothing connects here: the connection is made on first use, and remade after it breaks
+    /// (a request that finds it broken fails as unavailable and starts the reconnection), which is
+    /// what makes the store recover by itself when Redis comes back. Operations issued in order on
+    /// it reach Redis in that order, so a compensation always lands after the write it undoes.
     pub(super) fn new(
         url: &str,
-        pool_size: usize,
         timeout: Duration,
         prefix: &str,
         config: &MemoryConfig,
         key_ttl: Duration,
     ) -> Result<Self, MemoryError> {
-        let connection = redis::AsyncConnectionConfig::new()
+        let client = redis::Client::open(url).map_err(|e| MemoryError::Backend {
+            dependency: DEPENDENCY,
+            reason: format!("the Redis URL is invalid: {e}"),
+        })?;
+        // Few, quick reconnection attempts: each operation has its own deadline anyway, and a
+        // failed attempt is retried by the next operation.
+        let manager = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout));
-        let manager =
-            Manager::new_with_config(url, connection).map_err(|e| MemoryError::Backend {
+            .set_response_timeout(Some(timeout))
+            .set_number_of_retries(2)
+            .set_min_delay(Duration::from_millis(20))
+            .set_max_delay(timeout);
+        let conn = ConnectionManager::new_lazy_with_config(client, manager).map_err(|e| {
+            MemoryError::Backend {
                 dependency: DEPENDENCY,
-                reason: format!("the Redis URL is invalid: {e}"),
-            })?;
-        let pool = Pool::builder(manager)
-            .max_size(pool_size.max(1))
-            .runtime(Runtime::Tokio1)
-            .wait_timeout(Some(timeout))
-            .create_timeout(Some(timeout))
-            .recycle_timeout(Some(timeout))
-            .build()
-            .map_err(|e| MemoryError::Backend {
-                dependency: DEPENDENCY,
-                reason: format!("cannot build the connection pool: {e}"),
-            })?;
+                reason: format!("cannot set up the Redis connection: {e}"),
+            }
+        })?;
         let key_ttl_secs = i64::try_from(key_ttl.as_secs())
             .unwrap_or(i64::MAX)
             .saturating_add(i64::from(key_ttl.subsec_nanos() > 0))
             .max(1);
         Ok(Self {
-            pool,
+            conn,
             prefix: prefix.to_owned(),
             capacity: config.working_capacity,
             key_ttl_secs,
@@ -92,14 +94,9 @@ impl Working {
         format!("{}:s:{}:wm", self.prefix, session)
     }
 
-    async fn conn(&self) -> Result<deadpool_redis::Connection, MemoryError> {
-        self.pool.get().await.map_err(|e| match e {
-            deadpool_redis::PoolError::Backend(e) => redis_error(e),
-            other => MemoryError::Unavailable {
-                dependency: DEPENDENCY,
-                reason: format!("no connection: {other}"),
-            },
-        })
+    /// A handle on the shared connection (a cheap clone).
+    fn conn(&self) -> ConnectionManager {
+        self.conn.clone()
     }
 
     /// Live items at `now`, oldest first: one round trip.
@@ -112,7 +109,7 @@ impl Working {
         if self.capacity == 0 {
             return Ok(Vec::new());
         }
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn();
         let newest = -isize::try_from(self.capacity).unwrap_or(isize::MAX);
         let members: Vec<String> = conn
             .zrange(self.key(session), newest, -1)
@@ -149,47 +146,50 @@ impl Working {
         })
     }
 
-    /// Appends one turn's items atomically, in one round trip (MULTI/EXEC): trim to capacity, add,
-    /// refresh the real TTL.
-    pub(super) async fn append(&self, written: &Written) -> Result<(), MemoryError> {
-        let key = &written.key;
+    /// Appends the items of a batch of turns atomically, in one round trip (MULTI/EXEC): for each
+    /// turn in order, trim to capacity, add, refresh the real TTL. In order, so a session with two
+    /// turns in the batch ends as if they had been written one after the other.
+    pub(super) async fn append(&self, batch: &[Written]) -> Result<(), MemoryError> {
         let mut pipe = redis::pipe();
         pipe.atomic();
         let keep = isize::try_from(self.capacity).unwrap_or(isize::MAX);
-        pipe.zremrangebyrank(key, 0, -keep - 1).ignore();
-        for (member, score) in &written.members {
-            pipe.zadd(key, member, *score).ignore();
+        for written in batch {
+            let key = &written.key;
+            pipe.zremrangebyrank(key, 0, -keep - 1).ignore();
+            for (member, score) in &written.members {
+                pipe.zadd(key, member, *score).ignore();
+            }
+            pipe.expire(key, self.key_ttl_secs).ignore();
         }
-        pipe.expire(key, self.key_ttl_secs).ignore();
-        let mut conn = self.conn().await?;
-        pipe.query_async::<()>(&mut *conn)
-            .await
-            .map_err(redis_error)
+        let mut conn = self.conn();
+        pipe.query_async::<()>(&mut conn).await.map_err(redis_error)
     }
 
-    /// Undoes [`Working::append`]: removes exactly the members it added.
-    pub(super) async fn remove(&self, written: &Written) -> Result<(), MemoryError> {
-        if written.members.is_empty() {
+    /// Undoes [`Working::append`]: removes exactly the members it added, in one round trip.
+    pub(super) async fn remove(&self, batch: &[Written]) -> Result<(), MemoryError> {
+        if batch.iter().all(|w| w.members.is_empty()) {
             return Ok(());
         }
-        let mut conn = self.conn().await?;
-        let members: Vec<&str> = written.members.iter().map(|(m, _)| m.as_str()).collect();
-        conn.zrem::<_, _, ()>(&written.key, members)
-            .await
-            .map_err(redis_error)
+        let mut pipe = redis::pipe();
+        for written in batch.iter().filter(|w| !w.members.is_empty()) {
+            let members: Vec<&str> = written.members.iter().map(|(m, _)| m.as_str()).collect();
+            pipe.zrem(&written.key, members).ignore();
+        }
+        let mut conn = self.conn();
+        pipe.query_async::<()>(&mut conn).await.map_err(redis_error)
     }
 
     /// Deletes the session's working memory; returns how many items it held (at most the capacity:
     /// members beyond it are already out of working memory and kept only for compensation).
     pub(super) async fn clear(&self, session: &SessionId) -> Result<u64, MemoryError> {
         let key = self.key(session);
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn();
         let (count,): (u64,) = redis::pipe()
             .atomic()
             .zcard(&key)
             .del(&key)
             .ignore()
-            .query_async(&mut *conn)
+            .query_async(&mut conn)
             .await
             .map_err(redis_error)?;
         Ok(count.min(u64::try_from(self.capacity).unwrap_or(u64::MAX)))
@@ -197,9 +197,9 @@ impl Working {
 
     /// A liveness probe for `/readyz`.
     pub(super) async fn ping(&self) -> Result<(), MemoryError> {
-        let mut conn = self.conn().await?;
+        let mut conn = self.conn();
         redis::cmd("PING")
-            .query_async::<String>(&mut *conn)
+            .query_async::<String>(&mut conn)
             .await
             .map(drop)
             .map_err(redis_error)
