@@ -149,20 +149,31 @@ fn start(binary: &std::path::Path, args: &[String]) -> Server {
     panic!("agent-server did not start");
 }
 
-/// Sum and count of each memory operation's latency histogram, from `/metrics`.
+/// Sum and count of each memory operation's latency histogram (keyed `operation:NAME`) and of
+/// each dependency's step histogram (`dependency:NAME`), from `/metrics`.
 async fn memory_timings(client: &awc::Client, url: &str) -> BTreeMap<String, (f64, f64)> {
     let mut out = BTreeMap::new();
     let Ok(mut response) = client.get(format!("{url}/metrics")).send().await else {
         return out;
     };
     let body = response.body().limit(8 << 20).await.unwrap_or_default();
+    let histograms = [
+        ("agentwall_memory_operation_duration_seconds_", "operation"),
+        (
+            "agentwall_memory_dependency_duration_seconds_",
+            "dependency",
+        ),
+    ];
     for line in String::from_utf8_lossy(&body).lines() {
-        let Some(rest) = line.strip_prefix("agentwall_memory_operation_duration_seconds_") else {
+        let Some((rest, label)) = histograms
+            .iter()
+            .find_map(|(prefix, label)| line.strip_prefix(prefix).map(|rest| (rest, *label)))
+        else {
             continue;
         };
         let (kind, rest) = rest.split_once('{').unwrap_or(("", ""));
-        let Some(op) = rest
-            .split("operation=\"")
+        let Some(name) = rest
+            .split(&format!("{label}=\""))
             .nth(1)
             .and_then(|r| r.split('"').next())
         else {
@@ -173,7 +184,7 @@ async fn memory_timings(client: &awc::Client, url: &str) -> BTreeMap<String, (f6
             .next()
             .and_then(|v| v.parse().ok())
             .unwrap_or(0.0);
-        let entry = out.entry(op.to_owned()).or_insert((0.0, 0.0));
+        let entry = out.entry(format!("{label}:{name}")).or_insert((0.0, 0.0));
         match kind {
             "sum" => entry.0 += value,
             "count" => entry.1 += value,
@@ -263,12 +274,20 @@ fn run(url: &str, concurrency: usize, seconds: u64, tag: &str) -> Measured {
         let h = histogram.borrow();
         let turns = h.len() as f64;
         let before = before.borrow().clone().unwrap_or_default();
+        // Operations: mean ms per operation. Dependencies: ms per measured turn (a group
+        // commit's step serves many turns and is counted once).
         let memory_ms_per_turn = after
             .iter()
-            .map(|(op, (sum, count))| {
-                let (s0, c0) = before.get(op).copied().unwrap_or((0.0, 0.0));
-                let per_op = if count - c0 > 0.0 { (sum - s0) / (count - c0) * 1000.0 } else { 0.0 };
-                (op.clone(), per_op)
+            .map(|(key, (sum, count))| {
+                let (s0, c0) = before.get(key).copied().unwrap_or((0.0, 0.0));
+                let per = if key.starts_with("dependency:") {
+                    if turns > 0.0 { (sum - s0) / turns * 1000.0 } else { 0.0 }
+                } else if count - c0 > 0.0 {
+                    (sum - s0) / (count - c0) * 1000.0
+                } else {
+                    0.0
+                };
+                (key.clone(), per)
             })
             .collect();
         Measured {
@@ -362,11 +381,11 @@ fn main() {
         }
     }
     println!(
-        "agent-server release, builtin model, {} s per run after 1 s warm-up; memory ms are server-side means per operation",
+        "agent-server release, builtin model, {} s per run after 1 s warm-up; recall/commit ms are server-side means per operation; pg/redis ms/t: time in steps against each dependency per turn (a group commit's steps once per batch)",
         o.seconds
     );
     println!(
-        "{:<16} {:>5} {:>10} {:>9} {:>9} {:>7} {:>11} {:>11} {:>8}",
+        "{:<16} {:>5} {:>10} {:>9} {:>9} {:>7} {:>11} {:>11} {:>8} {:>9} {:>9}",
         "backend",
         "conc",
         "turns/s",
@@ -375,7 +394,9 @@ fn main() {
         "errors",
         "recall ms",
         "commit ms",
-        "memory%"
+        "memory%",
+        "pg ms/t",
+        "redis ms/t"
     );
     // Rounds interleave the backends (and binaries), so that the machine's drift over the run
     // touches them alike; compare medians.
@@ -407,8 +428,9 @@ fn measure(o: &Options, name: &str, binary: &std::path::Path, args: &[String]) {
                     std::process::id()
                 ),
             );
-            let recall = m.memory_ms_per_turn.get("recall").copied().unwrap_or(0.0);
-            let commit = m.memory_ms_per_turn.get("commit").copied().unwrap_or(0.0);
+            let get = |key: &str| m.memory_ms_per_turn.get(key).copied().unwrap_or(0.0);
+            let (recall, commit) = (get("operation:recall"), get("operation:commit"));
+            let (postgres, redis) = (get("dependency:postgres"), get("dependency:redis"));
             // Share of the mean turn latency spent in memory work, with Little's law giving the mean
             // latency from throughput and concurrency (the HDR histogram gives the quantiles).
             let mean_ms = if m.turns_per_second > 0.0 {
@@ -422,7 +444,7 @@ fn measure(o: &Options, name: &str, binary: &std::path::Path, args: &[String]) {
                 0.0
             };
             println!(
-                "{name:<16} {c:>5} {:>10.0} {:>9.2} {:>9.2} {:>7} {recall:>11.3} {commit:>11.3} {share:>7.0}%",
+                "{name:<16} {c:>5} {:>10.0} {:>9.2} {:>9.2} {:>7} {recall:>11.3} {commit:>11.3} {share:>7.0}% {postgres:>9.3} {redis:>9.3}",
                 m.turns_per_second, m.p50_ms, m.p99_ms, m.errors
             );
         }

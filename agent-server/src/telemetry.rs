@@ -147,6 +147,10 @@ pub struct Metrics {
     pub http_in_flight: IntGauge,
     /// Memory operations (`recall`, `commit`), by backend and outcome.
     pub memory_duration: HistogramVec,
+    /// Each step a memory backend takes against an external dependency (`redis`, `postgres`), by
+    /// dependency and outcome: where a turn's memory time goes. A group commit's steps serve all
+    /// its turns, and are counted once.
+    pub dependency_duration: HistogramVec,
     /// Upstream model calls, by mode (`json`, `stream`) and outcome (`ok` or the error kind);
     /// for streams, until the last chunk.
     pub upstream_duration: HistogramVec,
@@ -186,6 +190,11 @@ impl Metrics {
             "Latency of memory operations (recall, commit), by backend and outcome.",
             &["operation", "backend", "outcome"],
         );
+        let dependency_duration = histogram(
+            "memory_dependency_duration_seconds",
+            "Latency of each memory step against an external dependency (redis, postgres), by dependency and outcome.",
+            &["dependency", "outcome"],
+        );
         let upstream_duration = histogram(
             "upstream_request_duration_seconds",
             "Latency of upstream model calls (streams: until the last chunk), by mode and outcome.",
@@ -214,6 +223,7 @@ impl Metrics {
             http_duration,
             http_in_flight,
             memory_duration,
+            dependency_duration,
             upstream_duration,
         }
     }

@@ -249,19 +249,27 @@ impl Deadline {
     }
 
     /// Runs one step; past the deadline the step is dropped and `dependency` reported unavailable.
+    /// Its time goes into `agentwall_memory_dependency_duration_seconds`.
     async fn run<T>(
         self,
         dependency: &'static str,
         step: impl Future<Output = Result<T, MemoryError>>,
     ) -> Result<T, MemoryError> {
-        tokio::time::timeout_at(self.at, step)
+        let started = std::time::Instant::now();
+        let result = tokio::time::timeout_at(self.at, step)
             .await
             .unwrap_or_else(|_| {
                 Err(MemoryError::Unavailable {
                     dependency,
                     reason: format!("no answer within {:?}", self.budget),
                 })
-            })
+            });
+        let outcome = if result.is_ok() { "ok" } else { "error" };
+        crate::telemetry::metrics()
+            .dependency_duration
+            .with_label_values(&[dependency, outcome])
+            .observe(started.elapsed().as_secs_f64());
+        result
     }
 }
 
