@@ -110,7 +110,9 @@ def memory_ms(rep, name="a-agent-judge"):
     return result
 
 
-print(f"bench-load run {os.path.basename(out)}; medians over {len(repeats('a-bare-judge'))} repeats")
+# Every part runs the same number of repeats; count them on whichever parts ran.
+ran = {int(m.group(1)) for p in os.listdir(out) if (m := re.match(r".+-(\d+)\.(?:cpu|log)$", p))}
+print(f"bench-load run {os.path.basename(out)}; medians over {len(ran)} repeats")
 print(f"{'measurement':<44} {'req/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'client µs':>10} {'errors':>7} saturated")
 bare = judge_row("(a) bare actix-web, judge, c=64", "a-bare-judge")
 agent = judge_row("(a) agent-server, judge, c=64", "a-agent-judge")
@@ -146,8 +148,9 @@ if h_bare and h_agent:
 judge_row("(h) bare actix-web, judge, stream, c=64", "h-bare-stream-judge")
 judge_row("(h) agent-server, judge, stream, c=64", "h-agent-stream-judge")
 
-print("(c) generators against the bare server, streaming, 16 prompt / 16 output tokens")
 step = judge_step("c-judge")
+if step or os.path.exists(os.path.join(out, "c-guidellm.json")):
+    print("(c) generators against the bare server, streaming, 16 prompt / 16 output tokens")
 judge_cpu = cpu_seconds("c-judge")
 if step:
     made = step["client"]["requests_including_warmup"]
