@@ -462,11 +462,14 @@ async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
     let rows = db
         .client()
         .await
-        .query("SELECT version FROM agentwall_schema_migrations", &[])
+        .query(
+            "SELECT version FROM agentwall_schema_migrations ORDER BY version",
+            &[],
+        )
         .await
         .unwrap();
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
-    assert_eq!(versions, [1], "each migration recorded exactly once");
+    assert_eq!(versions, [1, 2], "each migration recorded exactly once");
 }
 
 #[tokio::test]

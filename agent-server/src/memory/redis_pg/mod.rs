@@ -12,7 +12,7 @@
 //! for `/readyz`.
 //!
 //! # Group commit
-//! Turn commits and injects are not written one by one: `committer.rs` queues them and writes
+//! Turn commits and injects are not written one by one: a `batcher.rs` queue collects them and writes
 //! every job waiting as one batch, in one Postgres transaction and one Redis MULTI/EXEC, with
 //! the outcome of each job as if the batch's jobs had been written one after the other in queue
 //! order (a turn of a reset session is refused alone; supersession by key is resolved across the
@@ -55,7 +55,7 @@
 //! EXEC or COMMIT goes unanswered takes up to two or three times the timeout; a dependency that
 //! refuses connections fails an operation at once.
 
-mod committer;
+mod batcher;
 mod longterm;
 mod working;
 
@@ -75,10 +75,19 @@ use super::{
     MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
     ResetCounts, Snapshot, StoredFact, TurnWrite, ranking,
 };
-use committer::{Committer, Job};
+use batcher::{Batcher, Job};
+use longterm::{RecallRead, RecallRows};
 use working::Working;
 
 const REDIS: &str = working::DEPENDENCY;
+
+/// Group-commit batches written at the same time. More than one keeps Postgres and Redis busy
+/// while a batch waits for a round trip; each batch takes its sessions' row locks in the same
+/// (sorted) order, so concurrent batches never deadlock.
+const COMMITS_IN_FLIGHT: usize = 2;
+/// Recall statements running at the same time: one per core of a small database server keeps it
+/// busy without splitting batches further.
+const RECALLS_IN_FLIGHT: usize = 2;
 const POSTGRES: &str = longterm::DEPENDENCY;
 
 /// How to reach the two services.
@@ -147,8 +156,10 @@ impl fmt::Debug for RedisPostgresConfig {
 #[derive(Clone)]
 pub struct RedisPostgresStore {
     inner: Arc<Inner>,
-    /// Turn commits and injects go through the group commit (`committer.rs`).
-    committer: Committer,
+    /// Turn commits and injects go through the group commit.
+    commits: Batcher<(SessionId, TurnWrite), Vec<StoredFact>>,
+    /// Recalls' Postgres reads are batched too: one statement for every recall waiting.
+    recalls: Batcher<RecallRead, RecallRows>,
 }
 
 struct Inner {
@@ -210,7 +221,14 @@ impl RedisPostgresStore {
             pg,
         });
         Ok(Self {
-            committer: Committer::spawn(inner.clone()),
+            commits: Batcher::spawn("commit", COMMITS_IN_FLIGHT, {
+                let inner = inner.clone();
+                move |jobs| inner.clone().commit_batch(jobs)
+            }),
+            recalls: Batcher::spawn("recall", RECALLS_IN_FLIGHT, {
+                let inner = inner.clone();
+                move |jobs| inner.clone().recall_batch(jobs)
+            }),
             inner,
         })
     }
@@ -294,13 +312,18 @@ impl Inner {
         }
     }
 
-    /// Writes a batch of jobs (see `committer.rs`) and answers each. When the batch fails as a
+    /// Writes a batch of jobs (see `batcher.rs`) and answers each. When the batch fails as a
     /// whole for a reason other than an outage (a statement or the COMMIT refused, say by a
     /// constraint one turn broke), each job is written again alone, so one bad turn fails only
     /// itself; an outage fails them all at once rather than multiplying the timeouts.
-    async fn commit_batch(self: Arc<Self>, jobs: Vec<Job>) {
-        let turns: Vec<(&SessionId, &TurnWrite)> =
-            jobs.iter().map(|job| (&job.session, &job.turn)).collect();
+    async fn commit_batch(
+        self: Arc<Self>,
+        jobs: Vec<Job<(SessionId, TurnWrite), Vec<StoredFact>>>,
+    ) {
+        let turns: Vec<(&SessionId, &TurnWrite)> = jobs
+            .iter()
+            .map(|job| (&job.request.0, &job.request.1))
+            .collect();
         let outcomes = match self.write_batch(&turns).await {
             Ok(outcomes) => outcomes,
             Err(e) if turns.len() > 1 && !matches!(e, MemoryError::Unavailable { .. }) => {
@@ -320,8 +343,34 @@ impl Inner {
             Err(e) => vec![Err(e); turns.len()],
         };
         for (job, outcome) in jobs.into_iter().zip(outcomes) {
-            // A waiter that stopped waiting no longer needs the answer.
-            let _ = job.reply.send(outcome);
+            job.answer(outcome);
+        }
+    }
+
+    /// Reads a batch of recalls from Postgres in one statement and answers each; a failure fails
+    /// them all (one statement, one outcome).
+    async fn recall_batch(self: Arc<Self>, jobs: Vec<Job<RecallRead, RecallRows>>) {
+        let deadline = Deadline::new(self.timeout);
+        let reads: Vec<&RecallRead> = jobs.iter().map(|job| &job.request).collect();
+        let read = async {
+            let client = self.pg_client(deadline).await?;
+            let rows = deadline
+                .run(POSTGRES, longterm::recall(&client, &reads))
+                .await;
+            Inner::release(client, &rows);
+            rows
+        };
+        match read.await {
+            Ok(rows) => {
+                for (job, rows) in jobs.into_iter().zip(rows) {
+                    job.answer(Ok(rows));
+                }
+            }
+            Err(e) => {
+                for job in jobs {
+                    job.answer(Err(e.clone()));
+                }
+            }
         }
     }
 
@@ -541,16 +590,14 @@ impl MemoryStore for RedisPostgresStore {
         let tsquery = (!terms.is_empty() && query.limit > 0).then(|| terms.join(" | "));
         let pool_size = ranking::candidate_pool(query.limit);
 
-        // Postgres first: see "Resets racing turns" in the module documentation.
-        let client = inner.pg_client(deadline).await?;
-        let rows = deadline
-            .run(
-                POSTGRES,
-                longterm::recall(&client, session, tsquery.as_deref(), pool_size),
-            )
-            .await;
-        Inner::release(client, &rows);
-        let rows = rows?;
+        // Postgres first: see "Resets racing turns" in the module documentation. The read joins
+        // the recall batch; its own deadline starts when the batch does.
+        let read = RecallRead {
+            session: session.clone(),
+            tsquery,
+            pool_size,
+        };
+        let rows = self.recalls.submit(read).await?;
         let working = deadline
             .run(REDIS, inner.working.read(session, query.now, &inner.memory))
             .await?;
@@ -584,7 +631,7 @@ impl MemoryStore for RedisPostgresStore {
         session: &SessionId,
         turn: TurnWrite,
     ) -> Result<Vec<StoredFact>, MemoryError> {
-        self.committer.submit(session.clone(), turn).await
+        self.commits.submit((session.clone(), turn)).await
     }
 
     async fn inject(
@@ -596,7 +643,7 @@ impl MemoryStore for RedisPostgresStore {
             facts,
             ..TurnWrite::default()
         };
-        self.committer.submit(session.clone(), turn).await
+        self.commits.submit((session.clone(), turn)).await
     }
 
     async fn reset(&self, session: &SessionId) -> Result<ResetCounts, MemoryError> {
