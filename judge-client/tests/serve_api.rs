@@ -10,8 +10,6 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 
-use actix_web::dev::ServerHandle;
-use awc::Client;
 use futures_util::StreamExt;
 use judge_client::config::{HistoryMode, LtmConfig};
 use judge_client::run::{self, Silent};
@@ -20,12 +18,7 @@ use judge_client::suites::ltm::TestType;
 use judge_client::target::{Credentials, RetryPolicy, TargetSettings};
 use serde_json::{Value, json};
 
-struct Serve {
-    base: String,
-    handle: ServerHandle,
-    client: Client,
-    token: Option<String>,
-}
+use common::serve::Serve;
 
 async fn serve(runs: &Path, token: Option<&str>) -> Serve {
     let (server, addr) = bind(ServeConfig {
@@ -35,61 +28,7 @@ async fn serve(runs: &Path, token: Option<&str>) -> Serve {
         workers: 1,
     })
     .expect("binds on loopback");
-    let handle = server.handle();
-    actix_rt::spawn(server);
-    Serve {
-        base: format!("http://{addr}"),
-        handle,
-        client: Client::builder().timeout(Duration::from_secs(60)).finish(),
-        token: token.map(str::to_owned),
-    }
-}
-
-/// Status and body (as text) of one request.
-impl Serve {
-    async fn send(&self, method: &str, path: &str, body: Option<(&str, String)>) -> (u16, String) {
-        let url = format!("{}{path}", self.base);
-        let mut req = match method {
-            "GET" => self.client.get(&url),
-            "POST" => self.client.post(&url),
-            "DELETE" => self.client.delete(&url),
-            other => panic!("method {other}"),
-        };
-        if let Some(token) = &self.token {
-            req = req.bearer_auth(token);
-        }
-        let mut response = match body {
-            Some((content_type, text)) => req
-                .insert_header(("Content-Type", content_type))
-                .send_body(text)
-                .await
-                .expect("request"),
-            None => req.send().await.expect("request"),
-        };
-        let bytes = response.body().limit(16 << 20).await.expect("body");
-        (
-            response.status().as_u16(),
-            String::from_utf8_lossy(&bytes).into_owned(),
-        )
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        let (status, text) = self.send("GET", path, None).await;
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn post_json(&self, path: &str, body: &Value) -> (u16, Value) {
-        let (status, text) = self
-            .send("POST", path, Some(("application/json", body.to_string())))
-            .await;
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
+    Serve::spawn(server, addr, token)
 }
 
 fn message(body: &Value) -> String {

@@ -17,11 +17,11 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use actix_web::dev::ServerHandle;
-use awc::Client;
 use judge_client::apps::artifacts::write_outcome;
 use judge_client::serve::{ServeConfig, ServeError, bind_with_database, catalog};
 use serde_json::{Value, json};
+
+use common::serve::Serve;
 use uuid::Uuid;
 
 const SETUP_HINT: &str = "start a throwaway Postgres first: `eval \"$(scripts/test-services.sh)\"`, \
@@ -115,51 +115,12 @@ impl Drop for TestDb {
     }
 }
 
-struct Serve {
-    base: String,
-    handle: ServerHandle,
-    client: Client,
-}
-
-impl Serve {
-    async fn start(runs: &Path, database_url: &str) -> Self {
-        let (server, addr) = bind_with_database(config(runs), database_url, None)
-            .await
-            .expect("judge serve starts with the index");
-        let handle = server.handle();
-        actix_rt::spawn(server);
-        Self {
-            base: format!("http://{addr}"),
-            handle,
-            client: Client::builder().timeout(Duration::from_secs(60)).finish(),
-        }
-    }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        let mut r = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .expect("request");
-        let body: Value = r.json().limit(16 << 20).await.unwrap_or(Value::Null);
-        (r.status().as_u16(), body)
-    }
-
-    async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        let mut r = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .send_json(body)
-            .await
-            .expect("request");
-        let body: Value = r.json().limit(16 << 20).await.unwrap_or(Value::Null);
-        (r.status().as_u16(), body)
-    }
-
-    async fn stop(self) {
-        self.handle.stop(true).await;
-    }
+/// `judge serve` on a runs folder, with its index in `database_url`.
+async fn start_serve(runs: &Path, database_url: &str) -> Serve {
+    let (server, addr) = bind_with_database(config(runs), database_url, None)
+        .await
+        .expect("judge serve starts with the index");
+    Serve::spawn(server, addr, None)
 }
 
 fn config(runs: &Path) -> ServeConfig {
@@ -226,7 +187,7 @@ async fn the_index_follows_the_run_directories() {
     let actions = apps_run(runs.path()).await;
     assert!(actions > 0);
     let target = common::amnesiac().await;
-    let s = Serve::start(runs.path(), &db.url).await;
+    let s = start_serve(runs.path(), &db.url).await;
     let pg = connect(&db.url).await;
 
     // The documents' tables with their columns.
@@ -374,7 +335,7 @@ async fn the_index_follows_the_run_directories() {
         "target": {"endpoint": target.url, "model": "amnesiac", "timeout_seconds": 10},
         "run": {"seed": 5, "rounds": 2, "personas": ["maya", "gus"]}
     });
-    let (status, created) = s.post("/simulations", &sim_config).await;
+    let (status, created) = s.post_json("/simulations", &sim_config).await;
     assert_eq!(status, 201, "{created}");
     let id = created["id"].as_str().unwrap().to_owned();
     let state: String = pg
@@ -384,7 +345,7 @@ async fn the_index_follows_the_run_directories() {
         .get(0);
     assert_eq!(state, "created");
     let (status, _) = s
-        .post(&format!("/simulations/{id}/start"), &json!({}))
+        .post_json(&format!("/simulations/{id}/start"), &json!({}))
         .await;
     assert_eq!(status, 202);
     let sim = wait_over(&s, &id).await;
@@ -451,7 +412,7 @@ async fn the_index_follows_the_run_directories() {
     // comes back from its run directory.
     let before = counts(&pg).await;
     s.stop().await;
-    let s = Serve::start(runs.path(), &db.url).await;
+    let s = start_serve(runs.path(), &db.url).await;
     assert_eq!(counts(&pg).await, before);
     let state: String = pg
         .query_one("SELECT state FROM simulations WHERE id = $1", &[&id])
@@ -464,7 +425,7 @@ async fn the_index_follows_the_run_directories() {
     // start, with its simulations, apps and audit log; agents nobody uses go too.
     s.stop().await;
     std::fs::remove_dir_all(runs.path().join(APPS_RUN)).unwrap();
-    let s = Serve::start(runs.path(), &db.url).await;
+    let s = start_serve(runs.path(), &db.url).await;
     assert_eq!(
         count(
             &pg,
@@ -516,7 +477,7 @@ async fn an_unreachable_database_stops_the_start_with_the_url_and_what_to_do() {
 async fn a_database_gone_later_is_503_with_a_clear_message() {
     let db = TestDb::create().await;
     let runs = tempfile::tempdir().unwrap();
-    let s = Serve::start(runs.path(), &db.url).await;
+    let s = start_serve(runs.path(), &db.url).await;
     assert_eq!(s.get("/runs").await.0, 200);
     db.drop_now().await;
     let (status, body) = s.get("/runs").await;
@@ -527,7 +488,7 @@ async fn a_database_gone_later_is_503_with_a_clear_message() {
         "{message}"
     );
     let (status, body) = s
-        .post(
+        .post_json(
             "/simulations",
             &json!({"simulation": {"name": "x"}, "target": {"endpoint": "http://127.0.0.1:9"},
                     "run": {"rounds": 1, "personas": ["maya"]}}),
@@ -547,7 +508,7 @@ async fn a_database_gone_later_is_503_with_a_clear_message() {
 async fn the_index_lists_readable_runs_and_follows_their_edits() {
     let db = TestDb::create().await;
     let runs = tempfile::tempdir().unwrap();
-    let s = Serve::start(runs.path(), &db.url).await;
+    let s = start_serve(runs.path(), &db.url).await;
     let dir = runs.path().join("ltm-20260105T090000Z-seed1");
     std::fs::create_dir(&dir).unwrap();
     let listed = || async {

@@ -8,88 +8,54 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use actix_web::dev::ServerHandle;
-use awc::Client;
 use judge_client::apps::ActionMode;
 use judge_client::apps::artifacts::write_outcome;
 use judge_client::apps::suite::AppsResults;
 use judge_client::serve::{ServeConfig, bind};
 use serde_json::{Value, json};
 
-struct Serve {
-    base: String,
-    handle: ServerHandle,
-    client: Client,
+use common::serve::Serve;
+
+/// `judge serve` on a runs folder. Two workers: a stop can arrive on another thread than the one
+/// running the run.
+fn start_serve(runs: &Path) -> Serve {
+    let (server, addr) = bind(ServeConfig {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        runs: runs.to_path_buf(),
+        auth_token: None,
+        workers: 2,
+    })
+    .expect("binds on loopback");
+    Serve::spawn(server, addr, None)
 }
 
-impl Serve {
-    fn start(runs: &Path) -> Self {
-        let (server, addr) = bind(ServeConfig {
-            addr: "127.0.0.1:0".parse().unwrap(),
-            runs: runs.to_path_buf(),
-            auth_token: None,
-            // Two workers: a stop can arrive on another thread than the one running the run.
-            workers: 2,
-        })
-        .expect("binds on loopback");
-        let handle = server.handle();
-        actix_rt::spawn(server);
-        Self {
-            base: format!("http://{addr}"),
-            handle,
-            client: Client::builder().timeout(Duration::from_secs(60)).finish(),
+/// Creates and starts a simulation against `target`; returns (simulation id, run id).
+async fn simulate(serve: &Serve, target: &str, rounds: usize) -> (String, String) {
+    let config = json!({
+        "simulation": {"name": "compare"},
+        "target": {"endpoint": target, "timeout_seconds": 10},
+        "run": {"seed": 3, "rounds": rounds, "personas": ["maya", "gus"], "concurrency": 2}
+    });
+    let (status, created) = serve.post_json("/simulations", &config).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["id"].as_str().unwrap().to_owned();
+    let (status, started) = serve
+        .post_json(&format!("/simulations/{id}/start"), &json!({}))
+        .await;
+    assert_eq!(status, 202, "{started}");
+    (id, started["run_id"].as_str().unwrap().to_owned())
+}
+
+/// Waits for a simulation to end; returns its final state.
+async fn wait_over(serve: &Serve, id: &str) -> Value {
+    for _ in 0..600 {
+        let (_, sim) = serve.get(&format!("/simulations/{id}")).await;
+        if ["finished", "failed", "stopped"].contains(&sim["state"].as_str().unwrap_or("")) {
+            return sim;
         }
+        actix_rt::time::sleep(Duration::from_millis(100)).await;
     }
-
-    async fn get(&self, path: &str) -> (u16, Value) {
-        let mut r = self
-            .client
-            .get(format!("{}{path}", self.base))
-            .send()
-            .await
-            .expect("request");
-        let body: Value = r.json().limit(16 << 20).await.unwrap_or(Value::Null);
-        (r.status().as_u16(), body)
-    }
-
-    async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
-        let mut r = self
-            .client
-            .post(format!("{}{path}", self.base))
-            .send_json(body)
-            .await
-            .expect("request");
-        let body: Value = r.json().limit(16 << 20).await.unwrap_or(Value::Null);
-        (r.status().as_u16(), body)
-    }
-
-    /// Creates and starts a simulation against `target`; returns (simulation id, run id).
-    async fn simulate(&self, target: &str, rounds: usize) -> (String, String) {
-        let config = json!({
-            "simulation": {"name": "compare"},
-            "target": {"endpoint": target, "timeout_seconds": 10},
-            "run": {"seed": 3, "rounds": rounds, "personas": ["maya", "gus"], "concurrency": 2}
-        });
-        let (status, created) = self.post("/simulations", &config).await;
-        assert_eq!(status, 201, "{created}");
-        let id = created["id"].as_str().unwrap().to_owned();
-        let (status, started) = self
-            .post(&format!("/simulations/{id}/start"), &json!({}))
-            .await;
-        assert_eq!(status, 202, "{started}");
-        (id, started["run_id"].as_str().unwrap().to_owned())
-    }
-
-    async fn wait_over(&self, id: &str) -> Value {
-        for _ in 0..600 {
-            let (_, sim) = self.get(&format!("/simulations/{id}")).await;
-            if ["finished", "failed", "stopped"].contains(&sim["state"].as_str().unwrap_or("")) {
-                return sim;
-            }
-            actix_rt::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("simulation {id} did not end");
-    }
+    panic!("simulation {id} did not end");
 }
 
 #[actix_rt::test]
@@ -97,11 +63,13 @@ async fn a_stopped_simulation_leaves_a_run_marked_stopped() {
     let runs = tempfile::tempdir().unwrap();
     let slow =
         common::spawn_with_delay(common::Brain::Stub, false, Duration::from_millis(200)).await;
-    let s = Serve::start(runs.path());
-    let (id, run_id) = s.simulate(&slow.url, 40).await;
+    let s = start_serve(runs.path());
+    let (id, run_id) = simulate(&s, &slow.url, 40).await;
     // Let it write its manifest and run a few rounds.
     actix_rt::time::sleep(Duration::from_millis(1500)).await;
-    let (status, stopped) = s.post(&format!("/simulations/{id}/stop"), &json!({})).await;
+    let (status, stopped) = s
+        .post_json(&format!("/simulations/{id}/stop"), &json!({}))
+        .await;
     assert_eq!(
         (status, &stopped["state"]),
         (200, &json!("stopped")),
@@ -213,13 +181,13 @@ async fn runs_of_every_kind_compare_and_kinds_do_not_mix() {
     let runs = tempfile::tempdir().unwrap();
     let good = common::amnesiac().await;
     let other = common::stub().await;
-    let s = Serve::start(runs.path());
+    let s = start_serve(runs.path());
 
     // Two sim runs of the same seed against two targets.
-    let (sim_a, run_a) = s.simulate(&good.url, 2).await;
-    let (sim_b, run_b) = s.simulate(&other.url, 2).await;
-    assert_eq!(s.wait_over(&sim_a).await["state"], "finished");
-    assert_eq!(s.wait_over(&sim_b).await["state"], "finished");
+    let (sim_a, run_a) = simulate(&s, &good.url, 2).await;
+    let (sim_b, run_b) = simulate(&s, &other.url, 2).await;
+    assert_eq!(wait_over(&s, &sim_a).await["state"], "finished");
+    assert_eq!(wait_over(&s, &sim_b).await["state"], "finished");
     let (status, cmp) = s.get(&format!("/runs/{run_a}/compare/{run_b}")).await;
     assert_eq!(status, 200, "{cmp}");
     assert_eq!(

@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod serve;
+
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
