@@ -202,19 +202,49 @@ fn check_url(field: &str, url: &str) -> Result<(), ApiError> {
     }
 }
 
-fn check_llm(field: &str, spec: &LlmSpec, secrets: Option<&Secrets>) -> Result<(), ApiError> {
-    check_url(&format!("{field}.endpoint"), &spec.endpoint)?;
+/// What every endpoint of a simulation config has, whichever role it plays (the target, the
+/// user simulator, the judge): one check for all of them.
+struct EndpointFields<'a> {
+    endpoint: &'a str,
+    timeout_seconds: f64,
+    api_key_env: Option<&'a str>,
+    api_key_secret: Option<&'a str>,
+}
+
+impl<'a> From<&'a TargetSpec> for EndpointFields<'a> {
+    fn from(spec: &'a TargetSpec) -> Self {
+        Self {
+            endpoint: &spec.endpoint,
+            timeout_seconds: spec.timeout_seconds,
+            api_key_env: spec.api_key_env.as_deref(),
+            api_key_secret: spec.api_key_secret.as_deref(),
+        }
+    }
+}
+
+impl<'a> From<&'a LlmSpec> for EndpointFields<'a> {
+    fn from(spec: &'a LlmSpec) -> Self {
+        Self {
+            endpoint: &spec.endpoint,
+            timeout_seconds: spec.timeout_seconds,
+            api_key_env: spec.api_key_env.as_deref(),
+            api_key_secret: spec.api_key_secret.as_deref(),
+        }
+    }
+}
+
+fn check_endpoint(
+    field: &str,
+    spec: EndpointFields<'_>,
+    secrets: Option<&Secrets>,
+) -> Result<(), ApiError> {
+    check_url(&format!("{field}.endpoint"), spec.endpoint)?;
     if !(spec.timeout_seconds > 0.0 && spec.timeout_seconds.is_finite()) {
         return Err(ApiError::bad(format!(
             "`{field}.timeout_seconds` must be positive"
         )));
     }
-    key_ref(
-        field,
-        spec.api_key_env.as_deref(),
-        spec.api_key_secret.as_deref(),
-        secrets,
-    )?;
+    key_ref(field, spec.api_key_env, spec.api_key_secret, secrets)?;
     Ok(())
 }
 
@@ -325,22 +355,13 @@ impl SimulationConfig {
                 "`run.stop_token` must not be empty and `run.max_reply_chars` must be positive",
             ));
         }
-        check_url("target.endpoint", &body.target.endpoint)?;
-        if !(body.target.timeout_seconds > 0.0 && body.target.timeout_seconds.is_finite()) {
-            return Err(ApiError::bad("`target.timeout_seconds` must be positive"));
-        }
-        key_ref(
-            "target",
-            body.target.api_key_env.as_deref(),
-            body.target.api_key_secret.as_deref(),
-            secrets,
-        )?;
+        check_endpoint("target", (&body.target).into(), secrets)?;
         for (field, spec) in [
             ("user_simulator", &body.user_simulator),
             ("judge", &body.judge),
         ] {
             if let Some(spec) = spec {
-                check_llm(field, spec, secrets)?;
+                check_endpoint(field, spec.into(), secrets)?;
             }
         }
         let panel = persona::shipped().map_err(|e| ApiError::Internal(e.to_string()))?;
@@ -577,6 +598,38 @@ mod tests {
             .to_string();
         assert!(err.contains("api_key_env"), "{err}");
         assert!(!err.contains("sk-secret"), "{err}");
+    }
+
+    #[test]
+    fn every_endpoint_is_checked_alike_and_named_in_the_error() {
+        let refused = |patch: &dyn Fn(&mut Value)| {
+            let mut doc = minimal();
+            patch(&mut doc);
+            SimulationConfig::from_document(doc, None)
+                .unwrap_err()
+                .to_string()
+        };
+        let err = refused(&|d| d["target"]["timeout_seconds"] = json!(0));
+        assert!(
+            err.contains("`target.timeout_seconds` must be positive"),
+            "{err}"
+        );
+        let err = refused(&|d| d["target"]["endpoint"] = json!("ftp://x"));
+        assert!(err.contains("`target.endpoint` must be an http"), "{err}");
+        let err = refused(&|d| d["judge"] = json!({"endpoint": "ftp://x"}));
+        assert!(err.contains("`judge.endpoint` must be an http"), "{err}");
+        let err = refused(&|d| {
+            d["user_simulator"] = json!({"endpoint": "http://x", "timeout_seconds": -1})
+        });
+        assert!(
+            err.contains("`user_simulator.timeout_seconds` must be positive"),
+            "{err}"
+        );
+        let err = refused(&|d| d["target"]["api_key_env"] = json!("lower case"));
+        assert!(
+            err.contains("lower case") || err.contains("api_key_env"),
+            "{err}"
+        );
     }
 
     #[test]
