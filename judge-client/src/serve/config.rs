@@ -627,7 +627,7 @@ mod tests {
         );
         let err = refused(&|d| d["target"]["api_key_env"] = json!("lower case"));
         assert!(
-            err.contains("lower case") || err.contains("api_key_env"),
+            err.contains("`lower case` is not an environment variable name"),
             "{err}"
         );
     }
