@@ -472,6 +472,61 @@ async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
     assert_eq!(versions, [1, 2], "each migration recorded exactly once");
 }
 
+/// A database a version-1 server wrote is migrated on start: its facts survive, recall finds
+/// them, and the GIN index version 2 drops is gone.
+#[tokio::test]
+async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
+    let db = TestDb::create().await;
+    let client = db.client().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE agentwall_schema_migrations (
+                 version integer PRIMARY KEY, name text NOT NULL,
+                 applied_at timestamptz NOT NULL DEFAULT now());
+             {}
+             INSERT INTO agentwall_schema_migrations (version, name) VALUES (1, 'init');
+             INSERT INTO agentwall_facts (id, session_id, kind, body, observed_at, importance, source)
+             VALUES ('{}', 'upgraded-session', 'fact', 'The lighthouse keeper is Ada.',
+                     '2030-01-01T09:00:00Z', 0.5, 'injected');",
+            include_str!("../src/memory/redis_pg/migrations/0001_init.sql"),
+            Uuid::new_v4()
+        ))
+        .await
+        .unwrap();
+    let store = RedisPostgresStore::connect(
+        config(&redis_url(), &db.url, &unique_prefix()),
+        conformance::config(),
+    )
+    .await
+    .expect("a version-1 database is migrated");
+    let s = SessionId::parse("upgraded-session").unwrap();
+    let ctx = store
+        .recall(&s, query("Who keeps the lighthouse?"))
+        .await
+        .unwrap();
+    let texts: Vec<&str> = ctx.facts.iter().map(|f| f.fact.text.as_str()).collect();
+    assert_eq!(texts, ["The lighthouse keeper is Ada."]);
+    let versions: Vec<i32> = client
+        .query(
+            "SELECT version FROM agentwall_schema_migrations ORDER BY version",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(versions, [1, 2]);
+    let gin = client
+        .query(
+            "SELECT 1 FROM pg_indexes WHERE indexname = 'agentwall_facts_tsv'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(gin.is_empty(), "migration 2 drops the GIN index");
+}
+
 #[tokio::test]
 async fn a_database_from_a_newer_binary_is_refused() {
     let harness = Harness::new().await;
