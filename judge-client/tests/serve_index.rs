@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use judge_client::apps::artifacts::write_outcome;
 use judge_client::serve::{ServeConfig, ServeError, bind_with_database, catalog};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use common::serve::Serve;
 use uuid::Uuid;
@@ -167,17 +167,6 @@ async fn counts(db: &tokio_postgres::Client) -> Vec<(&'static str, i64)> {
         ));
     }
     all
-}
-
-async fn wait_over(s: &Serve, id: &str) -> Value {
-    for _ in 0..600 {
-        let (_, sim) = s.get(&format!("/simulations/{id}")).await;
-        if ["finished", "failed", "stopped"].contains(&sim["state"].as_str().unwrap_or("")) {
-            return sim;
-        }
-        actix_rt::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("simulation {id} did not end");
 }
 
 #[actix_rt::test]
@@ -348,7 +337,7 @@ async fn the_index_follows_the_run_directories() {
         .post_json(&format!("/simulations/{id}/start"), &json!({}))
         .await;
     assert_eq!(status, 202);
-    let sim = wait_over(&s, &id).await;
+    let sim = s.wait_over(&id).await;
     assert_eq!(sim["state"], "finished", "{sim}");
     let run_id = sim["run_id"].as_str().unwrap().to_owned();
     // The index follows the simulation's end right after it (the run's task writes it).

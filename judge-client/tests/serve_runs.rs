@@ -46,18 +46,6 @@ async fn simulate(serve: &Serve, target: &str, rounds: usize) -> (String, String
     (id, started["run_id"].as_str().unwrap().to_owned())
 }
 
-/// Waits for a simulation to end; returns its final state.
-async fn wait_over(serve: &Serve, id: &str) -> Value {
-    for _ in 0..600 {
-        let (_, sim) = serve.get(&format!("/simulations/{id}")).await;
-        if ["finished", "failed", "stopped"].contains(&sim["state"].as_str().unwrap_or("")) {
-            return sim;
-        }
-        actix_rt::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("simulation {id} did not end");
-}
-
 #[actix_rt::test]
 async fn a_stopped_simulation_leaves_a_run_marked_stopped() {
     let runs = tempfile::tempdir().unwrap();
@@ -186,8 +174,8 @@ async fn runs_of_every_kind_compare_and_kinds_do_not_mix() {
     // Two sim runs of the same seed against two targets.
     let (sim_a, run_a) = simulate(&s, &good.url, 2).await;
     let (sim_b, run_b) = simulate(&s, &other.url, 2).await;
-    assert_eq!(wait_over(&s, &sim_a).await["state"], "finished");
-    assert_eq!(wait_over(&s, &sim_b).await["state"], "finished");
+    assert_eq!(s.wait_over(&sim_a).await["state"], "finished");
+    assert_eq!(s.wait_over(&sim_b).await["state"], "finished");
     let (status, cmp) = s.get(&format!("/runs/{run_a}/compare/{run_b}")).await;
     assert_eq!(status, 200, "{cmp}");
     assert_eq!(

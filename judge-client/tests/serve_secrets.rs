@@ -6,6 +6,8 @@
 //! binary: a file other users can read is refused with the chmod hint, bad syntax names the file
 //! and line, and SIGHUP re-reads the file.
 
+mod common;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,10 +16,11 @@ use std::time::Duration;
 
 use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
-use awc::Client;
 use judge_client::serve::secrets::Secrets;
 use judge_client::serve::{ServeConfig, bind_with_secrets};
 use serde_json::{Value, json};
+
+use common::serve::Api;
 
 const MAYA_KEY: &str = "sk-maya-7d1f0c2e9b";
 const TARGET_KEY: &str = "sk-target-4a8e61b3d5";
@@ -92,43 +95,6 @@ fn secrets_file(dir: &Path, name: &str, text: &str, mode: u32) -> PathBuf {
     path
 }
 
-struct Api {
-    base: String,
-    client: Client,
-}
-
-impl Api {
-    fn new(base: String) -> Self {
-        Self {
-            base,
-            client: Client::builder().timeout(Duration::from_secs(60)).finish(),
-        }
-    }
-
-    /// Status and raw body text: the leak checks look at exactly what went over the wire.
-    async fn send(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, String) {
-        let url = format!("{}{path}", self.base);
-        let req = match method {
-            "GET" => self.client.get(&url),
-            "POST" => self.client.post(&url),
-            other => panic!("method {other}"),
-        };
-        let mut response = match body {
-            Some(body) => req
-                .insert_header(("Content-Type", "application/json"))
-                .send_body(body.to_string())
-                .await
-                .expect("request"),
-            None => req.send().await.expect("request"),
-        };
-        let bytes = response.body().limit(16 << 20).await.expect("body");
-        (
-            response.status().as_u16(),
-            String::from_utf8_lossy(&bytes).into_owned(),
-        )
-    }
-}
-
 fn no_key_in(what: &str, text: &str) {
     for key in [MAYA_KEY, TARGET_KEY] {
         assert!(!text.contains(key), "{what} holds a key's value: {text}");
@@ -194,13 +160,13 @@ async fn keys_from_the_secrets_file_are_sent_and_never_shown() {
     let (server, addr) = bind_with_secrets(serve_config(&runs), Some(secrets)).unwrap();
     let handle = server.handle();
     actix_rt::spawn(server);
-    let api = Api::new(format!("http://{addr}"));
+    let api = Api::new(format!("http://{addr}"), None);
     let target = recorder().await;
     let maya = recorder().await;
 
     // Unknown secret names: 422 naming the secret, at create and at inject time.
     let (status, text) = api
-        .send(
+        .send_json(
             "POST",
             "/simulations",
             Some(&config(&target.url, json!({"api_key_secret": "no-such"}))),
@@ -211,7 +177,7 @@ async fn keys_from_the_secrets_file_are_sent_and_never_shown() {
     no_key_in("the refusal", &text);
 
     let (status, text) = api
-        .send(
+        .send_json(
             "POST",
             "/simulations",
             Some(&config(
@@ -228,7 +194,7 @@ async fn keys_from_the_secrets_file_are_sent_and_never_shown() {
     let inject = format!("/simulations/{id}/inject-agent");
 
     let (status, text) = api
-        .send(
+        .send_json(
             "POST",
             &inject,
             Some(&json!({"agent_id": "gus", "endpoint_url": maya.url,
@@ -243,7 +209,7 @@ async fn keys_from_the_secrets_file_are_sent_and_never_shown() {
     );
     no_key_in("the refusal", &text);
     let (status, text) = api
-        .send(
+        .send_json(
             "POST",
             &inject,
             Some(&json!({"agent_id": "maya", "endpoint_url": maya.url,
@@ -254,7 +220,7 @@ async fn keys_from_the_secrets_file_are_sent_and_never_shown() {
     assert!(message(&text).contains("exactly one"), "{text}");
 
     let (status, text) = api
-        .send(
+        .send_json(
             "POST",
             &inject,
             Some(
@@ -272,7 +238,7 @@ async fn keys_from_the_secrets_file_are_sent_and_never_shown() {
 
     // The health check calls the endpoint: with the key from the file.
     let (status, text) = api
-        .send(
+        .send_json(
             "POST",
             &format!("/simulations/{id}/inject-agent/maya/health-check"),
             Some(&json!({})),
@@ -286,7 +252,7 @@ async fn keys_from_the_secrets_file_are_sent_and_never_shown() {
     assert_eq!(maya.seen(), vec![Some(format!("Bearer {MAYA_KEY}"))]);
 
     let (status, text) = api
-        .send(
+        .send_json(
             "POST",
             &format!("/simulations/{id}/start"),
             Some(&json!({})),
@@ -297,7 +263,7 @@ async fn keys_from_the_secrets_file_are_sent_and_never_shown() {
     let run_id = json_of(&text)["run_id"].as_str().unwrap().to_owned();
     // The stream ends with the simulation: its whole text is checked.
     let (status, events) = api
-        .send("GET", &format!("/simulations/{id}/events"), None)
+        .send_json("GET", &format!("/simulations/{id}/events"), None)
         .await;
     assert_eq!(status, 200);
     assert!(events.contains("event: end"), "{events}");
@@ -328,15 +294,15 @@ async fn keys_from_the_secrets_file_are_sent_and_never_shown() {
         format!("/runs/{run_id}"),
         "/openapi.json".to_owned(),
     ] {
-        let (status, text) = api.send("GET", &path, None).await;
+        let (status, text) = api.send_json("GET", &path, None).await;
         assert_eq!(status, 200, "{path}: {text}");
         no_key_in(&path, &text);
     }
     let (_, text) = api
-        .send("GET", &format!("/simulations/{id}/injected-agents"), None)
+        .send_json("GET", &format!("/simulations/{id}/injected-agents"), None)
         .await;
     assert_eq!(json_of(&text)[0]["api_key_secret"], "maya-key");
-    let (_, text) = api.send("GET", "/openapi.json", None).await;
+    let (_, text) = api.send_json("GET", "/openapi.json", None).await;
     let doc = json_of(&text);
     for schema in ["InjectBody", "TargetSpec", "LlmSpec", "InjectedAgentView"] {
         assert!(
@@ -370,10 +336,10 @@ async fn without_a_secrets_file_a_secret_reference_is_refused() {
     let (server, addr) = bind_with_secrets(serve_config(runs.path()), None).unwrap();
     let handle = server.handle();
     actix_rt::spawn(server);
-    let api = Api::new(format!("http://{addr}"));
+    let api = Api::new(format!("http://{addr}"), None);
     let mut doc = config("http://127.0.0.1:9", json!({}));
     doc["judge"] = json!({"endpoint": "http://127.0.0.1:9", "api_key_secret": "judge-key"});
-    let (status, text) = api.send("POST", "/simulations", Some(&doc)).await;
+    let (status, text) = api.send_json("POST", "/simulations", Some(&doc)).await;
     assert_eq!(status, 422, "{text}");
     let refused = message(&text);
     assert!(
@@ -382,7 +348,7 @@ async fn without_a_secrets_file_a_secret_reference_is_refused() {
     );
 
     let (status, text) = api
-        .send(
+        .send_json(
             "POST",
             "/simulations",
             Some(&config("http://127.0.0.1:9", json!({}))),
@@ -391,7 +357,7 @@ async fn without_a_secrets_file_a_secret_reference_is_refused() {
     assert_eq!(status, 201, "{text}");
     let id = json_of(&text)["id"].as_str().unwrap().to_owned();
     let (status, text) = api
-        .send(
+        .send_json(
             "POST",
             &format!("/simulations/{id}/inject-agent"),
             Some(
@@ -407,7 +373,7 @@ async fn without_a_secrets_file_a_secret_reference_is_refused() {
         "{refused}"
     );
     let (_, text) = api
-        .send("GET", &format!("/simulations/{id}/injected-agents"), None)
+        .send_json("GET", &format!("/simulations/{id}/injected-agents"), None)
         .await;
     assert_eq!(json_of(&text), json!([]), "a refused injection was kept");
     handle.stop(false).await;
@@ -528,9 +494,9 @@ async fn sighup_reloads_the_secrets_file() {
         .unwrap()
         .trim_end_matches('/')
         .to_owned();
-    let api = Api::new(base);
+    let api = Api::new(base, None);
     let (status, text) = api
-        .send(
+        .send_json(
             "POST",
             "/simulations",
             Some(&config("http://127.0.0.1:9", json!({}))),
@@ -543,7 +509,7 @@ async fn sighup_reloads_the_secrets_file() {
     );
     let gus = json!({"agent_id": "gus", "endpoint_url": "http://127.0.0.1:9",
                      "api_key_secret": "gus-key"});
-    assert_eq!(api.send("POST", &inject, Some(&gus)).await.0, 422);
+    assert_eq!(api.send_json("POST", &inject, Some(&gus)).await.0, 422);
 
     std::fs::write(&file, format!("maya-key: {MAYA_KEY}\ngus-key: sk-gus-0\n")).unwrap();
     let hup = Command::new("kill")
@@ -553,7 +519,7 @@ async fn sighup_reloads_the_secrets_file() {
     assert!(hup.success());
     let reloaded = lines.next().unwrap().unwrap();
     assert!(reloaded.contains("reloaded 2 secrets"), "{reloaded}");
-    let (status, text) = api.send("POST", &inject, Some(&gus)).await;
+    let (status, text) = api.send_json("POST", &inject, Some(&gus)).await;
     assert_eq!(status, 201, "{text}");
     assert!(!text.contains("sk-gus-0"), "{text}");
 
@@ -572,7 +538,7 @@ async fn sighup_reloads_the_secrets_file() {
         failed.contains("secrets.yaml") && failed.contains("line 1"),
         "{failed}"
     );
-    let (status, text) = api.send("POST", &inject, Some(&gus)).await;
+    let (status, text) = api.send_json("POST", &inject, Some(&gus)).await;
     assert_eq!(status, 201, "{text}");
     drop(server);
 }
