@@ -6,12 +6,11 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use protocol::control::{FactKind, FactSource};
+use uuid::Uuid;
 
 use super::dates;
 use super::language::trim_sentence;
 use crate::memory::ranking::{TermBuffer, query_terms};
-use uuid::Uuid;
-
 use crate::memory::{NewFact, Recalled, TurnRole, WorkingItem};
 
 const IMPORTANCE_MARKERS: &[&str] = &[

@@ -2,6 +2,7 @@
 //! of the backend. Functions here run single statements or steps of a transaction the caller owns;
 //! ordering across Postgres and Redis, and timeouts, are decided in `super`.
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
@@ -258,24 +259,23 @@ impl<'a> FactWrites<'a> {
             fact.key = fact.key.map(without_nul);
             let mut current = true;
             if let Some(key) = &fact.key {
-                match self.current.get_mut(&(session.to_owned(), key.clone())) {
-                    Some(existing) if existing.observed_at > fact.observed_at => current = false,
-                    Some(existing) => {
-                        if let Some(row) = existing.row {
+                let written = Current {
+                    id: fact.id,
+                    observed_at: fact.observed_at,
+                    row: Some(self.rows.len()),
+                };
+                match self.current.entry((session.to_owned(), key.clone())) {
+                    Entry::Occupied(existing) if existing.get().observed_at > fact.observed_at => {
+                        current = false;
+                    }
+                    Entry::Occupied(mut existing) => {
+                        if let Some(row) = existing.get().row {
                             self.rows[row] = None;
                         }
-                        existing.id = fact.id;
-                        existing.observed_at = fact.observed_at;
-                        existing.row = Some(self.rows.len());
+                        existing.insert(written);
                     }
-                    None => {
-                        let entry = Current {
-                            id: fact.id,
-                            observed_at: fact.observed_at,
-                            row: Some(self.rows.len()),
-                        };
-                        self.current
-                            .insert((session.to_owned(), key.clone()), entry);
+                    Entry::Vacant(slot) => {
+                        slot.insert(written);
                     }
                 }
             }
@@ -349,7 +349,7 @@ pub(super) async fn current_keyed(
                 session: row.try_get(0).map_err(corrupt)?,
                 key: row.try_get(1).map_err(corrupt)?,
                 id: row.try_get(2).map_err(corrupt)?,
-                observed_at: observed_at + chrono::Duration::nanoseconds(i64::from(observed_ns)),
+                observed_at: joined_time(observed_at, observed_ns),
             })
         })
         .collect()
@@ -617,7 +617,7 @@ fn fact_from_row(row: &Row) -> Result<Fact, MemoryError> {
         key: row.try_get("fact_key").map_err(corrupt)?,
         text: row.try_get("body").map_err(corrupt)?,
         data: row.try_get("data").map_err(corrupt)?,
-        observed_at: observed_at + chrono::Duration::nanoseconds(i64::from(observed_ns)),
+        observed_at: joined_time(observed_at, observed_ns),
         importance: row.try_get("importance").map_err(corrupt)?,
         source: source.parse::<FactSource>().map_err(corrupt)?,
     })
@@ -642,6 +642,11 @@ fn split_time(at: DateTime<Utc>) -> (DateTime<Utc>, i32) {
         at - chrono::Duration::nanoseconds(i64::from(nanos)),
         nanos_i32,
     )
+}
+
+/// The inverse of [`split_time`].
+fn joined_time(micros: DateTime<Utc>, nanos: i32) -> DateTime<Utc> {
+    micros + chrono::Duration::nanoseconds(i64::from(nanos))
 }
 
 fn unsigned(v: i64) -> Result<u64, MemoryError> {

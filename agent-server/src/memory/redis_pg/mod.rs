@@ -80,6 +80,7 @@ use longterm::{RecallRead, RecallRows};
 use working::Working;
 
 const REDIS: &str = working::DEPENDENCY;
+const POSTGRES: &str = longterm::DEPENDENCY;
 
 /// Group-commit batches written at the same time. More than one keeps Postgres and Redis busy
 /// while a batch waits for a round trip; each batch takes its sessions' row locks in the same
@@ -88,7 +89,6 @@ const COMMITS_IN_FLIGHT: usize = 2;
 /// Recall statements running at the same time: one per core of a small database server keeps it
 /// busy without splitting batches further.
 const RECALLS_IN_FLIGHT: usize = 2;
-const POSTGRES: &str = longterm::DEPENDENCY;
 
 /// How to reach the two services.
 #[derive(Clone)]
@@ -407,26 +407,7 @@ impl Inner {
             .run(POSTGRES, longterm::lock_sessions(&tx, &counts))
             .await?;
 
-        // Each turn's number, in queue order, or `None` when its session was reset since it read
-        // its context. A rejected turn's number is simply never used.
-        let mut next_seq: HashMap<&str, u64> = HashMap::new();
-        let mut accepted: Vec<Option<u64>> = Vec::with_capacity(turns.len());
-        for (session, turn) in turns {
-            let lock =
-                locks
-                    .sessions
-                    .get(session.as_str())
-                    .ok_or_else(|| MemoryError::Corrupt {
-                        dependency: POSTGRES,
-                        reason: format!("session {session} was not locked"),
-                    })?;
-            let seq = next_seq
-                .entry(session.as_str())
-                .or_insert(lock.first_turn_seq);
-            let fresh = turn.expected_epoch.is_none_or(|e| e == lock.epoch);
-            accepted.push(fresh.then_some(*seq));
-            *seq += 1;
-        }
+        let accepted = turn_numbers(turns, &locks)?;
 
         let keys: Vec<(&str, &str)> = turns
             .iter()
@@ -565,6 +546,36 @@ impl Inner {
             facts,
         })
     }
+}
+
+/// Each turn's number, in queue order (its session's turns in the batch take consecutive numbers
+/// from the locked row), or `None` when its session was reset since the turn read its context. A
+/// refused turn's number is simply never used.
+fn turn_numbers(
+    turns: &[(&SessionId, &TurnWrite)],
+    locks: &longterm::SessionLocks,
+) -> Result<Vec<Option<u64>>, MemoryError> {
+    let mut next: HashMap<&str, u64> = HashMap::new();
+    turns
+        .iter()
+        .map(|(session, turn)| {
+            let lock =
+                locks
+                    .sessions
+                    .get(session.as_str())
+                    .ok_or_else(|| MemoryError::Corrupt {
+                        dependency: POSTGRES,
+                        reason: format!("session {session} was not locked"),
+                    })?;
+            let seq = next.entry(session.as_str()).or_insert(lock.first_turn_seq);
+            let number = *seq;
+            *seq += 1;
+            Ok(turn
+                .expected_epoch
+                .is_none_or(|e| e == lock.epoch)
+                .then_some(number))
+        })
+        .collect()
 }
 
 #[async_trait]
