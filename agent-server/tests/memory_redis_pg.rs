@@ -993,6 +993,35 @@ async fn odd_unicode_queries_never_break_the_full_text_search() {
     assert_eq!(ctx.facts.len(), 1);
 }
 
+/// Every step against Redis and Postgres is timed in
+/// `agentwall_memory_dependency_duration_seconds`, by dependency.
+#[tokio::test]
+async fn time_in_each_dependency_is_measured() {
+    let steps = |dependency: &str| {
+        agent_server::telemetry::metrics()
+            .dependency_duration
+            .with_label_values(&[dependency, "ok"])
+            .get_sample_count()
+    };
+    let harness = Harness::new().await;
+    let (redis_before, postgres_before) = (steps("redis"), steps("postgres"));
+    let s = session();
+    harness
+        .commit_turn(&s, turn("I keep bees.", "I keep bees."))
+        .await
+        .unwrap();
+    harness.recall(&s, query("bees")).await.unwrap();
+    // A turn's batch: BEGIN, lock, keyed facts, fact writes (postgres) and one EXEC (redis);
+    // recall: one read of each. Other tests of this process only add to the counts.
+    assert!(steps("redis") >= redis_before + 2, "redis steps");
+    assert!(steps("postgres") >= postgres_before + 5, "postgres steps");
+    let exposition = agent_server::telemetry::metrics().render();
+    assert!(
+        exposition.contains("agentwall_memory_dependency_duration_seconds_count{dependency=\"postgres\",outcome=\"ok\"}"),
+        "{exposition}"
+    );
+}
+
 #[tokio::test]
 async fn health_reports_each_dependency() {
     let harness = Harness::new().await;

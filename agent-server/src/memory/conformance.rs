@@ -44,6 +44,7 @@ macro_rules! memory_conformance_tests {
             recall_respects_limit_and_ignores_query_syntax,
             concurrent_turns_are_all_stored,
             concurrent_writes_of_one_key_keep_the_latest_observation,
+            concurrent_recalls_each_get_their_own_session,
             snapshot_lists_facts_newest_first,
             a_turn_racing_a_reset_writes_nothing,
         );
@@ -656,6 +657,55 @@ pub async fn concurrent_writes_of_one_key_keep_the_latest_observation(store: &dy
     let newest: Vec<&str> = snap.working.iter().map(|w| w.text.as_str()).collect();
     let expected: Vec<String> = (12..20).map(|m| format!("turn {m}")).collect();
     assert_eq!(newest, expected);
+}
+
+/// Recalls of many sessions at once (which a batching backend answers with one read) each get
+/// their own session's facts, standing items and epoch, and nothing of another's.
+pub async fn concurrent_recalls_each_get_their_own_session(store: &dyn MemoryStore) {
+    let sessions: Vec<SessionId> = (0..16).map(|_| session()).collect();
+    for (i, s) in sessions.iter().enumerate() {
+        let mut facts = vec![fact(
+            None,
+            &format!("Parcel {i} went to the harbour."),
+            t0(),
+        )];
+        if i % 3 == 0 {
+            let mut rule = fact(None, &format!("Always greet parcel {i}."), t0());
+            rule.kind = FactKind::Rule;
+            facts.push(rule);
+        }
+        commit_facts(store, s, facts).await;
+        // Different epochs, so an epoch handed to the wrong session shows.
+        for _ in 0..i % 4 {
+            store.reset(s).await.unwrap();
+            commit_facts(
+                store,
+                s,
+                vec![fact(
+                    None,
+                    &format!("Parcel {i} went to the harbour."),
+                    t0(),
+                )],
+            )
+            .await;
+        }
+    }
+    let recalls = sessions
+        .iter()
+        .map(|s| recall(store, s, t0() + minutes(1), "Where did the parcel go?"));
+    let contexts = futures_util::future::join_all(recalls).await;
+    for (i, ctx) in contexts.iter().enumerate() {
+        let own = format!("Parcel {i} went to the harbour.");
+        assert_eq!(texts(ctx), [own.as_str()], "session {i}");
+        assert_eq!(ctx.epoch, (i % 4) as u64, "session {i}");
+        let rules: Vec<&str> = ctx.standing.iter().map(|f| f.text.as_str()).collect();
+        let expected = format!("Always greet parcel {i}.");
+        if i % 3 == 0 && i % 4 == 0 {
+            assert_eq!(rules, [expected.as_str()], "session {i}");
+        } else {
+            assert!(rules.is_empty(), "session {i}: {rules:?}");
+        }
+    }
 }
 
 pub async fn snapshot_lists_facts_newest_first(store: &dyn MemoryStore) {
