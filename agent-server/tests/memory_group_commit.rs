@@ -173,31 +173,44 @@ async fn a_reset_in_a_batch_rejects_only_its_sessions_turn() {
     assert_eq!(epoch(&store, &reset_s).await, reset_epoch + 1);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_failed_batch_fails_every_waiter() {
-    let dir = TempDir::new().unwrap();
-    let store = open(&dir).await;
-    // A trigger that makes SQLite roll back the whole transaction when it sees one turn: the
-    // batch holding that turn cannot commit, whatever the other turns did.
+/// Five turns of five sessions written as one batch, the third of them ("poison") refused by a
+/// trigger raising `raise` (`ROLLBACK`: SQLite rolls back the whole transaction; `ABORT`: only
+/// the statement). Returns the sessions, each turn's result and the plug's result.
+async fn batch_with_poison(
+    store: &std::sync::Arc<EmbeddedStore>,
+    raise: &str,
+) -> (
+    Vec<SessionId>,
+    Vec<Result<Vec<agent_server::memory::StoredFact>, MemoryError>>,
+    Result<(), MemoryError>,
+) {
     let lock = lock_writes(store.path());
-    lock.execute_batch(
+    lock.execute_batch(&format!(
         "CREATE TRIGGER poison BEFORE INSERT ON working_items WHEN new.text = 'poison'
-         BEGIN SELECT RAISE(ROLLBACK, 'poisoned'); END;",
-    )
+         BEGIN SELECT RAISE({raise}, 'poisoned'); END;"
+    ))
     .unwrap();
-    let plug = plug_writer(&store).await;
+    let plug = plug_writer(store).await;
     let sessions: Vec<SessionId> = (0..5).map(|i| session(&format!("batch{i}"))).collect();
     let writes = sessions.iter().enumerate().map(|(i, s)| {
         let text = if i == 2 { "poison" } else { "innocent" };
-        let store = &store;
-        async move { store.commit_turn(s, turn(text, None)).await }
+        async move { store.commit_turn(s, turn(text, Some(0))).await }
     });
     let release = async {
         tokio::time::sleep(Duration::from_millis(200)).await;
         lock.execute_batch("COMMIT").unwrap();
     };
     let (results, ()) = tokio::join!(join_all(writes), release);
-    let _ = plug.await.unwrap();
+    (sessions, results, plug.await.unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_batch_fails_every_waiter() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir).await;
+    // SQLite rolls back the whole transaction when it sees one turn: the batch holding that turn
+    // cannot commit, whatever the other turns did.
+    let (sessions, results, _) = batch_with_poison(&store, "ROLLBACK").await;
 
     for (s, result) in sessions.iter().zip(&results) {
         assert!(
@@ -223,4 +236,45 @@ fn raw_drop_trigger(path: &Path) {
     let conn = rusqlite::Connection::open(path).unwrap();
     conn.busy_timeout(Duration::from_secs(5)).unwrap();
     conn.execute_batch("DROP TRIGGER poison").unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_failing_after_it_wrote_fails_alone() {
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir).await;
+    // ABORT fails only the statement: the poisoned turn has already written its fact when its
+    // working item is refused, so the batch must undo that turn's writes and keep the others'.
+    let (sessions, results, plug) = batch_with_poison(&store, "ABORT").await;
+    plug.unwrap();
+
+    for (i, (s, result)) in sessions.iter().zip(&results).enumerate() {
+        let snap = store.snapshot(s, t0()).await.unwrap();
+        if i == 2 {
+            assert!(result.is_err(), "the poisoned turn fails: {result:?}");
+            assert!(snap.working.is_empty() && snap.facts.is_empty(), "{snap:?}");
+        } else {
+            result
+                .as_ref()
+                .expect("the other turns of the batch commit");
+            assert_eq!(stored_texts(&store, s).await, ["innocent"]);
+            assert_eq!(snap.facts.len(), 1, "its fact too");
+        }
+    }
+    // Each session carries on from what was committed: numbering, epoch and registration of the
+    // re-run batch, not of the attempt that was rolled back.
+    raw_drop_trigger(store.path());
+    for s in &sessions {
+        store.commit_turn(s, turn("next", Some(0))).await.unwrap();
+    }
+    assert_eq!(
+        stored_texts(&store, &sessions[0]).await,
+        ["innocent", "next"]
+    );
+    assert_eq!(stored_texts(&store, &sessions[2]).await, ["next"]);
+    store.reset(&sessions[2]).await.unwrap();
+    assert_eq!(epoch(&store, &sessions[2]).await, 1);
+    let stale = store
+        .commit_turn(&sessions[2], turn("stale", Some(0)))
+        .await;
+    assert!(matches!(stale, Err(MemoryError::SessionReset)), "{stale:?}");
 }

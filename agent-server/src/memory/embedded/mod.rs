@@ -6,11 +6,11 @@
 //!   ([`cache`]) whose facts have an in-memory BM25 index ([`lexical`](crate::memory::lexical)),
 //!   re-ranked by [`ranking::combined_score`](crate::memory::ranking::combined_score) on the
 //!   session clock. A recall of a cached session takes microseconds on the async executor; a
-//!   session not cached is loaded once, by the writer thread (see [`cache`] for why that keeps
+//!   session not cached is loaded once, on a reader connection (see [`cache`] for why that keeps
 //!   the mirror exact).
 //! - Writes go through group commit ([`writer`]): one thread owns the write connection and commits
-//!   all the turns waiting for it in one `BEGIN IMMEDIATE` transaction, each turn in its own
-//!   savepoint (its epoch check decides for it alone), and answers each waiter only after the
+//!   all the turns waiting for it in one `BEGIN IMMEDIATE` transaction, each turn decided alone
+//!   (its epoch check, from the writer's [`cursors`]), and answers each waiter only after the
 //!   commit. A turn's epoch check, supersession and inserts see no other writer in between, also
 //!   across processes.
 //! - The few reads that go to the file (snapshots, health) run on pooled connections on the
@@ -30,6 +30,7 @@
 //!   which network file systems do not provide.
 
 mod cache;
+mod cursors;
 mod ops;
 mod schema;
 mod writer;
@@ -305,7 +306,7 @@ impl MemoryStore for EmbeddedStore {
     ) -> Result<Vec<StoredFact>, MemoryError> {
         let (config, session) = (self.config, session.as_str().to_owned());
         self.writer
-            .write(move |conn| ops::commit_turn(conn, &config, &session, turn))
+            .write(move |conn, cursors| ops::commit_turn(conn, cursors, &config, &session, &turn))
             .await
     }
 
@@ -316,14 +317,14 @@ impl MemoryStore for EmbeddedStore {
     ) -> Result<Vec<StoredFact>, MemoryError> {
         let session = session.as_str().to_owned();
         self.writer
-            .write(move |conn| ops::inject(conn, &session, facts))
+            .write(move |conn, cursors| ops::inject(conn, cursors, &session, &facts))
             .await
     }
 
     async fn reset(&self, session: &SessionId) -> Result<ResetCounts, MemoryError> {
         let session = session.as_str().to_owned();
         self.writer
-            .write(move |conn| ops::reset(conn, &session))
+            .write(move |conn, _| ops::reset(conn, &session))
             .await
     }
 

@@ -12,6 +12,7 @@ use protocol::control::{FactKind, FactSource};
 use uuid::Uuid;
 
 use super::cache::{SessionChange, SessionMemory, StoredRow};
+use super::cursors::SessionCursors;
 use super::{corrupt, sqlite_error};
 use crate::memory::{
     Fact, MemoryConfig, MemoryError, NewFact, ResetCounts, Snapshot, StoredFact, TurnRole,
@@ -71,23 +72,28 @@ pub(super) fn snapshot(
     Ok(Snapshot { working, facts })
 }
 
-/// Writes one turn. Runs inside the writer's batch transaction, in a savepoint of its own, so an
-/// error here (a reset session included) undoes this turn's writes only. Returns, besides the
+/// Writes one turn. Runs inside the writer's batch transaction; an error here (a reset session
+/// included) leaves nothing of this turn written (see `writer::Isolation`). Returns, besides the
 /// stored facts, the change for the session cache.
 pub(super) fn commit_turn(
     conn: &Connection,
+    cursors: &mut SessionCursors,
     config: &MemoryConfig,
     session: &str,
-    turn: TurnWrite,
+    turn: &TurnWrite,
 ) -> Result<(Vec<StoredFact>, SessionChange), MemoryError> {
     // The writer holds the write lock for the whole batch, and applies jobs in queue order: no
-    // reset can run between this check and the writes below.
+    // reset can run between this check and the writes below. It comes before any write, so a
+    // refused turn has written nothing.
+    let cursor = cursors.get(conn, session)?;
     if let Some(expected) = turn.expected_epoch
-        && read_epoch(conn, session)? != expected
+        && cursor.epoch != expected
     {
         return Err(MemoryError::SessionReset);
     }
-    register_session(conn, session)?;
+    if !cursor.registered {
+        register_session(conn, session)?;
+    }
     let mut change = SessionChange {
         session: session.to_owned(),
         removed: turn.retire.clone(),
@@ -104,29 +110,23 @@ pub(super) fn commit_turn(
                 .map_err(sqlite_error)?;
         }
     }
-    let stored = write_facts(conn, session, turn.facts, &mut change)?;
+    let stored = write_facts(conn, session, &turn.facts, &mut change)?;
 
     if !turn.items.is_empty() {
-        let next_seq: i64 = conn
-            .prepare_cached(
-                "SELECT coalesce(max(seq), 0) + 1 FROM working_items WHERE session_id = ?1",
-            )
-            .and_then(|mut stmt| stmt.query_row([session], |row| row.get(0)))
-            .map_err(sqlite_error)?;
         let mut insert = conn
             .prepare_cached(
                 "INSERT INTO working_items (session_id, seq, role, text, at)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
             )
             .map_err(sqlite_error)?;
-        for (seq, item) in (next_seq..).zip(turn.items) {
+        for (seq, item) in (cursor.next_seq..).zip(&turn.items) {
             let at = item.at.timestamp_micros();
             insert
                 .execute(params![session, seq, item.role.as_str(), item.text, at])
                 .map_err(sqlite_error)?;
             // At the stored precision, so the cached item equals the one a reload reads.
             let at = timestamp(at)?;
-            change.items.push((seq, WorkingItem { at, ..item }));
+            change.items.push((seq, WorkingItem { at, ..item.clone() }));
         }
         drop(insert);
         // Capacity: keep the newest items by (at, seq), whatever their liveness. The sub-query
@@ -148,10 +148,13 @@ pub(super) fn commit_turn(
 /// Writes facts outside a turn; like [`commit_turn`], inside the writer's batch.
 pub(super) fn inject(
     conn: &Connection,
+    cursors: &mut SessionCursors,
     session: &str,
-    facts: Vec<NewFact>,
+    facts: &[NewFact],
 ) -> Result<(Vec<StoredFact>, SessionChange), MemoryError> {
-    register_session(conn, session)?;
+    if !cursors.get(conn, session)?.registered {
+        register_session(conn, session)?;
+    }
     let mut change = SessionChange {
         session: session.to_owned(),
         ..SessionChange::default()
@@ -195,7 +198,7 @@ pub(super) fn reset(
 fn write_facts(
     conn: &Connection,
     session: &str,
-    facts: Vec<NewFact>,
+    facts: &[NewFact],
     change: &mut SessionChange,
 ) -> Result<Vec<StoredFact>, MemoryError> {
     let mut stored: Vec<StoredFact> = Vec::with_capacity(facts.len());
@@ -210,7 +213,7 @@ fn write_facts(
         )
         .map_err(sqlite_error)?;
     for new in facts {
-        let fact = Fact::from_new(new);
+        let fact = Fact::from_new(new.clone());
         let id = fact.id.to_string();
         let observed_at = fact.observed_at.timestamp_micros();
         if let Some(key) = &fact.key {

@@ -6,9 +6,14 @@
 //! batch), and only then answers each job's waiter. So:
 //! - an `Ok` is sent only after the transaction holding that job's writes has committed (with
 //!   `synchronous = FULL`, after the WAL is on disk): acknowledged writes stay durable;
-//! - each job runs in its own savepoint: a job that fails (a turn whose session was reset meanwhile,
-//!   any SQLite error of its own) is rolled back and answered with its error alone, and the rest of
-//!   the batch still commits;
+//! - a job that fails (a turn whose session was reset meanwhile, any SQLite error of its own) is
+//!   answered with its error alone, nothing of it is written, and the rest of the batch still
+//!   commits. Jobs first share the transaction ([`Isolation::Shared`]): the common failure, an
+//!   epoch check, comes before a job writes anything. A job that fails after writing cannot be
+//!   undone alone, so then the batch is rolled back and run again with each job in its own
+//!   savepoint ([`Isolation::Savepoints`]); a job's work can run twice for that reason;
+//! - the epoch, next `seq` and registration of each session come from the writer's
+//!   [`SessionCursors`] rather than three statements per turn;
 //! - when the batch itself fails (BEGIN, COMMIT, SQLite aborting the transaction, a panic), every
 //!   waiter gets an error: never a success for something that was not committed;
 //! - jobs are applied in the order they were queued, so a reset queued before a turn is seen by
@@ -30,6 +35,7 @@ use deadpool_sqlite::rusqlite::{Connection, Transaction, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use super::cache::{SessionCache, SessionChange};
+use super::cursors::SessionCursors;
 use super::{DEPENDENCY, sqlite_error};
 use crate::memory::{MemoryConfig, MemoryError};
 
@@ -37,9 +43,34 @@ use crate::memory::{MemoryConfig, MemoryError};
 /// the memory held in results until the commit; far above what 64 connections queue.
 const MAX_BATCH: usize = 512;
 
-/// Work a job does inside the batch's transaction (through its own savepoint): its result, and
-/// what it changed in one session, for the cache.
-type Work<T> = Box<dyn FnOnce(&Connection) -> Result<(T, SessionChange), MemoryError> + Send>;
+/// Work a job does inside the batch's transaction: its result, and what it changed in one
+/// session, for the cache. It may run twice (see [`Isolation`]); the first run's writes are then
+/// rolled back before the second.
+type Work<T> = Box<
+    dyn FnMut(&Connection, &mut SessionCursors) -> Result<(T, SessionChange), MemoryError> + Send,
+>;
+
+/// How the jobs of a batch are kept apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Isolation {
+    /// Jobs share the transaction. A job may fail before it writes (a turn's epoch check does);
+    /// one that fails after writing has no savepoint to undo its writes alone, so the batch is
+    /// rolled back and run again with `Savepoints`.
+    Shared,
+    /// Each job in its own savepoint, so any failure undoes that job only. It costs two
+    /// statements per job and a copy of every page a job is first to change (SQLite's statement
+    /// journal), so it is only the fallback.
+    Savepoints,
+}
+
+/// How applying one job went, for the batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Applied {
+    /// Succeeded, or failed having written nothing: its outcome is its own.
+    Alone,
+    /// Failed after writing, without a savepoint: the batch must be rolled back and re-run.
+    Entangled,
+}
 
 /// What the writer thread owns besides its connection.
 pub(super) struct WriterContext {
@@ -88,12 +119,14 @@ impl Writer {
     /// the cache.
     pub(super) async fn write<T, F>(&self, work: F) -> Result<T, MemoryError>
     where
-        F: FnOnce(&Connection) -> Result<(T, SessionChange), MemoryError> + Send + 'static,
+        F: FnMut(&Connection, &mut SessionCursors) -> Result<(T, SessionChange), MemoryError>
+            + Send
+            + 'static,
         T: Send + 'static,
     {
         let (reply, answer) = oneshot::channel();
         let job = Pending {
-            work: Some(Box::new(work)),
+            work: Box::new(work),
             result: None,
             reply,
         };
@@ -114,29 +147,54 @@ fn stopped_error() -> MemoryError {
 
 /// One queued write, type-erased so that jobs with different results share the queue.
 trait Job: Send {
-    /// Runs the work in a savepoint of `tx`, keeping its result for [`Job::settle`].
-    fn apply(&mut self, tx: &mut Transaction<'_>);
+    /// Runs the work in `tx` as `isolation` says, keeping its result for [`Job::settle`] and
+    /// noting its change in `cursors` if it succeeded.
+    fn apply(
+        &mut self,
+        tx: &mut Transaction<'_>,
+        cursors: &mut SessionCursors,
+        isolation: Isolation,
+    ) -> Applied;
     /// Given how the batch's transaction ended, applies the job's cache effect (only if it
     /// committed) and answers the waiter.
     fn settle(self: Box<Self>, batch: &Result<(), MemoryError>, context: &WriterContext);
 }
 
 struct Pending<T> {
-    work: Option<Work<T>>,
+    work: Work<T>,
     result: Option<Result<(T, SessionChange), MemoryError>>,
     reply: oneshot::Sender<Result<T, MemoryError>>,
 }
 
 impl<T: Send> Job for Pending<T> {
-    fn apply(&mut self, tx: &mut Transaction<'_>) {
-        let Some(work) = self.work.take() else { return };
-        let result = tx.savepoint().map_err(sqlite_error).and_then(|savepoint| {
-            let value = work(&savepoint)?;
-            savepoint.commit().map_err(sqlite_error)?;
-            Ok(value)
-        });
-        // On error the savepoint was dropped, which rolled back this job's writes only.
+    fn apply(
+        &mut self,
+        tx: &mut Transaction<'_>,
+        cursors: &mut SessionCursors,
+        isolation: Isolation,
+    ) -> Applied {
+        let result = match isolation {
+            Isolation::Shared => {
+                // Each statement is atomic, so a job whose statements changed no row wrote nothing.
+                let before = tx.total_changes();
+                let result = (self.work)(tx, cursors);
+                if result.is_err() && tx.total_changes() != before {
+                    return Applied::Entangled;
+                }
+                result
+            }
+            Isolation::Savepoints => tx.savepoint().map_err(sqlite_error).and_then(|savepoint| {
+                let value = (self.work)(&savepoint, cursors)?;
+                savepoint.commit().map_err(sqlite_error)?;
+                Ok(value)
+            }),
+        };
+        // On error the savepoint (if any) was dropped, which rolled back this job's writes only.
+        if let Ok((_, change)) = &result {
+            cursors.note(change);
+        }
         self.result = Some(result);
+        Applied::Alone
     }
 
     fn settle(self: Box<Self>, batch: &Result<(), MemoryError>, context: &WriterContext) {
@@ -162,6 +220,7 @@ impl<T: Send> Job for Pending<T> {
 
 /// The writer thread: batch, commit, answer, until every [`Writer`] handle is dropped.
 fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, context: WriterContext) {
+    let mut cursors = SessionCursors::default();
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -170,13 +229,19 @@ fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, context: Write
                 Err(_) => break,
             }
         }
-        let outcome = catch_unwind(AssertUnwindSafe(|| commit_batch(&mut conn, &mut batch)))
-            .unwrap_or_else(|_| {
-                Err(MemoryError::Backend {
-                    dependency: DEPENDENCY,
-                    reason: "the database writer panicked; the batch was rolled back".to_owned(),
-                })
-            });
+        let outcome = catch_unwind(AssertUnwindSafe(|| {
+            commit_batch(&mut conn, &mut batch, &mut cursors)
+        }))
+        .unwrap_or_else(|_| {
+            Err(MemoryError::Backend {
+                dependency: DEPENDENCY,
+                reason: "the database writer panicked; the batch was rolled back".to_owned(),
+            })
+        });
+        if outcome.is_err() {
+            // What the batch's jobs noted was rolled back with it.
+            cursors.forget_all();
+        }
         if !conn.is_autocommit() {
             // Only after a panic between BEGIN and the transaction's guard: make sure nothing of
             // the failed batch can be committed by the next one.
@@ -188,15 +253,46 @@ fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, context: Write
     }
 }
 
-/// Applies `batch` in order in one transaction and commits it.
-fn commit_batch(conn: &mut Connection, batch: &mut [Box<dyn Job>]) -> Result<(), MemoryError> {
+/// Applies `batch` in order in one transaction and commits it: jobs sharing the transaction
+/// first, each in a savepoint if one of them fails after writing.
+fn commit_batch(
+    conn: &mut Connection,
+    batch: &mut [Box<dyn Job>],
+    cursors: &mut SessionCursors,
+) -> Result<(), MemoryError> {
+    if write_batch(conn, batch, cursors, Isolation::Shared)? == Applied::Alone {
+        return Ok(());
+    }
+    // Rolled back: forget what the first run noted, and run every job again.
+    cursors.forget_all();
+    match write_batch(conn, batch, cursors, Isolation::Savepoints)? {
+        Applied::Alone => Ok(()),
+        // Cannot happen (a savepoint undoes its job alone); were it to, nothing was committed.
+        Applied::Entangled => Err(MemoryError::Backend {
+            dependency: DEPENDENCY,
+            reason: "a write could not be undone alone; the batch was rolled back".to_owned(),
+        }),
+    }
+}
+
+/// One attempt at the batch: `Entangled` (nothing committed) if a job failed after writing and
+/// `isolation` could not undo it alone.
+fn write_batch(
+    conn: &mut Connection,
+    batch: &mut [Box<dyn Job>],
+    cursors: &mut SessionCursors,
+    isolation: Isolation,
+) -> Result<Applied, MemoryError> {
     // IMMEDIATE takes the write lock up front, so each job's epoch check and writes see no other
     // writer (another process included) in between; a busy file is waited for here.
     let mut tx = conn
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .map_err(sqlite_error)?;
     for job in batch.iter_mut() {
-        job.apply(&mut tx);
+        if job.apply(&mut tx, cursors, isolation) == Applied::Entangled {
+            // Dropping `tx` rolls the whole attempt back.
+            return Ok(Applied::Entangled);
+        }
         if tx.is_autocommit() {
             // Some errors (disk full, I/O, out of memory) make SQLite roll back the whole
             // transaction, not just the statement. Carrying on would run the remaining jobs in
@@ -207,5 +303,6 @@ fn commit_batch(conn: &mut Connection, batch: &mut [Box<dyn Job>]) -> Result<(),
             });
         }
     }
-    tx.commit().map_err(sqlite_error)
+    tx.commit().map_err(sqlite_error)?;
+    Ok(Applied::Alone)
 }
