@@ -142,7 +142,9 @@ impl Fact {
     /// The stored form of `new` under a fresh id.
     pub fn from_new(new: NewFact) -> Self {
         Self {
-            id: Uuid::new_v4(),
+            // Time-ordered (UUIDv7): a new fact's id lands at the end of the stores' id indexes,
+            // the same few pages for every fact of a commit, rather than on a random page each.
+            id: Uuid::now_v7(),
             kind: new.kind,
             key: new.key,
             text: new.text,
