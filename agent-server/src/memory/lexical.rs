@@ -35,11 +35,34 @@ pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(stem)
 }
 
+/// Most words a thread remembers the stem of (a few hundred KiB per thread at most).
+const STEM_CACHE_WORDS: usize = 4096;
+
+thread_local! {
+    /// Recently stemmed words, as given, with their stems. Snowball's suffix tables cost far more
+    /// than a hash lookup, and the same words come back on every turn: a query's, its facts', and
+    /// those of working memory. Per thread, so there is no lock; emptied when full rather than
+    /// kept in LRU order, since a refill costs only one stemming per word. The standard (keyed)
+    /// hasher, as the words are user text.
+    static STEMS: std::cell::RefCell<HashMap<Box<str>, Box<str>>> =
+        std::cell::RefCell::new(HashMap::with_capacity(STEM_CACHE_WORDS));
+}
+
 /// The stem of one word, lower-cased first (query terms go through the same function, so a query
 /// for "Running" finds "runs").
 pub fn stem(word: &str) -> String {
-    let lower = word.to_lowercase();
-    ENGLISH.stem(&lower).into_owned()
+    STEMS.with_borrow_mut(|stems| {
+        if let Some(stem) = stems.get(word) {
+            return stem.to_string();
+        }
+        let lower = word.to_lowercase();
+        let stem = ENGLISH.stem(&lower).into_owned();
+        if stems.len() >= STEM_CACHE_WORDS {
+            stems.clear();
+        }
+        stems.insert(word.into(), stem.as_str().into());
+        stem
+    })
 }
 
 /// Document id: the caller's key for a document (the embedded store uses the fact's row id).
@@ -167,6 +190,21 @@ mod tests {
             ["run", "run", "ran", "away", "café"]
         );
         assert_eq!(stem("Lighthouses"), stem("lighthouse"));
+    }
+
+    #[test]
+    fn remembered_stems_equal_fresh_ones_past_the_cache_size() {
+        let words: Vec<String> = (0..STEM_CACHE_WORDS + 100)
+            .map(|i| format!("Running{i}s"))
+            .chain(["Running", "running", "RUNS"].map(str::to_owned))
+            .collect();
+        let fresh = |word: &str| ENGLISH.stem(&word.to_lowercase()).into_owned();
+        for _ in 0..2 {
+            for word in &words {
+                assert_eq!(stem(word), fresh(word), "{word}");
+            }
+        }
+        assert_eq!(stem("RUNS"), "run");
     }
 
     #[test]
