@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 
 use chrono::{DateTime, Utc};
 use protocol::control::{FactKind, FactSource};
-use regex::Regex;
+use regex::{Captures, Regex};
 use serde_json::json;
 
 use super::dates::{self, parse_count};
@@ -56,6 +56,18 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("extractor patterns are valid")
 }
 
+/// `pattern.captures(s)`, asked only once `s` is known to match. Most sentences match no pattern,
+/// and answering "no" is far cheaper without capture groups: `is_match` runs a DFA, while
+/// `captures` on these short texts runs a backtracker that first clears a visited set of (pattern
+/// states x text length) bits, which was most of a builtin turn's instructions (callgrind).
+fn captures<'s>(pattern: &Regex, s: &'s str) -> Option<Captures<'s>> {
+    if pattern.is_match(s) {
+        pattern.captures(s)
+    } else {
+        None
+    }
+}
+
 static REMEMBER: LazyLock<Regex> = LazyLock::new(|| {
     re(
         r"(?i)^(?:please\s+)?(?:remember|note|keep in mind|don'?t forget|do not forget|never forget)(?:\s+that)?[,:]?\s+(?P<x>.+)$",
@@ -84,14 +96,20 @@ static NTH_REPLY: LazyLock<Regex> = LazyLock::new(|| {
         r#"(?i)^in\s+your\s+(?P<ord>first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|next|\d{1,2}(?:st|nd|rd|th)?)\s+(?:reply|response|answer|message)(?:\s+(?:from now|after this one|after this))?,?\s+(?:please\s+)?(?:say|include|write|mention|add)\s+(?:the\s+word\s+)?["“'‘]?(?P<w>.+?)["”'’]?$"#,
     )
 });
+/// Longest list name, and longest key of "my X is Y", in characters. Checked after matching: a
+/// bounded repetition of a Unicode class (`[\w ]{1,60}`) compiles to one copy of the class per
+/// step, and matching that automaton was most of a builtin turn's instructions (callgrind).
+const MAX_LIST_CHARS: usize = 40;
+const MAX_KEY_CHARS: usize = 60;
+
 static LIST_EDIT: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)^(?:please\s+)?(?P<op>add|put|remove|delete|take)\s+(?P<items>.+?)\s+(?:to|on|onto|from|off|off of)\s+(?:my|the)\s+(?P<list>[\w -]{1,40}?)\s+list$",
+        r"(?i)^(?:please\s+)?(?P<op>add|put|remove|delete|take)\s+(?P<items>.+?)\s+(?:to|on|onto|from|off|off of)\s+(?:my|the)\s+(?P<list>[\w -]+?)\s+list$",
     )
 });
 static MY_X_IS: LazyLock<Regex> = LazyLock::new(|| {
     re(
-        r"(?i)^(?:(?:and|also|actually|now|oh|well|btw|by the way),?\s+)*my\s+(?P<k>[\w'’ -]{1,60}?)\s+(?:is|are|was|were|'s)\s+(?:now\s+|actually\s+|called\s+|named\s+)*(?P<v>.+)$",
+        r"(?i)^(?:(?:and|also|actually|now|oh|well|btw|by the way),?\s+)*my\s+(?P<k>[\w'’ -]+?)\s+(?:is|are|was|were|'s)\s+(?:now\s+|actually\s+|called\s+|named\s+)*(?P<v>.+)$",
     )
 });
 static LIVE_IN: LazyLock<Regex> = LazyLock::new(|| {
@@ -177,7 +195,7 @@ impl FactExtractor {
     }
 
     fn extract_sentence(&self, s: &str, now: DateTime<Utc>) -> Vec<Learned> {
-        if let Some(c) = RULE.captures(s) {
+        if let Some(c) = captures(&RULE, s) {
             let trigger = c["t"].trim().to_owned();
             let reply = trim_sentence(&c["r"]).to_owned();
             return vec![Learned::Item(NewFact {
@@ -193,10 +211,12 @@ impl FactExtractor {
         if let Some(item) = reminder(s, now) {
             return vec![Learned::Item(item)];
         }
-        if let Some(c) = LIST_EDIT.captures(s) {
+        if let Some(c) =
+            captures(&LIST_EDIT, s).filter(|c| c["list"].chars().count() <= MAX_LIST_CHARS)
+        {
             return list_edits(&c["op"], &c["items"], &c["list"]);
         }
-        if let Some(c) = REMEMBER.captures(s) {
+        if let Some(c) = captures(&REMEMBER, s) {
             let inner = trim_sentence(&c["x"]);
             let mut learned = self.extract_sentence(inner, now);
             if learned.is_empty() {
@@ -221,7 +241,9 @@ impl FactExtractor {
 
 /// "my X is Y" and the fixed personal patterns, each with its supersession key.
 fn keyed_fact(s: &str, now: DateTime<Utc>) -> Option<NewFact> {
-    let key = if let Some(c) = MY_X_IS.captures(s) {
+    let key = if let Some(c) =
+        captures(&MY_X_IS, s).filter(|c| c["k"].chars().count() <= MAX_KEY_CHARS)
+    {
         let key = normalize_key(&c["k"]);
         // "my name's", "my mum's birthday is": keep the possessive inside the key.
         let key = key.trim_start_matches("new ").to_owned();
@@ -237,7 +259,7 @@ fn keyed_fact(s: &str, now: DateTime<Utc>) -> Option<NewFact> {
         "age".to_owned()
     } else if NAME.is_match(s) {
         "name".to_owned()
-    } else if let Some(c) = THIRD_PERSON.captures(s) {
+    } else if let Some(c) = captures(&THIRD_PERSON, s) {
         let what = match &c["what"] {
             "lives" | "moved" => "home",
             _ => "work",
@@ -276,17 +298,14 @@ fn reminder(s: &str, now: DateTime<Utc>) -> Option<NewFact> {
         importance: 0.8,
         source: FactSource::Extracted,
     };
-    if let Some(c) = REMIND_AFTER
-        .captures(s)
-        .or_else(|| REMIND_BEFORE.captures(s))
-    {
+    if let Some(c) = captures(&REMIND_AFTER, s).or_else(|| captures(&REMIND_BEFORE, s)) {
         let d = dates::span(parse_count(&c["n"])?, &c["unit"])?;
         return Some(timed(&c["task"], now + d));
     }
-    if let Some(c) = REMIND_TOMORROW.captures(s) {
+    if let Some(c) = captures(&REMIND_TOMORROW, s) {
         return Some(timed(&c["task"], now + chrono::Duration::days(1)));
     }
-    if let Some(c) = NTH_REPLY.captures(s) {
+    if let Some(c) = captures(&NTH_REPLY, s) {
         let n = parse_ordinal(&c["ord"])?;
         let word = trim_sentence(&c["w"]).to_owned();
         return Some(NewFact {
@@ -423,6 +442,24 @@ mod tests {
         assert_eq!(f[0].kind, FactKind::Fact);
         let f = items("Actually, my favourite colour is now green");
         assert_eq!(f[0].key.as_deref(), Some("favourite colour"));
+    }
+
+    #[test]
+    fn keys_and_list_names_have_a_length_limit() {
+        let key = "very ".repeat(11) + "long key"; // 63 characters
+        let f = items(&format!("My {key} is teal."));
+        assert!(f.iter().all(|f| f.key.is_none()), "{f:?}");
+        let key = "very ".repeat(10) + "long key"; // 58 characters
+        assert_eq!(items(&format!("My {key} is teal."))[0].key, Some(key));
+
+        let is_edit = |text: &str| {
+            FactExtractor
+                .extract(text, now())
+                .iter()
+                .any(|l| matches!(l, Learned::ListEdit(_)))
+        };
+        assert!(is_edit(&format!("Add milk to my {} list", "x".repeat(40))));
+        assert!(!is_edit(&format!("Add milk to my {} list", "x".repeat(41))));
     }
 
     #[test]
