@@ -130,7 +130,7 @@ pub(super) fn commit_turn(
         }
         drop(insert);
         // Capacity: keep the newest items by (at, seq), whatever their liveness. The sub-query
-        // finds the newest item beyond capacity by walking `working_items_by_time` (NULL, so
+        // finds the newest item beyond capacity by walking the table in key order (NULL, so
         // nothing is deleted, when there is none); everything from it down goes. A row-value
         // range rather than `seq NOT IN (newest ...)`, which materialised the kept set every turn.
         let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
