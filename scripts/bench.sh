@@ -7,8 +7,8 @@
 #
 # Needs: guidellm in .venv/guidellm for part (c) and Arize Phoenix in .venv/phoenix for part (g)
 # (scripts/bench-load.sh says how to install each when missing; those parts are then left out
-# with a message); redis-server and Postgres binaries for the redis+postgres rows (throwaway
-# instances from scripts/test-services.sh).
+# with a message); valgrind for the instruction counts; redis-server and Postgres binaries for
+# the redis+postgres rows (throwaway instances from scripts/test-services.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,3 +20,10 @@ cargo bench --quiet -p agent-server --bench recall_scaling
 
 echo "== chat turns per memory backend (embedded, redis+postgres)"
 scripts/test-services.sh run cargo bench --quiet --bench memory_turns -- --concurrency 1,16,64
+
+if command -v valgrind >/dev/null; then
+  echo "== instructions per builtin turn (callgrind)"
+  scripts/bench/turn-instructions.sh target/release/agent-server
+else
+  echo "== instructions per builtin turn: left out, needs valgrind"
+fi

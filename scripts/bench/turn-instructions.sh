@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# User-space instructions per builtin turn of agent-server binaries, counted by callgrind: unlike
+# turns/s, the count does not depend on what else the shared machine is doing, so small changes
+# show. Each binary serves 1,000 and then 4,000 turns (`judge load --requests N --concurrency 16`,
+# 16-token prompts) from a fresh data directory; the difference over 3,000 turns is the cost of a
+# turn without the start-up (mostly compiling regexes). The kernel's share (WAL writes, fsync,
+# sockets) is not counted. Needs valgrind.
+#
+#   scripts/bench/turn-instructions.sh target/release/agent-server /tmp/agent-server-base
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+[ $# -ge 1 ] || { echo "usage: $0 AGENT_SERVER_BINARY..." >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+cargo build --release --quiet -p judge-client --bin judge
+port=${BENCH_PORT:-18310}
+work=$(mktemp -d)
+server=
+cleanup() { [ -z "$server" ] || kill "$server" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+# instructions BINARY TURNS: total instructions of one server process serving TURNS turns.
+instructions() {
+  local dir="$work/run-$2"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" "$1" \
+    --addr "127.0.0.1:$port" --workers 1 --data-dir "$dir/data" >"$dir/server.log" 2>&1 &
+  server=$!
+  for _ in $(seq 300); do
+    curl -fsS "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1 && break
+    sleep 0.2
+  done
+  target/release/judge load --endpoint "http://127.0.0.1:$port" --threads 1 --requests "$2" \
+    --concurrency 16 --prompt-tokens 16 --output-tokens 16 --timeout 120s --quiet \
+    --out "$dir/judge" >"$dir/judge.log" 2>&1
+  kill -INT "$server"
+  wait "$server" 2>/dev/null || true
+  server=
+  awk '/^(summary|totals):/ {print $2; exit}' "$dir/callgrind.out"
+}
+
+printf '%-40s %s\n' binary "instructions per turn"
+for binary in "$@"; do
+  small=$(instructions "$binary" 1000)
+  large=$(instructions "$binary" 4000)
+  awk -v b="$binary" -v s="$small" -v l="$large" 'BEGIN { printf "%-40s %.0fk\n", b, (l - s) / 3000 / 1000 }'
+done
