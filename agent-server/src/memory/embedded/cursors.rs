@@ -19,10 +19,10 @@
 
 use std::collections::HashMap;
 
-use deadpool_sqlite::rusqlite::{Connection, OptionalExtension};
+use deadpool_sqlite::rusqlite::Connection;
 
 use super::cache::SessionChange;
-use super::{corrupt, sqlite_error};
+use super::{ops, sqlite_error};
 use crate::memory::MemoryError;
 
 /// Most sessions remembered. About 100 bytes each: a few MiB at most.
@@ -85,21 +85,15 @@ impl SessionCursors {
 }
 
 fn load(conn: &Connection, session: &str) -> Result<Cursor, MemoryError> {
-    let epoch: Option<i64> = conn
-        .prepare_cached("SELECT epoch FROM sessions WHERE session_id = ?1")
-        .and_then(|mut stmt| stmt.query_row([session], |row| row.get(0)).optional())
-        .map_err(sqlite_error)?;
+    let epoch = ops::read_epoch(conn, session)?;
     let next_seq: i64 = conn
         .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM working_items WHERE session_id = ?1")
         .and_then(|mut stmt| stmt.query_row([session], |row| row.get(0)))
         .map_err(sqlite_error)?;
-    let registered = epoch.is_some();
-    let epoch = epoch.unwrap_or(0);
-    let epoch = u64::try_from(epoch).map_err(|_| corrupt(format!("negative epoch {epoch}")))?;
     Ok(Cursor {
-        epoch,
+        epoch: epoch.unwrap_or(0),
         next_seq,
-        registered,
+        registered: epoch.is_some(),
     })
 }
 

@@ -30,7 +30,7 @@ pub(super) fn load_session(
     config: &MemoryConfig,
     session: &str,
 ) -> Result<SessionMemory, MemoryError> {
-    let mut memory = SessionMemory::new(read_epoch(conn, session)?);
+    let mut memory = SessionMemory::new(read_epoch(conn, session)?.unwrap_or(0));
     for (seq, item) in newest_working(conn, config, session)? {
         memory.push_item(seq, item);
     }
@@ -301,13 +301,15 @@ fn register_session(conn: &Connection, session: &str) -> Result<(), MemoryError>
     Ok(())
 }
 
-fn read_epoch(conn: &Connection, session: &str) -> Result<u64, MemoryError> {
+/// The session's epoch, or `None` when it has no `sessions` row (never written: epoch 0).
+pub(super) fn read_epoch(conn: &Connection, session: &str) -> Result<Option<u64>, MemoryError> {
     let epoch: Option<i64> = conn
         .prepare_cached("SELECT epoch FROM sessions WHERE session_id = ?1")
         .and_then(|mut stmt| stmt.query_row([session], |row| row.get(0)).optional())
         .map_err(sqlite_error)?;
-    let epoch = epoch.unwrap_or(0);
-    u64::try_from(epoch).map_err(|_| corrupt(format!("negative epoch {epoch}")))
+    epoch
+        .map(|epoch| u64::try_from(epoch).map_err(|_| corrupt(format!("negative epoch {epoch}"))))
+        .transpose()
 }
 
 /// The session's live working memory at `now`, oldest first.
