@@ -328,6 +328,25 @@ mod tests {
     use super::*;
 
     #[test]
+    fn new_fact_ids_are_time_ordered() {
+        let new = || NewFact {
+            kind: FactKind::Fact,
+            key: None,
+            text: "x".to_owned(),
+            data: None,
+            observed_at: Utc::now(),
+            importance: 0.5,
+            source: FactSource::Extracted,
+        };
+        let ids: Vec<Uuid> = (0..100).map(|_| Fact::from_new(new()).id).collect();
+        assert!(ids.iter().all(|id| id.get_version_num() == 7));
+        assert!(
+            ids.windows(2).all(|w| w[0] < w[1]),
+            "later facts sort later"
+        );
+    }
+
+    #[test]
     fn keys_normalise_case_space_and_edge_punctuation() {
         assert_eq!(normalize_key("  Favourite   Colour. "), "favourite colour");
         assert_eq!(normalize_key("rule:banana"), "rule:banana");
