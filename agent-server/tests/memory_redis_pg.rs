@@ -53,6 +53,15 @@ fn with_dbname(url: &str, dbname: &str) -> String {
     format!("{scheme}://{authority}/{dbname}{query}")
 }
 
+/// `url` with its user replaced (URL form only).
+fn with_user(url: &str, user: &str) -> String {
+    let (scheme, rest) = url
+        .split_once("://")
+        .unwrap_or_else(|| panic!("AGENTWALL_TEST_DATABASE_URL must be a postgres:// URL"));
+    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+    format!("{scheme}://{user}@{host}")
+}
+
 async fn admin_client(url: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
@@ -469,11 +478,12 @@ async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
         .await
         .unwrap();
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
-    assert_eq!(versions, [1, 2], "each migration recorded exactly once");
+    assert_eq!(versions, [1, 2, 3], "each migration recorded exactly once");
 }
 
 /// A database a version-1 server wrote is migrated on start: its facts survive, recall finds
-/// them, and the GIN index version 2 drops is gone.
+/// them, the all-sessions GIN index version 2 drops is gone and version 3's session-scoped one
+/// is there.
 #[tokio::test]
 async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
     let db = TestDb::create().await;
@@ -516,7 +526,7 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     let gin = client
         .query(
             "SELECT 1 FROM pg_indexes WHERE indexname = 'agentwall_facts_tsv'",
@@ -525,6 +535,128 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
         .await
         .unwrap();
     assert!(gin.is_empty(), "migration 2 drops the GIN index");
+    let session_gin = client
+        .query(
+            "SELECT 1 FROM pg_indexes WHERE indexname = 'agentwall_facts_session_tsv'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(session_gin.len(), 1, "migration 3 adds the session's index");
+}
+
+/// Recall must cost what its own session's matches cost, not what the session holds (a session
+/// may hold 100,000 facts) nor what other sessions hold: the plan Postgres picks for the recall
+/// statement goes through the session-scoped full-text index, for a small session and a large one.
+#[tokio::test]
+async fn recall_goes_through_the_session_scoped_full_text_index() {
+    let harness = Harness::new().await;
+    let fill = |session: &'static str, n: usize, word: &'static str| {
+        let store = harness.store.clone();
+        async move {
+            let session = SessionId::parse(session).unwrap();
+            for start in (0..n).step_by(1_000) {
+                let batch = (start..n.min(start + 1_000))
+                    .map(|i| NewFact {
+                        kind: FactKind::Fact,
+                        key: None,
+                        text: format!("Note {i}: the {word} number {} is blue.", i % 97),
+                        data: None,
+                        observed_at: t0(),
+                        importance: 0.5,
+                        source: FactSource::Injected,
+                    })
+                    .collect();
+                store.inject(&session, batch).await.unwrap();
+            }
+        }
+    };
+    fill("large-session", 5_000, "lighthouse").await;
+    fill("small-session", 20, "lighthouse").await;
+    fill("other-session", 5_000, "harbour").await;
+    let client = harness.db.client().await;
+    client
+        .batch_execute("ANALYZE agentwall_facts")
+        .await
+        .unwrap();
+    for session in ["large-session", "small-session"] {
+        let sql = format!(
+            "EXPLAIN {}",
+            agent_server::memory::redis_pg::recall_statement()
+        );
+        let plan: Vec<String> = client
+            .query(
+                &sql,
+                &[&vec![session], &vec!["lighthouse & 42"], &vec![8_i64]],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(
+            plan.contains("agentwall_facts_session_tsv"),
+            "recall in {session} does not use the session's full-text index:\n{plan}"
+        );
+    }
+    let ctx = harness
+        .store
+        .recall(
+            &SessionId::parse("large-session").unwrap(),
+            query("Which lighthouse is number 42?"),
+        )
+        .await
+        .unwrap();
+    assert!(!ctx.facts.is_empty());
+    assert!(
+        ctx.facts.iter().all(|f| f.fact.text.contains("number 42 ")),
+        "the best matches hold both words: {:?}",
+        ctx.facts.iter().map(|f| &f.fact.text).collect::<Vec<_>>()
+    );
+}
+
+/// A migration that cannot run names itself and says what to do, and leaves nothing behind: here
+/// the role may create tables but not extensions, so version 3's CREATE EXTENSION is refused.
+#[tokio::test]
+async fn a_refused_extension_fails_the_start_with_a_hint_and_migrates_nothing() {
+    let db = TestDb::create().await;
+    let role = format!("no_extensions_{}", Uuid::new_v4().simple());
+    let admin = db.client().await;
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN;
+             GRANT CONNECT ON DATABASE {} TO {role};
+             GRANT CREATE ON SCHEMA public TO {role};",
+            db.name
+        ))
+        .await
+        .unwrap();
+    let err = RedisPostgresStore::connect(
+        config(&redis_url(), &with_user(&db.url, &role), &unique_prefix()),
+        conformance::config(),
+    )
+    .await
+    .expect_err("the role cannot create btree_gin");
+    let message = err.to_string();
+    assert!(
+        message.contains("migration 3 (session_tsv_gin) failed")
+            && message.contains("btree_gin")
+            && message.contains("contrib"),
+        "{message}"
+    );
+    let tables = admin
+        .query(
+            "SELECT 1 FROM pg_tables WHERE tablename = 'agentwall_facts'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(tables.is_empty(), "the migrations ran as one transaction");
+    admin
+        .batch_execute(&format!("DROP OWNED BY {role}; DROP ROLE {role};"))
+        .await
+        .unwrap();
 }
 
 #[tokio::test]

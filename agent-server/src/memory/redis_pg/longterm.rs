@@ -4,6 +4,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::LazyLock;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -25,6 +26,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         2,
         "drop_tsv_gin",
         include_str!("migrations/0002_drop_tsv_gin.sql"),
+    ),
+    (
+        3,
+        "session_tsv_gin",
+        include_str!("migrations/0003_session_tsv_gin.sql"),
     ),
 ];
 
@@ -136,7 +142,9 @@ pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<()
             continue;
         }
         tracing::info!(version, name, "applying postgres migration");
-        tx.batch_execute(sql).await.map_err(pg_error)?;
+        tx.batch_execute(sql)
+            .await
+            .map_err(|e| migration_failed(*version, name, e))?;
         tx.execute(
             "INSERT INTO agentwall_schema_migrations (version, name) VALUES ($1, $2)",
             &[version, name],
@@ -145,6 +153,28 @@ pub(super) async fn migrate(client: &mut deadpool_postgres::Object) -> Result<()
         .map_err(pg_error)?;
     }
     tx.commit().await.map_err(pg_error)
+}
+
+/// A failed migration's error, naming it, with what to do when an extension is missing.
+fn migration_failed(version: i32, name: &str, e: tokio_postgres::Error) -> MemoryError {
+    let extension_missing = e
+        .as_db_error()
+        .is_some_and(|db| db.message().contains("extension"));
+    match pg_error(e) {
+        MemoryError::Backend { dependency, reason } => MemoryError::Backend {
+            dependency,
+            reason: format!(
+                "migration {version} ({name}) failed: {reason}{}",
+                if extension_missing {
+                    "; install Postgres's contrib modules (Debian: postgresql-contrib) or have a \
+                     superuser run the migration's CREATE EXTENSION"
+                } else {
+                    ""
+                }
+            ),
+        },
+        unavailable => unavailable,
+    }
 }
 
 /// The session rows a batch of turns locked, until the caller's transaction ends.
@@ -464,6 +494,48 @@ pub(super) struct RecallRows {
     pub candidates: Vec<(Fact, f64)>,
 }
 
+/// The statement of [`recall`]. Parameters: `$1` session ids, `$2` tsqueries (NULL matches
+/// nothing), `$3` how many candidates each read takes at most.
+///
+/// One row per fact, `part` 1 for standing items (oldest first) and 2 for ranked candidates (best
+/// first), each with its position `pos`, tagged with the read's position `ord`; the LEFT JOIN
+/// keeps one row (with a NULL part) for a session without facts, so every epoch comes back.
+///
+/// The candidates come through the session-scoped full-text index (migration 3): the session's
+/// posting list intersected with the query's, so a recall's cost depends on its own session's
+/// matches, never on other sessions' facts. They are ranked and cut to the pool first and
+/// numbered second, so that only `pool` rows are sorted in full (a top-N heap) however many facts
+/// match. The match is written against `to_tsquery(...)` itself, not the joined `t`: as a join
+/// filter the planner costs the index path as a join and preferred scanning all the session's
+/// facts through the B-tree; as a restriction of the table it takes the index.
+pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "SELECT q.ord, coalesce(s.epoch, 0) AS epoch, facts.*
+         FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY
+              AS q(session_id, tsquery, pool, ord)
+         LEFT JOIN agentwall_sessions AS s ON s.session_id = q.session_id
+         LEFT JOIN LATERAL (
+             (SELECT 1 AS part,
+                     row_number() OVER (ORDER BY observed_at, observed_ns, seq) AS pos,
+                     {FACT_COLUMNS}, 0::real AS rank
+              FROM agentwall_facts
+              WHERE session_id = q.session_id AND kind <> 'fact')
+             UNION ALL
+             (SELECT 2 AS part,
+                     row_number() OVER (
+                         ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC) AS pos,
+                     {FACT_COLUMNS}, rank
+              FROM (SELECT {FACT_COLUMNS}, seq, ts_rank(tsv, t) AS rank
+                    FROM agentwall_facts, to_tsquery('english'::regconfig, q.tsquery) AS t
+                    WHERE session_id = q.session_id AND kind = 'fact'
+                      AND tsv @@ to_tsquery('english'::regconfig, q.tsquery)
+                    ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC
+                    LIMIT q.pool) AS best)
+         ) AS facts ON true
+         ORDER BY q.ord, facts.part, facts.pos"
+    )
+});
+
 /// One recall's read of Postgres.
 pub(super) struct RecallRead {
     pub session: SessionId,
@@ -481,44 +553,7 @@ pub(super) async fn recall(
     client: &deadpool_postgres::Object,
     reads: &[&RecallRead],
 ) -> Result<Vec<RecallRows>, MemoryError> {
-    // One row per fact, `part` 1 for standing items (oldest first) and 2 for ranked candidates
-    // (best first), each with its position `pos`, tagged with the read's position `ord`; the LEFT
-    // JOIN keeps one row (with a NULL part) for a session without facts, so every epoch comes
-    // back. A NULL `tsquery` matches nothing.
-    //
-    // The candidates are the session's facts first, matched against the query second: `OFFSET 0`
-    // keeps the planner from answering `tsv @@ t` with the GIN index, which it did once its
-    // statistics said so, and which reads every matching fact of EVERY session (1.3 ms per read
-    // for a common word over 20,000 facts of 512 sessions, against 0.1 ms for the session's own
-    // 40). A recall's cost must depend on its own session's size only.
-    let sql = format!(
-        "SELECT q.ord, coalesce(s.epoch, 0) AS epoch, facts.*
-         FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY
-              AS q(session_id, tsquery, pool, ord)
-         LEFT JOIN agentwall_sessions AS s ON s.session_id = q.session_id
-         LEFT JOIN LATERAL (
-             (SELECT 1 AS part,
-                     row_number() OVER (ORDER BY observed_at, observed_ns, seq) AS pos,
-                     {FACT_COLUMNS}, 0::real AS rank
-              FROM agentwall_facts
-              WHERE session_id = q.session_id AND kind <> 'fact')
-             UNION ALL
-             (SELECT 2 AS part,
-                     row_number() OVER (
-                         ORDER BY ts_rank(tsv, t) DESC, observed_at DESC, observed_ns DESC,
-                                  seq DESC) AS pos,
-                     {FACT_COLUMNS}, ts_rank(tsv, t) AS rank
-              FROM (SELECT * FROM agentwall_facts
-                    WHERE session_id = q.session_id AND kind = 'fact'
-                    OFFSET 0) AS session_facts,
-                   to_tsquery('english'::regconfig, q.tsquery) AS t
-              WHERE tsv @@ t
-              ORDER BY pos
-              LIMIT q.pool)
-         ) AS facts ON true
-         ORDER BY q.ord, facts.part, facts.pos"
-    );
-    let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
+    let stmt = client.prepare_cached(&RECALL_SQL).await.map_err(pg_error)?;
     let sessions: Vec<&str> = reads.iter().map(|r| r.session.as_str()).collect();
     let queries: Vec<Option<&str>> = reads.iter().map(|r| r.tsquery.as_deref()).collect();
     let pools: Vec<i64> = reads
@@ -677,17 +712,34 @@ pub(super) fn pg_error(e: tokio_postgres::Error) -> MemoryError {
         }
         None => e.is_closed() || has_io_source(&e),
     };
+    let reason = describe(&e);
     if unavailable {
         MemoryError::Unavailable {
             dependency: DEPENDENCY,
-            reason: e.to_string(),
+            reason,
         }
     } else {
         MemoryError::Backend {
             dependency: DEPENDENCY,
-            reason: e.to_string(),
+            reason,
         }
     }
+}
+
+/// What went wrong, in the server's words when the server answered: the driver's own message for
+/// a server error is only "db error".
+fn describe(e: &tokio_postgres::Error) -> String {
+    let Some(db) = e.as_db_error() else {
+        return e.to_string();
+    };
+    let mut reason = format!("{} (SQLSTATE {})", db.message(), db.code().code());
+    if let Some(detail) = db.detail() {
+        reason.push_str(&format!("; {detail}"));
+    }
+    if let Some(hint) = db.hint() {
+        reason.push_str(&format!("; hint: {hint}"));
+    }
+    reason
 }
 
 fn has_io_source(e: &tokio_postgres::Error) -> bool {

@@ -90,6 +90,13 @@ const COMMITS_IN_FLIGHT: usize = 2;
 /// busy without splitting batches further.
 const RECALLS_IN_FLIGHT: usize = 2;
 
+/// The statement recall runs against Postgres, for plan checks and diagnosis: `EXPLAIN` it with
+/// `$1` session ids (`text[]`), `$2` tsqueries (`text[]`) and `$3` candidate counts (`bigint[]`).
+#[doc(hidden)]
+pub fn recall_statement() -> &'static str {
+    &longterm::RECALL_SQL
+}
+
 /// How to reach the two services.
 #[derive(Clone)]
 pub struct RedisPostgresConfig {
