@@ -193,6 +193,11 @@ pub(super) fn reset(
     Ok((counts, change))
 }
 
+/// Inserts one fact; the statement every fact write runs.
+pub(super) const INSERT_FACT: &str = "INSERT INTO facts
+     (id, session_id, kind, key, text, data, observed_at, importance, source)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+
 /// Writes `facts` in order with supersession by key; one [`StoredFact`] per input. Records what
 /// it deleted and inserted in `change`.
 fn write_facts(
@@ -205,13 +210,7 @@ fn write_facts(
     // Facts written earlier in this same call, by id, so that one superseded by a later entry of
     // the batch is reported as not current: `current` describes the state after the commit.
     let mut written: HashMap<String, usize> = HashMap::new();
-    let mut insert = conn
-        .prepare_cached(
-            "INSERT INTO facts
-                 (id, session_id, kind, key, text, data, observed_at, importance, source)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        )
-        .map_err(sqlite_error)?;
+    let mut insert = conn.prepare_cached(INSERT_FACT).map_err(sqlite_error)?;
     for new in facts {
         let fact = Fact::from_new(new.clone());
         let id = fact.id.to_string();
