@@ -482,8 +482,7 @@ async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
 }
 
 /// A database a version-1 server wrote is migrated on start: its facts survive, recall finds
-/// them, the all-sessions GIN index version 2 drops is gone and version 3's session-scoped one
-/// is there.
+/// them, and it ends with version 3's session-scoped indexes only.
 #[tokio::test]
 async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
     let db = TestDb::create().await;
@@ -527,22 +526,27 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
         .map(|r| r.get(0))
         .collect();
     assert_eq!(versions, [1, 2, 3]);
-    let gin = client
+    let indexes: Vec<String> = client
         .query(
-            "SELECT 1 FROM pg_indexes WHERE indexname = 'agentwall_facts_tsv'",
+            "SELECT indexname::text FROM pg_indexes WHERE tablename = 'agentwall_facts'
+             ORDER BY indexname",
             &[],
         )
         .await
-        .unwrap();
-    assert!(gin.is_empty(), "migration 2 drops the GIN index");
-    let session_gin = client
-        .query(
-            "SELECT 1 FROM pg_indexes WHERE indexname = 'agentwall_facts_session_tsv'",
-            &[],
-        )
-        .await
-        .unwrap();
-    assert_eq!(session_gin.len(), 1, "migration 3 adds the session's index");
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(
+        indexes,
+        [
+            "agentwall_facts_pkey",
+            "agentwall_facts_session_key",
+            "agentwall_facts_session_standing",
+            "agentwall_facts_session_tsv"
+        ],
+        "migration 3 replaces the session's B-tree by one index per kind of read"
+    );
 }
 
 /// Recall must cost what its own session's matches cost, not what the session holds (a session
@@ -574,31 +578,38 @@ async fn recall_goes_through_the_session_scoped_full_text_index() {
     fill("large-session", 5_000, "lighthouse").await;
     fill("small-session", 20, "lighthouse").await;
     fill("other-session", 5_000, "harbour").await;
+    // Before statistics (a young table) and after them, whose average session is small.
     let client = harness.db.client().await;
-    client
-        .batch_execute("ANALYZE agentwall_facts")
-        .await
-        .unwrap();
-    for session in ["large-session", "small-session"] {
-        let sql = format!(
-            "EXPLAIN {}",
-            agent_server::memory::redis_pg::recall_statement()
-        );
-        let plan: Vec<String> = client
-            .query(
-                &sql,
-                &[&vec![session], &vec!["lighthouse & 42"], &vec![8_i64]],
-            )
-            .await
-            .unwrap()
-            .iter()
-            .map(|r| r.get(0))
-            .collect();
-        let plan = plan.join("\n");
-        assert!(
-            plan.contains("agentwall_facts_session_tsv"),
-            "recall in {session} does not use the session's full-text index:\n{plan}"
-        );
+    for analyzed in [false, true] {
+        if analyzed {
+            client
+                .batch_execute("ANALYZE agentwall_facts")
+                .await
+                .unwrap();
+        }
+        for session in ["large-session", "small-session"] {
+            let sql = format!(
+                "EXPLAIN {}",
+                agent_server::memory::redis_pg::recall_statement()
+            );
+            let plan: Vec<String> = client
+                .query(
+                    &sql,
+                    &[&vec![session], &vec!["lighthouse & 42"], &vec![8_i64]],
+                )
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let plan = plan.join("\n");
+            assert!(
+                plan.contains("Index Scan on agentwall_facts_session_tsv")
+                    && !plan.contains("Seq Scan on agentwall_facts"),
+                "recall in {session} (analyzed: {analyzed}) does not search the session's \
+                 full-text index:\n{plan}"
+            );
+        }
     }
     let ctx = harness
         .store
@@ -640,7 +651,7 @@ async fn a_refused_extension_fails_the_start_with_a_hint_and_migrates_nothing() 
     .expect_err("the role cannot create btree_gin");
     let message = err.to_string();
     assert!(
-        message.contains("migration 3 (session_tsv_gin) failed")
+        message.contains("migration 3 (session_scoped_indexes) failed")
             && message.contains("btree_gin")
             && message.contains("contrib"),
         "{message}"

@@ -29,8 +29,8 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
     ),
     (
         3,
-        "session_tsv_gin",
-        include_str!("migrations/0003_session_tsv_gin.sql"),
+        "session_scoped_indexes",
+        include_str!("migrations/0003_session_scoped_indexes.sql"),
     ),
 ];
 
@@ -478,7 +478,12 @@ pub(super) async fn reset(
         .await
         .map_err(pg_error)?;
     let delete = tx
-        .prepare_cached("DELETE FROM agentwall_facts WHERE session_id = $1")
+        // `kind = 'fact' OR kind <> 'fact'` is always true: it lets the planner combine the
+        // session's two indexes (migration 3), which each cover one side.
+        .prepare_cached(
+            "DELETE FROM agentwall_facts
+             WHERE session_id = $1 AND (kind = 'fact' OR kind <> 'fact')",
+        )
         .await
         .map_err(pg_error)?;
     tx.execute(&delete, &[&session.as_str()])
@@ -597,9 +602,12 @@ pub(super) async fn all_facts(
     client: &deadpool_postgres::Object,
     session: &SessionId,
 ) -> Result<Vec<Fact>, MemoryError> {
+    // The always-true `kind` condition lets the planner combine the session's two indexes, as
+    // in `reset`.
     let stmt = client
         .prepare_cached(&format!(
-            "SELECT {FACT_COLUMNS} FROM agentwall_facts WHERE session_id = $1
+            "SELECT {FACT_COLUMNS} FROM agentwall_facts
+             WHERE session_id = $1 AND (kind = 'fact' OR kind <> 'fact')
              ORDER BY observed_at DESC, observed_ns DESC, seq DESC"
         ))
         .await
