@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::dates;
 use super::language::trim_sentence;
-use crate::memory::ranking::{TermBuffer, query_terms};
+use crate::memory::ranking::{query_terms, with_terms};
 use crate::memory::{NewFact, Recalled, TurnRole, WorkingItem};
 
 const IMPORTANCE_MARKERS: &[&str] = &[
@@ -99,9 +99,8 @@ impl PromotionEngine {
         now: DateTime<Utc>,
     ) -> Vec<NewFact> {
         // Working memory is walked once per leftover (normally one or two), newest first as a
-        // repeat is most often recent, through one reused buffer: this is the costliest step of
-        // a turn otherwise.
-        let mut buffer = TermBuffer::default();
+        // repeat is most often recent; each item's words are remembered from earlier turns
+        // (`with_terms`): this was the costliest step of a turn.
         leftovers
             .iter()
             .filter_map(|sentence| {
@@ -112,7 +111,8 @@ impl PromotionEngine {
                         .rev()
                         .filter(|w| w.role == TurnRole::User)
                         .any(|w| {
-                            similarity(&terms, buffer.terms_of(&w.text)) >= self.repeat_similarity
+                            with_terms(&w.text, |said| similarity(&terms, said))
+                                >= self.repeat_similarity
                         });
                 let importance = self.importance(sentence);
                 (repeated || importance >= 0.7).then(|| NewFact {

@@ -16,7 +16,7 @@ use crate::agent::extract::FactExtractor;
 use crate::agent::language::{is_question, sentences, to_second_person, trim_sentence};
 use crate::agent::standing::Obligation;
 use crate::memory::TurnRole;
-use crate::memory::ranking::query_terms;
+use crate::memory::ranking::{query_terms, with_terms};
 
 /// Said when memory holds nothing relevant.
 pub const DONT_KNOW: &str = "I don't know; you haven't told me that.";
@@ -299,21 +299,25 @@ impl<'p> Knowledge<'p> {
         if q_terms.is_empty() {
             return DONT_KNOW.to_owned();
         }
+        // Facts and their keys come back turn after turn: their words are remembered
+        // (`with_terms`).
         let overlap = |text: &str| {
-            let t = query_terms(text);
-            q_terms
-                .iter()
-                .filter(|q| t.iter().any(|w| same_word(w, q)))
-                .count()
+            with_terms(text, |t| {
+                q_terms
+                    .iter()
+                    .filter(|q| t.iter().any(|w| same_word(w, q)))
+                    .count()
+            })
         };
         // Facts whose key is fully named in the question answer it first.
         let key_match = |c: &Candidate<'_>| {
             c.key.as_deref().is_some_and(|k| {
-                let k_terms = query_terms(k.trim_start_matches("list:"));
-                !k_terms.is_empty()
-                    && k_terms
-                        .iter()
-                        .all(|k| q_terms.iter().any(|q| same_word(q, k)))
+                with_terms(k.trim_start_matches("list:"), |k_terms| {
+                    !k_terms.is_empty()
+                        && k_terms
+                            .iter()
+                            .all(|k| q_terms.iter().any(|q| same_word(q, k)))
+                })
             })
         };
         let mut ranked: Vec<(usize, f64, &Candidate<'_>)> = self
@@ -326,10 +330,11 @@ impl<'p> Knowledge<'p> {
                 // content word of the question ("where do I live" → "I live in Lisbon"). An
                 // unkeyed statement needs at least half of them. Sharing one word ("favourite")
                 // is not enough: answering "favourite band" with the favourite colour is invention.
-                let qualifies = key_match(c)
+                let named = key_match(c);
+                let qualifies = named
                     || (c.key.is_some() && words == q_terms.len())
                     || (c.key.is_none() && words > 0 && words * 2 >= q_terms.len());
-                let bonus = if key_match(c) { 10 } else { 0 };
+                let bonus = if named { 10 } else { 0 };
                 qualifies.then_some((words + bonus, c.score, c))
             })
             .collect();

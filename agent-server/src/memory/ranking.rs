@@ -2,6 +2,8 @@
 //! recency combine. Backends compute lexical relevance with their own engine (the embedded
 //! store's in-memory BM25 in [`lexical`](super::lexical), Postgres `ts_rank`) and all combine it here, so ordering rules are the same everywhere.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -65,32 +67,41 @@ pub fn for_each_term(text: &str, mut each: impl FnMut(&str)) {
     }
 }
 
-/// Reusable buffers for the [`query_terms`] of many texts in a row: comparing a statement with
-/// every item of working memory, once per turn, then allocates nothing once warm.
-#[derive(Debug, Default)]
-pub struct TermBuffer {
-    words: Vec<String>,
-    len: usize,
+/// Most texts a thread remembers the content words of, and the longest text it remembers them
+/// for: at most a few MiB per thread.
+const TERMS_CACHE_TEXTS: usize = 1024;
+const TERMS_CACHE_MAX_TEXT: usize = 4096;
+
+thread_local! {
+    /// Recently seen texts with their [`query_terms`]. The same texts come back on every turn:
+    /// promotion compares each new statement with every user item of working memory, and the
+    /// builtin model compares the question with every recalled fact, so tokenizing them again was
+    /// the costliest step of a builtin turn. Per thread, so there is no lock; emptied when full
+    /// (as the stem cache is), since a refill costs one tokenization per text. The standard (keyed)
+    /// hasher, as the texts are user text.
+    static TERMS: RefCell<HashMap<Box<str>, Box<[String]>>> = RefCell::new(HashMap::new());
 }
 
-impl TermBuffer {
-    /// The content words of `text`, exactly as [`query_terms`] returns them.
-    pub fn terms_of(&mut self, text: &str) -> &[String] {
-        self.len = 0;
-        for_each_term(text, |word| {
-            if self.words[..self.len].iter().any(|t| t == word) {
-                return;
-            }
-            if self.len == self.words.len() {
-                self.words.push(String::new());
-            }
-            let slot = &mut self.words[self.len];
-            slot.clear();
-            slot.push_str(word);
-            self.len += 1;
-        });
-        &self.words[..self.len]
-    }
+/// Calls `f` with the content words of `text`, exactly as [`query_terms`] returns them, remembered
+/// per thread for texts that come back (see `TERMS`).
+pub fn with_terms<R>(text: &str, f: impl FnOnce(&[String]) -> R) -> R {
+    TERMS.with(|cell| {
+        // Busy only when `f` of an outer call asks again: that one goes without the cache.
+        let Ok(mut cache) = cell.try_borrow_mut() else {
+            return f(&query_terms(text));
+        };
+        if let Some(terms) = cache.get(text) {
+            return f(terms);
+        }
+        let terms = query_terms(text);
+        if text.len() > TERMS_CACHE_MAX_TEXT {
+            return f(&terms);
+        }
+        if cache.len() >= TERMS_CACHE_TEXTS {
+            cache.clear();
+        }
+        f(cache.entry(text.into()).or_insert(terms.into_boxed_slice()))
+    })
 }
 
 /// Multiplier in (0, 1] for a fact observed `age` ago: halves every `half_life`. Facts dated in the
@@ -173,14 +184,38 @@ mod tests {
         }
 
         #[test]
-        fn a_reused_term_buffer_gives_the_terms_of_each_text(
+        fn remembered_terms_are_the_terms_of_each_text(
             texts in proptest::collection::vec("\\PC{0,80}", 1..6)
         ) {
-            let mut buffer = TermBuffer::default();
-            for text in &texts {
+            // Twice over, so that the second pass is answered from the cache.
+            for text in texts.iter().chain(&texts) {
                 let expected = query_terms(text);
-                prop_assert_eq!(buffer.terms_of(text), expected.as_slice());
+                prop_assert_eq!(with_terms(text, <[String]>::to_vec), expected);
             }
         }
+    }
+
+    #[test]
+    fn terms_asked_for_inside_terms_are_still_right() {
+        let (outer, inner) = with_terms("blue lighthouse keeper", |outer| {
+            (
+                outer.to_vec(),
+                with_terms("red harbour", <[String]>::to_vec),
+            )
+        });
+        assert_eq!(outer, ["blue", "lighthouse", "keeper"]);
+        assert_eq!(inner, ["red", "harbour"]);
+    }
+
+    #[test]
+    fn the_terms_cache_stays_right_past_its_size() {
+        let texts: Vec<String> = (0..TERMS_CACHE_TEXTS * 2 + 3)
+            .map(|i| format!("word{i} other{}", i % 7))
+            .collect();
+        for text in texts.iter().chain(&texts) {
+            assert_eq!(with_terms(text, <[String]>::to_vec), query_terms(text));
+        }
+        let long = "lighthouse ".repeat(TERMS_CACHE_MAX_TEXT);
+        assert_eq!(with_terms(&long, <[String]>::to_vec), ["lighthouse"]);
     }
 }
