@@ -14,6 +14,8 @@
 //!   building them was about 7 % of a builtin-model turn's CPU (docs/benchmarks.md).
 //! - **Metrics**: Prometheus collectors in [`metrics`], served by `GET /metrics`.
 
+mod log_fields;
+
 use std::io::IsTerminal;
 use std::sync::{LazyLock, OnceLock};
 
@@ -110,7 +112,11 @@ fn install(format: LogFormat, traces: Traces) -> Option<SdkTracerProvider> {
         .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let fmt = match format {
-        LogFormat::Text => fmt.with_filter(filter).boxed(),
+        LogFormat::Text if ansi => fmt.with_filter(filter).boxed(),
+        LogFormat::Text => fmt
+            .fmt_fields(log_fields::PlainFields)
+            .with_filter(filter)
+            .boxed(),
         LogFormat::Json => fmt.json().with_filter(filter).boxed(),
     };
     layers.push(fmt);
