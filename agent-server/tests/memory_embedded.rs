@@ -71,11 +71,7 @@ fn fact(key: Option<&str>, text: &str, at: DateTime<Utc>) -> NewFact {
 }
 
 fn user(text: &str, at: DateTime<Utc>) -> WorkingItem {
-    WorkingItem {
-        role: TurnRole::User,
-        text: text.to_owned(),
-        at,
-    }
+    WorkingItem::new(TurnRole::User, text, at)
 }
 
 async fn recall_texts(store: &EmbeddedStore, s: &SessionId, q: &str) -> Vec<String> {

@@ -40,11 +40,7 @@ fn session(name: &str) -> SessionId {
 /// A turn of one user item and one keyed fact, guarded by `epoch` when given.
 fn turn(text: &str, epoch: Option<u64>) -> TurnWrite {
     TurnWrite {
-        items: vec![WorkingItem {
-            role: TurnRole::User,
-            text: text.to_owned(),
-            at: t0(),
-        }],
+        items: vec![WorkingItem::new(TurnRole::User, text, t0())],
         facts: vec![NewFact {
             kind: FactKind::Fact,
             key: Some(format!("key {text}")),

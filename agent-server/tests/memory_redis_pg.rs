@@ -206,11 +206,7 @@ fn fact(key: Option<&str>, text: &str) -> NewFact {
 }
 
 fn user(text: &str) -> WorkingItem {
-    WorkingItem {
-        role: TurnRole::User,
-        text: text.to_owned(),
-        at: t0(),
-    }
+    WorkingItem::new(TurnRole::User, text, t0())
 }
 
 fn turn(item: &str, fact_text: &str) -> TurnWrite {
@@ -1183,10 +1179,7 @@ async fn times_round_trip_to_the_nanosecond_and_nul_does_not_fail_a_turn() {
     let at = DateTime::parse_from_rfc3339("1999-12-31T23:59:59.123456789Z")
         .unwrap()
         .to_utc();
-    let item = WorkingItem {
-        at,
-        ..user("late \u{0} night")
-    };
+    let item = user("late \u{0} night").at(at);
     let stored = harness
         .commit_turn(
             &s,

@@ -284,19 +284,11 @@ impl Agent {
             memory.backend = self.store.backend(),
             memory.facts_written = facts.len(),
         );
-        let reply = WorkingItem {
-            role: TurnRole::Assistant,
-            text: reply_text.to_owned(),
-            at: input.now,
-        };
+        let reply = WorkingItem::new(TurnRole::Assistant, reply_text, input.now);
         let items = if input.continuation {
             vec![reply]
         } else {
-            let user = WorkingItem {
-                role: TurnRole::User,
-                text: input.user_text,
-                at: input.now,
-            };
+            let user = WorkingItem::new(TurnRole::User, input.user_text, input.now);
             vec![user, reply]
         };
         let write = TurnWrite {

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::dates;
 use super::language::trim_sentence;
-use crate::memory::ranking::{query_terms, with_terms};
+use crate::memory::ranking::query_terms;
 use crate::memory::{NewFact, Recalled, TurnRole, WorkingItem};
 
 const IMPORTANCE_MARKERS: &[&str] = &[
@@ -99,8 +99,9 @@ impl PromotionEngine {
         now: DateTime<Utc>,
     ) -> Vec<NewFact> {
         // Working memory is walked once per leftover (normally one or two), newest first as a
-        // repeat is most often recent; each item's words are remembered from earlier turns
-        // (`with_terms`): this was the costliest step of a turn.
+        // repeat is most often recent; an item's words are worked out once in its life
+        // (`WorkingItem::terms`): tokenizing all of working memory was the costliest step of a
+        // turn.
         leftovers
             .iter()
             .filter_map(|sentence| {
@@ -110,10 +111,7 @@ impl PromotionEngine {
                         .iter()
                         .rev()
                         .filter(|w| w.role == TurnRole::User)
-                        .any(|w| {
-                            with_terms(&w.text, |said| similarity(&terms, said))
-                                >= self.repeat_similarity
-                        });
+                        .any(|w| similarity(&terms, w.terms()) >= self.repeat_similarity);
                 let importance = self.importance(sentence);
                 (repeated || importance >= 0.7).then(|| NewFact {
                     kind: FactKind::Fact,
@@ -167,11 +165,7 @@ mod tests {
     }
 
     fn said(text: &str) -> Arc<WorkingItem> {
-        Arc::new(WorkingItem {
-            role: TurnRole::User,
-            text: text.into(),
-            at: now(),
-        })
+        Arc::new(WorkingItem::new(TurnRole::User, text, now()))
     }
 
     #[test]
@@ -210,10 +204,11 @@ mod tests {
                 .is_empty()
         );
         // Assistant turns never count as the user repeating themselves.
-        let assistant = [Arc::new(WorkingItem {
-            role: TurnRole::Assistant,
-            ..(*said("I had pasta for lunch at Luigi's.")).clone()
-        })];
+        let assistant = [Arc::new(WorkingItem::new(
+            TurnRole::Assistant,
+            "I had pasta for lunch at Luigi's.",
+            now(),
+        ))];
         assert!(
             engine
                 .promote(

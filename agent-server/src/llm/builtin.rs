@@ -16,7 +16,7 @@ use crate::agent::extract::FactExtractor;
 use crate::agent::language::{is_question, sentences, to_second_person, trim_sentence};
 use crate::agent::standing::Obligation;
 use crate::memory::TurnRole;
-use crate::memory::ranking::{query_terms, with_terms};
+use crate::memory::ranking::query_terms;
 
 /// Said when memory holds nothing relevant.
 pub const DONT_KNOW: &str = "I don't know; you haven't told me that.";
@@ -299,25 +299,21 @@ impl<'p> Knowledge<'p> {
         if q_terms.is_empty() {
             return DONT_KNOW.to_owned();
         }
-        // Facts and their keys come back turn after turn: their words are remembered
-        // (`with_terms`).
         let overlap = |text: &str| {
-            with_terms(text, |t| {
-                q_terms
-                    .iter()
-                    .filter(|q| t.iter().any(|w| same_word(w, q)))
-                    .count()
-            })
+            let t = query_terms(text);
+            q_terms
+                .iter()
+                .filter(|q| t.iter().any(|w| same_word(w, q)))
+                .count()
         };
         // Facts whose key is fully named in the question answer it first.
         let key_match = |c: &Candidate<'_>| {
             c.key.as_deref().is_some_and(|k| {
-                with_terms(k.trim_start_matches("list:"), |k_terms| {
-                    !k_terms.is_empty()
-                        && k_terms
-                            .iter()
-                            .all(|k| q_terms.iter().any(|q| same_word(q, k)))
-                })
+                let k_terms = query_terms(k.trim_start_matches("list:"));
+                !k_terms.is_empty()
+                    && k_terms
+                        .iter()
+                        .all(|k| q_terms.iter().any(|q| same_word(q, k)))
             })
         };
         let mut ranked: Vec<(usize, f64, &Candidate<'_>)> = self
@@ -549,11 +545,11 @@ mod tests {
     #[test]
     fn answers_from_working_memory_and_client_history() {
         let memory = MemoryContext {
-            working: vec![Arc::new(WorkingItem {
-                role: TurnRole::User,
-                text: "I had pasta for lunch.".into(),
-                at: now(),
-            })],
+            working: vec![Arc::new(WorkingItem::new(
+                TurnRole::User,
+                "I had pasta for lunch.",
+                now(),
+            ))],
             ..Default::default()
         };
         assert_eq!(

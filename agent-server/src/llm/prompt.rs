@@ -96,21 +96,13 @@ mod tests {
         let now = Utc.with_ymd_and_hms(2026, 3, 1, 9, 0, 0).unwrap();
         let memory = MemoryContext {
             working: vec![
-                Arc::new(WorkingItem {
-                    role: TurnRole::User,
-                    text: "I live in Oslo.".into(),
-                    at: now,
-                }),
-                Arc::new(WorkingItem {
-                    role: TurnRole::Assistant,
-                    text: "Noted.".into(),
-                    at: now,
-                }),
-                Arc::new(WorkingItem {
-                    role: TurnRole::User,
-                    text: "Sent again by the client".into(),
-                    at: now,
-                }),
+                Arc::new(WorkingItem::new(TurnRole::User, "I live in Oslo.", now)),
+                Arc::new(WorkingItem::new(TurnRole::Assistant, "Noted.", now)),
+                Arc::new(WorkingItem::new(
+                    TurnRole::User,
+                    "Sent again by the client",
+                    now,
+                )),
             ],
             ..MemoryContext::default()
         };

@@ -25,7 +25,8 @@ pub mod lexical;
 pub mod ranking;
 pub mod redis_pg;
 
-use std::sync::Arc;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -99,13 +100,59 @@ impl TurnRole {
     }
 }
 
-/// One turn in working memory.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One turn in working memory. Build it with [`WorkingItem::new`]; treat it as immutable once
+/// built (stores share items between turns), since its content words are remembered.
+#[derive(Clone, Serialize, Deserialize)]
 pub struct WorkingItem {
     pub role: TurnRole,
     pub text: String,
     /// Session-clock time of the turn.
     pub at: DateTime<Utc>,
+    /// `text`'s content words, worked out the first time [`WorkingItem::terms`] is called. The
+    /// embedded store keeps its items across turns, and promotion compares every new statement
+    /// with every user item of working memory, so each item is tokenized once in its life instead
+    /// of once per turn it stays in working memory.
+    #[serde(skip)]
+    terms: OnceLock<Box<[String]>>,
+}
+
+impl WorkingItem {
+    pub fn new(role: TurnRole, text: impl Into<String>, at: DateTime<Utc>) -> Self {
+        Self {
+            role,
+            text: text.into(),
+            at,
+            terms: OnceLock::new(),
+        }
+    }
+
+    /// The same item at another time (a store keeps times at its own precision).
+    pub fn at(&self, at: DateTime<Utc>) -> Self {
+        Self::new(self.role, self.text.clone(), at)
+    }
+
+    /// The content words of `text`, as [`ranking::query_terms`] returns them.
+    pub fn terms(&self) -> &[String] {
+        self.terms
+            .get_or_init(|| ranking::query_terms(&self.text).into_boxed_slice())
+    }
+}
+
+/// Equal when role, text and time are: whether the words were worked out yet does not count.
+impl PartialEq for WorkingItem {
+    fn eq(&self, other: &Self) -> bool {
+        self.role == other.role && self.text == other.text && self.at == other.at
+    }
+}
+
+impl fmt::Debug for WorkingItem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkingItem")
+            .field("role", &self.role)
+            .field("text", &self.text)
+            .field("at", &self.at)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A long-term item as it is written.
@@ -326,6 +373,20 @@ pub fn normalize_key(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_working_item_knows_its_words_and_equality_ignores_whether_it_worked_them_out() {
+        let at = Utc::now();
+        let item = WorkingItem::new(TurnRole::User, "I parked the blue car on level 3.", at);
+        let fresh = item.clone();
+        assert_eq!(item.terms(), ranking::query_terms(&item.text).as_slice());
+        assert_eq!(item, fresh);
+        let serialized = serde_json::to_string(&item).unwrap();
+        assert!(!serialized.contains("terms"), "{serialized}");
+        let back: WorkingItem = serde_json::from_str(&serialized).unwrap();
+        assert_eq!(back, item);
+        assert_eq!(back.terms(), item.terms());
+    }
 
     #[test]
     fn new_fact_ids_are_time_ordered() {

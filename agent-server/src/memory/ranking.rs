@@ -2,8 +2,6 @@
 //! recency combine. Backends compute lexical relevance with their own engine (the embedded
 //! store's in-memory BM25 in [`lexical`](super::lexical), Postgres `ts_rank`) and all combine it here, so ordering rules are the same everywhere.
 
-use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -35,7 +33,8 @@ fn is_stopword(word: &str) -> bool {
 /// number), minus stopwords, deduplicated in first-seen order. Backends build their full-text
 /// query from these terms only, so user text can never inject query syntax.
 pub fn query_terms(text: &str) -> Vec<String> {
-    let mut terms: Vec<String> = Vec::new();
+    // Room for a typical chat message's content words without regrowing.
+    let mut terms: Vec<String> = Vec::with_capacity(16);
     for_each_term(text, |word| {
         if !terms.iter().any(|t| t == word) {
             terms.push(word.to_owned());
@@ -47,61 +46,32 @@ pub fn query_terms(text: &str) -> Vec<String> {
 /// Calls `each` with every content word of `text` (see [`query_terms`]) in order, repeats
 /// included, borrowed from one buffer: callers that only compare words allocate nothing per word.
 pub fn for_each_term(text: &str, mut each: impl FnMut(&str)) {
-    let mut word = String::new();
+    let mut buffer = String::new();
     for raw in text.split(|c: char| !c.is_alphanumeric()) {
         if raw.is_empty() {
             continue;
         }
-        word.clear();
-        if raw.is_ascii() {
-            word.extend(raw.chars().map(|c| c.to_ascii_lowercase()));
-        } else {
+        // This runs for every word of every text a turn looks at: a word that is already
+        // lower-case ASCII, the usual case, is used where it stands rather than copied.
+        let word: &str = if !raw.is_ascii() {
+            buffer.clear();
             // Lower-casing can add combining marks ("İ" → "i̇"); keep only what is alphanumeric.
-            word.extend(raw.to_lowercase().chars().filter(|c| c.is_alphanumeric()));
-        }
+            buffer.extend(raw.to_lowercase().chars().filter(|c| c.is_alphanumeric()));
+            &buffer
+        } else if raw.bytes().any(|b| b.is_ascii_uppercase()) {
+            buffer.clear();
+            buffer.push_str(raw);
+            buffer.make_ascii_lowercase();
+            &buffer
+        } else {
+            raw
+        };
         // Single letters carry no meaning, single digits do ("code word 3", "gate 7").
         let meaningful = word.chars().nth(1).is_some() || word.chars().any(|c| c.is_ascii_digit());
-        if meaningful && !is_stopword(&word) {
-            each(&word);
+        if meaningful && !is_stopword(word) {
+            each(word);
         }
     }
-}
-
-/// Most texts a thread remembers the content words of, and the longest text it remembers them
-/// for: at most a few MiB per thread.
-const TERMS_CACHE_TEXTS: usize = 1024;
-const TERMS_CACHE_MAX_TEXT: usize = 4096;
-
-thread_local! {
-    /// Recently seen texts with their [`query_terms`]. The same texts come back on every turn:
-    /// promotion compares each new statement with every user item of working memory, and the
-    /// builtin model compares the question with every recalled fact, so tokenizing them again was
-    /// the costliest step of a builtin turn. Per thread, so there is no lock; emptied when full
-    /// (as the stem cache is), since a refill costs one tokenization per text. The standard (keyed)
-    /// hasher, as the texts are user text.
-    static TERMS: RefCell<HashMap<Box<str>, Box<[String]>>> = RefCell::new(HashMap::new());
-}
-
-/// Calls `f` with the content words of `text`, exactly as [`query_terms`] returns them, remembered
-/// per thread for texts that come back (see `TERMS`).
-pub fn with_terms<R>(text: &str, f: impl FnOnce(&[String]) -> R) -> R {
-    TERMS.with(|cell| {
-        // Busy only when `f` of an outer call asks again: that one goes without the cache.
-        let Ok(mut cache) = cell.try_borrow_mut() else {
-            return f(&query_terms(text));
-        };
-        if let Some(terms) = cache.get(text) {
-            return f(terms);
-        }
-        let terms = query_terms(text);
-        if text.len() > TERMS_CACHE_MAX_TEXT {
-            return f(&terms);
-        }
-        if cache.len() >= TERMS_CACHE_TEXTS {
-            cache.clear();
-        }
-        f(cache.entry(text.into()).or_insert(terms.into_boxed_slice()))
-    })
 }
 
 /// Multiplier in (0, 1] for a fact observed `age` ago: halves every `half_life`. Facts dated in the
@@ -169,7 +139,33 @@ mod tests {
         assert!((f(-5) - 1.0).abs() < 1e-9);
     }
 
+    /// What [`for_each_term`] computes, written the plain way, to check its shortcuts against.
+    fn reference_terms(text: &str) -> Vec<String> {
+        let mut terms = Vec::new();
+        for raw in text.split(|c: char| !c.is_alphanumeric()) {
+            let word: String = raw
+                .to_lowercase()
+                .chars()
+                .filter(|c| c.is_alphanumeric())
+                .collect();
+            let meaningful = word.chars().count() >= 2 || word.chars().any(|c| c.is_ascii_digit());
+            if !word.is_empty() && meaningful && !STOPWORDS.contains(&word.as_str()) {
+                terms.push(word);
+            }
+        }
+        terms
+    }
+
     proptest! {
+        #[test]
+        fn terms_are_the_lowercased_content_words(
+            s in "([A-Za-z0-9]{1,8}|[ .,!?'-]|\\PC)*"
+        ) {
+            let mut terms = Vec::new();
+            for_each_term(&s, |t| terms.push(t.to_owned()));
+            prop_assert_eq!(terms, reference_terms(&s));
+        }
+
         #[test]
         fn terms_are_lowercase_alphanumeric_and_unique(s in "\\PC{0,200}") {
             let terms = query_terms(&s);
@@ -182,40 +178,5 @@ mod tests {
             dedup.dedup();
             prop_assert_eq!(dedup.len(), terms.len());
         }
-
-        #[test]
-        fn remembered_terms_are_the_terms_of_each_text(
-            texts in proptest::collection::vec("\\PC{0,80}", 1..6)
-        ) {
-            // Twice over, so that the second pass is answered from the cache.
-            for text in texts.iter().chain(&texts) {
-                let expected = query_terms(text);
-                prop_assert_eq!(with_terms(text, <[String]>::to_vec), expected);
-            }
-        }
-    }
-
-    #[test]
-    fn terms_asked_for_inside_terms_are_still_right() {
-        let (outer, inner) = with_terms("blue lighthouse keeper", |outer| {
-            (
-                outer.to_vec(),
-                with_terms("red harbour", <[String]>::to_vec),
-            )
-        });
-        assert_eq!(outer, ["blue", "lighthouse", "keeper"]);
-        assert_eq!(inner, ["red", "harbour"]);
-    }
-
-    #[test]
-    fn the_terms_cache_stays_right_past_its_size() {
-        let texts: Vec<String> = (0..TERMS_CACHE_TEXTS * 2 + 3)
-            .map(|i| format!("word{i} other{}", i % 7))
-            .collect();
-        for text in texts.iter().chain(&texts) {
-            assert_eq!(with_terms(text, <[String]>::to_vec), query_terms(text));
-        }
-        let long = "lighthouse ".repeat(TERMS_CACHE_MAX_TEXT);
-        assert_eq!(with_terms(&long, <[String]>::to_vec), ["lighthouse"]);
     }
 }

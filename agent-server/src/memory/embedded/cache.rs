@@ -402,11 +402,7 @@ mod tests {
     }
 
     fn item(text: &str, seconds: i64) -> WorkingItem {
-        WorkingItem {
-            role: TurnRole::User,
-            text: text.to_owned(),
-            at: at(seconds),
-        }
+        WorkingItem::new(TurnRole::User, text, at(seconds))
     }
 
     fn terms(words: &[&str]) -> Vec<String> {

@@ -103,11 +103,7 @@ mod tests {
     use crate::memory::{TurnRole, WorkingItem};
 
     fn change(session: &str, reset: bool, seqs: &[i64]) -> SessionChange {
-        let item = WorkingItem {
-            role: TurnRole::User,
-            text: "hi".to_owned(),
-            at: chrono::Utc::now(),
-        };
+        let item = WorkingItem::new(TurnRole::User, "hi", chrono::Utc::now());
         SessionChange {
             session: session.to_owned(),
             reset,

@@ -126,7 +126,7 @@ pub(super) fn commit_turn(
                 .map_err(sqlite_error)?;
             // At the stored precision, so the cached item equals the one a reload reads.
             let at = timestamp(at)?;
-            change.items.push((seq, WorkingItem { at, ..item.clone() }));
+            change.items.push((seq, item.at(at)));
         }
         drop(insert);
         // Capacity: keep the newest items by (at, seq), whatever their liveness. The sub-query
@@ -358,14 +358,7 @@ fn newest_working(
         let (seq, role, text, at) = row.map_err(sqlite_error)?;
         let role =
             TurnRole::parse(&role).ok_or_else(|| corrupt(format!("unknown turn role {role:?}")))?;
-        Ok((
-            seq,
-            WorkingItem {
-                role,
-                text,
-                at: timestamp(at)?,
-            },
-        ))
+        Ok((seq, WorkingItem::new(role, text, timestamp(at)?)))
     })
     .collect()
 }
