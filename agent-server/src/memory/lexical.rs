@@ -28,11 +28,15 @@ const MIN_IDF: f64 = 1e-6;
 
 static ENGLISH: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
-/// The indexed tokens of `text`: lower-cased alphanumeric runs, stemmed.
-pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
+/// The words of `text` that get indexed, before stemming: its alphanumeric runs.
+fn words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|word| !word.is_empty())
-        .map(stem)
+}
+
+/// The indexed tokens of `text`: lower-cased alphanumeric runs, stemmed.
+pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
+    words(text).map(stem)
 }
 
 /// Most words a thread remembers the stem of (a few hundred KiB per thread at most).
@@ -51,17 +55,25 @@ thread_local! {
 /// The stem of one word, lower-cased first (query terms go through the same function, so a query
 /// for "Running" finds "runs").
 pub fn stem(word: &str) -> String {
-    STEMS.with_borrow_mut(|stems| {
+    with_stem(word, str::to_owned)
+}
+
+/// Calls `f` with the stem of `word` (see [`stem`]) borrowed from the cache: indexing and search
+/// only look the stem up, so they need no copy of it.
+fn with_stem<R>(word: &str, f: impl FnOnce(&str) -> R) -> R {
+    STEMS.with(|cell| {
+        // Busy only if `f` of an outer call stems again: that one goes without the cache.
+        let Ok(mut stems) = cell.try_borrow_mut() else {
+            return f(&ENGLISH.stem(&word.to_lowercase()));
+        };
         if let Some(stem) = stems.get(word) {
-            return stem.to_string();
+            return f(stem);
         }
-        let lower = word.to_lowercase();
-        let stem = ENGLISH.stem(&lower).into_owned();
+        let stem: Box<str> = ENGLISH.stem(&word.to_lowercase()).into();
         if stems.len() >= STEM_CACHE_WORDS {
             stems.clear();
         }
-        stems.insert(word.into(), stem.as_str().into());
-        stem
+        f(stems.entry(word.into()).or_insert(stem))
     })
 }
 
@@ -105,11 +117,16 @@ impl LexicalIndex {
         self.remove(id);
         let mut frequencies: FxHashMap<u32, u32> = FxHashMap::default();
         let mut len = 0u32;
-        for token in tokens(text) {
-            let next = u32::try_from(self.postings.len()).unwrap_or(u32::MAX);
-            let term = *self.vocabulary.entry(token.into()).or_insert_with(|| {
-                self.postings.push(FxHashMap::default());
-                next
+        for word in words(text) {
+            // Looked up by the borrowed stem; copied only the first time the session uses it.
+            let term = with_stem(word, |stem| match self.vocabulary.get(stem) {
+                Some(&term) => term,
+                None => {
+                    let next = u32::try_from(self.postings.len()).unwrap_or(u32::MAX);
+                    self.postings.push(FxHashMap::default());
+                    self.vocabulary.insert(stem.into(), next);
+                    next
+                }
             });
             *frequencies.entry(term).or_default() += 1;
             len = len.saturating_add(1);
@@ -147,7 +164,7 @@ impl LexicalIndex {
         let average_len = (self.total_len as f64 / documents).max(1.0);
         let mut scores: FxHashMap<DocId, f64> = FxHashMap::default();
         for word in query_terms {
-            let Some(&term) = self.vocabulary.get(stem(word).as_str()) else {
+            let Some(term) = with_stem(word, |stem| self.vocabulary.get(stem).copied()) else {
                 continue;
             };
             // Two query words with one stem ("running", "runs") each add their score, as two
