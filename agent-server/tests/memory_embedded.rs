@@ -686,3 +686,63 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
         assert_eq!(comparable(&reopened.recall(s, q).await.unwrap()), before);
     }
 }
+
+/// Old working items are trimmed in batches rather than on every turn: the file keeps at most
+/// about twice the capacity per session, readers (recall, a reload, the reset count) see exactly
+/// the newest `working_capacity`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn working_memory_is_trimmed_in_batches_and_read_exactly() {
+    let dir = TempDir::new().unwrap();
+    let path = db_path(&dir);
+    let config = conformance::config();
+    let capacity = config.working_capacity;
+    let s = session("trim");
+    let turns = capacity * 5 + 1;
+    {
+        let store = EmbeddedStore::open(&path, config).await.unwrap();
+        for i in 0..turns {
+            let at = t0() + chrono::Duration::seconds(i as i64);
+            let turn = TurnWrite {
+                items: vec![
+                    user(&format!("question {i}"), at),
+                    WorkingItem::new(TurnRole::Assistant, format!("answer {i}"), at),
+                ],
+                ..TurnWrite::default()
+            };
+            store.commit_turn(&s, turn).await.unwrap();
+        }
+        let rows: i64 = raw(&path)
+            .query_row(
+                "SELECT count(*) FROM working_items WHERE session_id = ?1",
+                [s.as_str()],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let rows = usize::try_from(rows).unwrap();
+        assert!(
+            (capacity..=2 * capacity + 2).contains(&rows),
+            "{rows} rows kept for a capacity of {capacity}"
+        );
+    }
+    // Reopened, so working memory comes from the file, not the cache.
+    let store = EmbeddedStore::open(&path, config).await.unwrap();
+    let now = t0() + chrono::Duration::seconds(turns as i64);
+    let ctx = store
+        .recall(
+            &s,
+            RecallQuery {
+                now,
+                text: "question",
+                limit: 1,
+            },
+        )
+        .await
+        .unwrap();
+    let newest: Vec<String> = (turns - capacity / 2..turns)
+        .flat_map(|i| [format!("question {i}"), format!("answer {i}")])
+        .collect();
+    let got: Vec<&str> = ctx.working.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(got, newest);
+    let counts = store.reset(&s).await.unwrap();
+    assert_eq!(counts.working_items, capacity as u64);
+}

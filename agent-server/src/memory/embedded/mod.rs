@@ -323,8 +323,9 @@ impl MemoryStore for EmbeddedStore {
 
     async fn reset(&self, session: &SessionId) -> Result<ResetCounts, MemoryError> {
         let session = session.as_str().to_owned();
+        let config = self.config;
         self.writer
-            .write(move |conn, _| ops::reset(conn, &session))
+            .write(move |conn, _| ops::reset(conn, &config, &session))
             .await
     }
 

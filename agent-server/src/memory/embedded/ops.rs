@@ -129,20 +129,34 @@ pub(super) fn commit_turn(
             change.items.push((seq, item.at(at)));
         }
         drop(insert);
-        // Capacity: keep the newest items by (at, seq), whatever their liveness. The sub-query
-        // finds the newest item beyond capacity by walking the table in key order (NULL, so
-        // nothing is deleted, when there is none); everything from it down goes. A row-value
-        // range rather than `seq NOT IN (newest ...)`, which materialised the kept set every turn.
+        // Capacity: readers take the newest `working_capacity` items by (at, seq), so older ones
+        // only have to go eventually. Trimming on every turn walked `working_capacity` entries of
+        // the table per turn, the costliest statement of a turn; trimming when the items' numbers
+        // pass a multiple of the capacity costs the same once per `working_capacity` items, and
+        // leaves at most about twice that many rows per session.
         let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
-        conn.prepare_cached(
-            "DELETE FROM working_items WHERE session_id = ?1 AND (at, seq) <= (
-                 SELECT at, seq FROM working_items WHERE session_id = ?1
-                 ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?2)",
-        )
-        .and_then(|mut stmt| stmt.execute(params![session, capacity]))
-        .map_err(sqlite_error)?;
+        let written = i64::try_from(turn.items.len()).unwrap_or(i64::MAX);
+        if passes_multiple(cursor.next_seq, written, capacity) {
+            // The sub-query finds the newest item beyond capacity by walking the table in key
+            // order (NULL, so nothing is deleted, when there is none); everything from it down
+            // goes. A row-value range rather than `seq NOT IN (newest ...)`, which materialised
+            // the kept set.
+            conn.prepare_cached(
+                "DELETE FROM working_items WHERE session_id = ?1 AND (at, seq) <= (
+                     SELECT at, seq FROM working_items WHERE session_id = ?1
+                     ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?2)",
+            )
+            .and_then(|mut stmt| stmt.execute(params![session, capacity]))
+            .map_err(sqlite_error)?;
+        }
     }
     Ok((stored, change))
+}
+
+/// Whether numbering `count` items from `first` on uses a multiple of `step` (`step` > 0).
+fn passes_multiple(first: i64, count: i64, step: i64) -> bool {
+    let step = step.max(1);
+    count > 0 && (first + count - 1).div_euclid(step) != (first - 1).div_euclid(step)
 }
 
 /// Writes facts outside a turn; like [`commit_turn`], inside the writer's batch.
@@ -167,10 +181,13 @@ pub(super) fn inject(
 /// the new epoch.
 pub(super) fn reset(
     conn: &Connection,
+    config: &MemoryConfig,
     session: &str,
 ) -> Result<(ResetCounts, SessionChange), MemoryError> {
-    let working_items = conn
-        .execute("DELETE FROM working_items WHERE session_id = ?1", [session])
+    // What working memory held as readers see it: the table may also keep up to about
+    // `working_capacity` older items that wait for the next trim (see `commit_turn`).
+    let working_items = newest_working(conn, config, session)?.len();
+    conn.execute("DELETE FROM working_items WHERE session_id = ?1", [session])
         .map_err(sqlite_error)?;
     let facts = conn
         .execute("DELETE FROM facts WHERE session_id = ?1", [session])
@@ -450,5 +467,22 @@ mod tests {
         ] {
             assert_eq!(source.as_str().parse::<FactSource>().unwrap(), source);
         }
+    }
+
+    #[test]
+    fn a_trim_is_due_when_item_numbers_pass_a_multiple_of_the_capacity() {
+        // Items numbered 1, 2, ...: two per turn, capacity 8, so every fourth turn.
+        let due: Vec<i64> = (0..8)
+            .filter(|turn| passes_multiple(1 + 2 * turn, 2, 8))
+            .collect();
+        assert_eq!(due, [3, 7]);
+        assert!(passes_multiple(8, 1, 8));
+        assert!(!passes_multiple(9, 7, 8));
+        assert!(passes_multiple(9, 8, 8));
+        assert!(
+            !passes_multiple(5, 0, 8),
+            "nothing written, nothing to trim"
+        );
+        assert!(passes_multiple(5, 1, 1), "capacity 1 trims every item");
     }
 }
