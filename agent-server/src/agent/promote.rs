@@ -67,7 +67,7 @@ impl PromotionEngine {
     /// repeat an earlier user statement still in working memory.
     ///
     /// A promoted statement that restates a fact promoted earlier and recalled this turn (same
-    /// content words, see [`same_statement`]) replaces it: the old copy's id is in
+    /// content words, see [`statement_words`]) replaces it: the old copy's id is in
     /// [`Promotion::replaces`], so the store keeps one fact per statement, at the latest time it
     /// was said, instead of one more copy per repetition.
     pub fn promote(
@@ -78,14 +78,20 @@ impl PromotionEngine {
         now: DateTime<Utc>,
     ) -> Promotion {
         let facts = self.promote_statements(leftovers, working, now);
-        let replaces = if facts.is_empty() {
+        // Each new statement's words once, not once per recalled fact it is compared with.
+        let statements: Vec<Vec<String>> = facts
+            .iter()
+            .map(|new| statement_words(&new.text))
+            .filter(|words| !words.is_empty())
+            .collect();
+        let replaces = if statements.is_empty() {
             Vec::new()
         } else {
             recalled
                 .iter()
                 .map(|r| &r.fact)
                 .filter(|old| old.source == FactSource::Promoted && old.kind == FactKind::Fact)
-                .filter(|old| facts.iter().any(|new| same_statement(&new.text, &old.text)))
+                .filter(|old| statements.contains(&statement_words(&old.text)))
                 .map(|old| old.id)
                 .collect()
         };
@@ -141,17 +147,14 @@ pub struct Promotion {
     pub replaces: Vec<Uuid>,
 }
 
-/// Whether two statements say the same thing: the same content words, in any order and with any
-/// function words. Compared on the text as stored (relative dates made absolute), so "I fly
-/// tomorrow" said on two days is two statements.
-fn same_statement(a: &str, b: &str) -> bool {
-    let sorted = |text: &str| {
-        let mut terms = query_terms(text);
-        terms.sort_unstable();
-        terms
-    };
-    let a = sorted(a);
-    !a.is_empty() && a == sorted(b)
+/// What identifies a statement: its content words, sorted. Two statements say the same thing
+/// when these are equal (and not empty): the same words in any order, with any function words.
+/// Taken from the text as stored (relative dates made absolute), so "I fly tomorrow" said on two
+/// days is two statements.
+fn statement_words(text: &str) -> Vec<String> {
+    let mut terms = query_terms(text);
+    terms.sort_unstable();
+    terms
 }
 
 #[cfg(test)]
