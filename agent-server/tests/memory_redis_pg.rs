@@ -545,11 +545,39 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
     );
 }
 
-/// Recall must cost what its own session's matches cost, not what the session holds (a session
-/// may hold 100,000 facts) nor what other sessions hold: the plan Postgres picks for the recall
-/// statement goes through the session-scoped full-text index, for a small session and a large one.
+/// The GIN index scans of a plan (`EXPLAIN (ANALYZE, FORMAT JSON)`): for each, whether its
+/// condition holds the query's words (`@@`) and whether it ran.
+fn gin_scans(plan: &serde_json::Value) -> Vec<(bool, bool)> {
+    let mut found = Vec::new();
+    let mut nodes = vec![plan];
+    while let Some(node) = nodes.pop() {
+        match node {
+            serde_json::Value::Array(items) => nodes.extend(items),
+            serde_json::Value::Object(fields) => {
+                if fields.get("Index Name").and_then(|n| n.as_str())
+                    == Some("agentwall_facts_session_tsv")
+                {
+                    let searched = fields
+                        .get("Index Cond")
+                        .and_then(|c| c.as_str())
+                        .is_some_and(|c| c.contains("@@"));
+                    let ran = fields.get("Actual Loops").and_then(|l| l.as_u64()) > Some(0);
+                    found.push((searched, ran));
+                }
+                nodes.extend(fields.values());
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// Recall must cost what its own session costs, whatever other sessions hold: a small session is
+/// read whole through its entry of the GIN index, a large one (more than 256 facts, a session may
+/// hold 100,000) is searched through it with the query's words. Checked on the plan Postgres
+/// runs, before statistics and after them; and `fact_count`, which chooses, follows the writes.
 #[tokio::test]
-async fn recall_goes_through_the_session_scoped_full_text_index() {
+async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index() {
     let harness = Harness::new().await;
     let fill = |session: &'static str, n: usize, word: &'static str| {
         let store = harness.store.clone();
@@ -574,8 +602,23 @@ async fn recall_goes_through_the_session_scoped_full_text_index() {
     fill("large-session", 5_000, "lighthouse").await;
     fill("small-session", 20, "lighthouse").await;
     fill("other-session", 5_000, "harbour").await;
-    // Before statistics (a young table) and after them, whose average session is small.
     let client = harness.db.client().await;
+    let fact_count = |session: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .query_one(
+                    "SELECT fact_count FROM agentwall_sessions WHERE session_id = $1",
+                    &[&session],
+                )
+                .await
+                .unwrap()
+                .get::<_, i64>(0)
+        }
+    };
+    assert_eq!(fact_count("large-session").await, 5_000);
+    assert_eq!(fact_count("small-session").await, 20);
+
     for analyzed in [false, true] {
         if analyzed {
             client
@@ -583,28 +626,34 @@ async fn recall_goes_through_the_session_scoped_full_text_index() {
                 .await
                 .unwrap();
         }
-        for session in ["large-session", "small-session"] {
+        for (session, searched) in [("large-session", true), ("small-session", false)] {
             let sql = format!(
-                "EXPLAIN {}",
+                "EXPLAIN (ANALYZE, FORMAT JSON) {}",
                 agent_server::memory::redis_pg::recall_statement()
             );
-            let plan: Vec<String> = client
-                .query(
+            let plan: serde_json::Value = client
+                .query_one(
                     &sql,
-                    &[&vec![session], &vec!["lighthouse & 42"], &vec![8_i64]],
+                    &[&vec![session], &vec!["lighthouse | 42"], &vec![8_i64]],
                 )
                 .await
                 .unwrap()
-                .iter()
-                .map(|r| r.get(0))
-                .collect();
-            let plan = plan.join("\n");
-            assert!(
-                plan.contains("Index Scan on agentwall_facts_session_tsv")
-                    && !plan.contains("Seq Scan on agentwall_facts"),
-                "recall in {session} (analyzed: {analyzed}) does not search the session's \
-                 full-text index:\n{plan}"
+                .get(0);
+            let scans = gin_scans(&plan);
+            let ran: Vec<bool> = scans.iter().filter(|s| s.1).map(|s| s.0).collect();
+            assert_eq!(
+                ran,
+                [searched],
+                "recall in {session} (analyzed: {analyzed}) should run one scan of the GIN \
+                 index, {}: {scans:?}\n{plan:#}",
+                if searched {
+                    "with the words"
+                } else {
+                    "by session"
+                }
             );
+            let text = plan.to_string();
+            assert!(!text.contains("\"Seq Scan\""), "{plan:#}");
         }
     }
     let ctx = harness
@@ -621,6 +670,27 @@ async fn recall_goes_through_the_session_scoped_full_text_index() {
         "the best matches hold both words: {:?}",
         ctx.facts.iter().map(|f| &f.fact.text).collect::<Vec<_>>()
     );
+
+    // A keyed fact and its replacement count once; a reset empties the count.
+    let small = SessionId::parse("small-session").unwrap();
+    for text in ["My locker is 12.", "My locker is 14."] {
+        harness
+            .store
+            .commit_turn(
+                &small,
+                TurnWrite {
+                    items: vec![user(text)],
+                    facts: vec![fact(Some("locker"), text)],
+                    ..TurnWrite::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    assert_eq!(fact_count("small-session").await, 21);
+    harness.store.reset(&small).await.unwrap();
+    assert_eq!(fact_count("small-session").await, 0);
+    assert_eq!(fact_count("large-session").await, 5_000);
 }
 
 /// A migration that cannot run names itself and says what to do, and leaves nothing behind: here
