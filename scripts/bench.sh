@@ -15,8 +15,10 @@ cd "$(dirname "$0")/.."
 echo "== load: bare server, agent-server, streaming, judge vs guidellm, upstream TTFT, scale, tracing"
 scripts/bench-load.sh
 
-echo "== recall latency against facts per session"
+echo "== recall latency against facts per session (embedded, then redis+postgres)"
 cargo bench --quiet -p agent-server --bench recall_scaling
+scripts/test-services.sh run cargo bench --quiet -p agent-server --bench recall_scaling -- \
+  --backend redis+postgres --queries 300
 
 echo "== chat turns per memory backend (embedded, redis+postgres)"
 scripts/test-services.sh run cargo bench --quiet --bench memory_turns -- --concurrency 1,16,64
