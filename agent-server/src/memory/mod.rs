@@ -73,6 +73,13 @@ impl MemoryConfig {
     pub fn is_live(&self, at: DateTime<Utc>, now: DateTime<Utc>) -> bool {
         self.expires_at(at) > now
     }
+
+    /// The time an item must be newer than to be live at `now` ([`MemoryConfig::is_live`] holds
+    /// exactly when `at > cutoff`), or `None` when every item is: one subtraction per read
+    /// instead of an addition per item.
+    pub fn live_after(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        now.checked_sub_signed(self.ttl())
+    }
 }
 
 /// Who said a turn.
@@ -427,5 +434,49 @@ mod tests {
         assert!(!config.is_live(at, at + chrono::Duration::minutes(60)));
         // An item "from the future" (the clock moved back) stays visible rather than vanishing.
         assert!(config.is_live(at, at - chrono::Duration::days(1)));
+    }
+
+    proptest::proptest! {
+        /// The session cache compares whole-µs item times with `live_after` in µs; that must
+        /// decide exactly as `is_live` does, TTLs out of chrono's range included.
+        #[test]
+        fn live_after_in_whole_microseconds_decides_as_is_live(
+            at_us in -62_000_000_000_000_000_i64..250_000_000_000_000_000,
+            now_ns in proptest::num::i64::ANY,
+            ttl_secs in proptest::prop_oneof![0_u64..10_000_000, proptest::num::u64::ANY],
+        ) {
+            let config = MemoryConfig {
+                working_ttl: Duration::from_secs(ttl_secs),
+                ..MemoryConfig::default()
+            };
+            let at = DateTime::from_timestamp_micros(at_us).unwrap();
+            let now = DateTime::from_timestamp_nanos(now_ns);
+            let cutoff = config.live_after(now).map(|c| c.timestamp_micros());
+            proptest::prop_assert_eq!(
+                config.is_live(at, now),
+                cutoff.is_none_or(|c| at_us > c)
+            );
+        }
+
+        /// The same at the edge: items written within a few µs of expiring at `now`.
+        #[test]
+        fn live_after_decides_as_is_live_at_the_edge(
+            now_ns in -4_000_000_000_000_000_000_i64..4_000_000_000_000_000_000,
+            ttl_secs in 0_u64..100_000_000,
+            delta_us in -3_i64..3,
+        ) {
+            let config = MemoryConfig {
+                working_ttl: Duration::from_secs(ttl_secs),
+                ..MemoryConfig::default()
+            };
+            let now = DateTime::from_timestamp_nanos(now_ns);
+            let at_us = now_ns.div_euclid(1000) - (ttl_secs as i64) * 1_000_000 + delta_us;
+            let at = DateTime::from_timestamp_micros(at_us).unwrap();
+            let cutoff = config.live_after(now).map(|c| c.timestamp_micros());
+            proptest::prop_assert_eq!(
+                config.is_live(at, now),
+                cutoff.is_none_or(|c| at_us > c)
+            );
+        }
     }
 }

@@ -153,13 +153,17 @@ impl SessionMemory {
         terms: &[String],
         limit: usize,
     ) -> MemoryContext {
+        // Newest first, by the key's time (whole µs, as stored): items are sorted by time, so the
+        // first one that is no longer live ends the walk. Comparing `at > cutoff` in µs is exact
+        // for whole-µs times, and reads no item.
+        let cutoff = config.live_after(now).map(|c| c.timestamp_micros());
         let mut working: Vec<Arc<WorkingItem>> = self
             .working
-            .values()
+            .iter()
             .rev()
             .take(config.working_capacity)
-            .filter(|item| config.is_live(item.at, now))
-            .cloned()
+            .take_while(|((at, _), _)| cutoff.is_none_or(|c| *at > c))
+            .map(|(_, item)| item.clone())
             .collect();
         working.reverse();
 
