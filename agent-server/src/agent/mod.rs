@@ -276,6 +276,11 @@ impl Agent {
         facts.extend(agenda.renew);
         let mut retire = agenda.retire;
         retire.extend(promotion.replaces);
+        // Let go of the recalled memory before the commit: a store that shares working memory
+        // with the contexts it handed out (the embedded cache) can then add this turn's items in
+        // place instead of copying the list.
+        let epoch = memory.epoch;
+        drop(memory);
 
         // 5. store
         let span = tracing::info_span!(
@@ -295,7 +300,7 @@ impl Agent {
             items,
             facts,
             retire,
-            expected_epoch: Some(memory.epoch),
+            expected_epoch: Some(epoch),
         };
         let started = Instant::now();
         let result = self

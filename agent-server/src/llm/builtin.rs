@@ -549,7 +549,8 @@ mod tests {
                 TurnRole::User,
                 "I had pasta for lunch.",
                 now(),
-            ))],
+            ))]
+            .into(),
             ..Default::default()
         };
         assert_eq!(

@@ -103,7 +103,8 @@ mod tests {
                     "Sent again by the client",
                     now,
                 )),
-            ],
+            ]
+            .into(),
             ..MemoryContext::default()
         };
         let request = ChatCompletionRequest {

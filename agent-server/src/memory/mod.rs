@@ -228,12 +228,77 @@ pub struct RecallQuery<'a> {
     pub limit: usize,
 }
 
+/// Working memory as recall hands it out: a range of a list of items that the store may share with
+/// other recalls of the session (the embedded cache does). Handing it out costs one reference
+/// count instead of one per item, which mattered: the per-item counts live on as many cache lines
+/// as there are items, and a turn wrote each of them twice (copy and drop). It reads as a slice.
+#[derive(Clone, Default)]
+pub struct WorkingMemory {
+    items: Arc<Vec<Arc<WorkingItem>>>,
+    range: std::ops::Range<usize>,
+}
+
+impl WorkingMemory {
+    /// `items[range]`, sharing `items`; a range past the end is cut to it.
+    pub fn shared(items: Arc<Vec<Arc<WorkingItem>>>, range: std::ops::Range<usize>) -> Self {
+        let end = range.end.min(items.len());
+        let start = range.start.min(end);
+        Self {
+            items,
+            range: start..end,
+        }
+    }
+}
+
+impl std::ops::Deref for WorkingMemory {
+    type Target = [Arc<WorkingItem>];
+
+    fn deref(&self) -> &Self::Target {
+        &self.items[self.range.clone()]
+    }
+}
+
+impl From<Vec<Arc<WorkingItem>>> for WorkingMemory {
+    fn from(items: Vec<Arc<WorkingItem>>) -> Self {
+        let len = items.len();
+        Self::shared(Arc::new(items), 0..len)
+    }
+}
+
+impl FromIterator<Arc<WorkingItem>> for WorkingMemory {
+    fn from_iter<I: IntoIterator<Item = Arc<WorkingItem>>>(items: I) -> Self {
+        Self::from(items.into_iter().collect::<Vec<_>>())
+    }
+}
+
+impl<'a> IntoIterator for &'a WorkingMemory {
+    type Item = &'a Arc<WorkingItem>;
+    type IntoIter = std::slice::Iter<'a, Arc<WorkingItem>>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// Equal when the items are, wherever they are kept.
+impl PartialEq for WorkingMemory {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl fmt::Debug for WorkingMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
 /// Everything the agent needs from memory to answer one turn.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct MemoryContext {
     /// Live working memory, oldest first. Shared, not copied: a store that keeps working memory
     /// in memory (the embedded session cache) hands out its own items, and recall runs every turn.
-    pub working: Vec<Arc<WorkingItem>>,
+    pub working: WorkingMemory,
     /// Facts of kind [`FactKind::Fact`] matching the query, best first.
     pub facts: Vec<Recalled>,
     /// Every rule and reminder of the session, whatever the query (they must be checked every turn),

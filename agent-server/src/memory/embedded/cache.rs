@@ -28,14 +28,21 @@ use protocol::control::FactKind;
 use uuid::Uuid;
 
 use crate::memory::lexical::LexicalIndex;
-use crate::memory::{Fact, MemoryConfig, MemoryContext, Recalled, WorkingItem, ranking};
+use crate::memory::{
+    Fact, MemoryConfig, MemoryContext, Recalled, WorkingItem, WorkingMemory, ranking,
+};
 
 /// A session's committed memory, in memory.
 #[derive(Debug, Default)]
 pub(super) struct SessionMemory {
     epoch: u64,
-    /// Working items by `(at in µs, seq)`, the order SQLite sorts them in.
-    working: BTreeMap<(i64, i64), Arc<WorkingItem>>,
+    /// Working items sorted by `(at in µs, seq)`, the order SQLite sorts them in;
+    /// `working_keys[i]` is the key of `working[i]`. `working` is shared with the contexts recall
+    /// handed out ([`WorkingMemory`]); a commit changes it in place when none of them is still
+    /// held (the agent lets go of its context's working memory before it commits), and copies it
+    /// otherwise.
+    working_keys: Vec<(i64, i64)>,
+    working: Arc<Vec<Arc<WorkingItem>>>,
     /// Facts of kind `fact`, by row id; `index` holds their text.
     facts: HashMap<i64, Fact>,
     index: LexicalIndex,
@@ -82,8 +89,16 @@ impl SessionMemory {
     }
 
     pub(super) fn push_item(&mut self, seq: i64, item: WorkingItem) {
-        self.working
-            .insert((item.at.timestamp_micros(), seq), Arc::new(item));
+        let key = (item.at.timestamp_micros(), seq);
+        let items = Arc::make_mut(&mut self.working);
+        // Normally the newest, so the search ends at the back.
+        match self.working_keys.binary_search(&key) {
+            Ok(i) => items[i] = Arc::new(item),
+            Err(i) => {
+                self.working_keys.insert(i, key);
+                items.insert(i, Arc::new(item));
+            }
+        }
     }
 
     pub(super) fn add_fact(&mut self, row: StoredRow) {
@@ -114,8 +129,10 @@ impl SessionMemory {
 
     /// Keeps the newest `capacity` working items, as the commit's SQL does.
     fn trim(&mut self, capacity: usize) {
-        while self.working.len() > capacity {
-            self.working.pop_first();
+        let excess = self.working_keys.len().saturating_sub(capacity);
+        if excess > 0 {
+            self.working_keys.drain(..excess);
+            Arc::make_mut(&mut self.working).drain(..excess);
         }
     }
 
@@ -141,7 +158,7 @@ impl SessionMemory {
 
     /// How much of the cache's budget this session uses.
     fn weight(&self) -> usize {
-        1 + self.working.len() + self.facts.len() + self.standing.len()
+        1 + self.working_keys.len() + self.facts.len() + self.standing.len()
     }
 
     /// What recall returns for this session: live working memory, the best `limit` facts for
@@ -153,19 +170,15 @@ impl SessionMemory {
         terms: &[String],
         limit: usize,
     ) -> MemoryContext {
-        // Newest first, by the key's time (whole µs, as stored): items are sorted by time, so the
-        // first one that is no longer live ends the walk. Comparing `at > cutoff` in µs is exact
-        // for whole-µs times, and reads no item.
+        // The newest `working_capacity` items that are live. Items are sorted by time, so the
+        // expired ones are a prefix, found by the keys' times (whole µs, as stored: comparing
+        // `at > cutoff` in µs is exact) without reading an item.
+        let keys = &self.working_keys;
+        let newest = keys.len().saturating_sub(config.working_capacity);
         let cutoff = config.live_after(now).map(|c| c.timestamp_micros());
-        let mut working: Vec<Arc<WorkingItem>> = self
-            .working
-            .iter()
-            .rev()
-            .take(config.working_capacity)
-            .take_while(|((at, _), _)| cutoff.is_none_or(|c| *at > c))
-            .map(|(_, item)| item.clone())
-            .collect();
-        working.reverse();
+        let first_live =
+            newest + keys[newest..].partition_point(|(at, _)| cutoff.is_some_and(|c| *at <= c));
+        let working = WorkingMemory::shared(self.working.clone(), first_live..keys.len());
 
         let mut facts = Vec::new();
         if limit > 0 && !terms.is_empty() {
@@ -411,6 +424,54 @@ mod tests {
 
     fn terms(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| w.to_string()).collect()
+    }
+
+    fn texts(ctx: &MemoryContext) -> Vec<&str> {
+        ctx.working.iter().map(|i| i.text.as_str()).collect()
+    }
+
+    fn said(seq: i64, text: &str, seconds: i64) -> SessionChange {
+        SessionChange {
+            items: vec![(seq, item(text, seconds))],
+            ..SessionChange::default()
+        }
+    }
+
+    #[test]
+    fn a_context_keeps_its_working_memory_and_commits_change_the_list_in_place_once_let_go() {
+        let config = MemoryConfig {
+            working_capacity: 3,
+            ..MemoryConfig::default()
+        };
+        let mut memory = SessionMemory::new(0);
+        memory.apply(said(1, "one", 1), &config);
+        memory.apply(said(2, "two", 2), &config);
+        let held = memory.context(&config, at(10), &[], 0);
+        memory.apply(said(3, "three", 3), &config);
+        assert_eq!(texts(&held), ["one", "two"], "what recall handed out stays as it was");
+        let ctx = memory.context(&config, at(10), &[], 0);
+        assert_eq!(texts(&ctx), ["one", "two", "three"]);
+
+        drop((held, ctx));
+        let list = Arc::as_ptr(&memory.working);
+        memory.apply(said(4, "four", 4), &config);
+        assert!(std::ptr::eq(list, Arc::as_ptr(&memory.working)), "changed in place");
+        assert_eq!(
+            texts(&memory.context(&config, at(10), &[], 0)),
+            ["two", "three", "four"]
+        );
+        // An item from earlier on the session clock (the clock moved back) goes to its place.
+        memory.apply(said(5, "earlier", 0), &config);
+        assert_eq!(
+            texts(&memory.context(&config, at(10), &[], 0)),
+            ["two", "three", "four"],
+            "the oldest by time is the one beyond capacity"
+        );
+        memory.apply(said(6, "later", 5), &config);
+        assert_eq!(
+            texts(&memory.context(&config, at(10), &[], 0)),
+            ["three", "four", "later"]
+        );
     }
 
     #[test]
