@@ -448,14 +448,21 @@ mod tests {
         memory.apply(said(2, "two", 2), &config);
         let held = memory.context(&config, at(10), &[], 0);
         memory.apply(said(3, "three", 3), &config);
-        assert_eq!(texts(&held), ["one", "two"], "what recall handed out stays as it was");
+        assert_eq!(
+            texts(&held),
+            ["one", "two"],
+            "what recall handed out stays as it was"
+        );
         let ctx = memory.context(&config, at(10), &[], 0);
         assert_eq!(texts(&ctx), ["one", "two", "three"]);
 
         drop((held, ctx));
         let list = Arc::as_ptr(&memory.working);
         memory.apply(said(4, "four", 4), &config);
-        assert!(std::ptr::eq(list, Arc::as_ptr(&memory.working)), "changed in place");
+        assert!(
+            std::ptr::eq(list, Arc::as_ptr(&memory.working)),
+            "changed in place"
+        );
         assert_eq!(
             texts(&memory.context(&config, at(10), &[], 0)),
             ["two", "three", "four"]
