@@ -136,14 +136,21 @@ for rep in $(seq "$repeats"); do
   if [[ $parts == *a* ]]; then
     # (a) non-streaming, 64 connections
     judge "a-bare-judge-$rep" "$bare_port" --concurrency 64
-    metrics "a-agent-judge-$rep.before"
-    judge "a-agent-judge-$rep" "$agent_port" --concurrency 64
-    metrics "a-agent-judge-$rep.after"
-    if [ -n "$baseline" ]; then
-      metrics "a-baseline-judge-$rep.before" "$baseline_port"
-      judge "a-baseline-judge-$rep" "$baseline_port" --concurrency 64
-      metrics "a-baseline-judge-$rep.after" "$baseline_port"
-    fi
+    # With a baseline, even repeats measure it first: on this machine the first of two
+    # back-to-back runs tended to measure faster (scripts/bench/abba.sh), so a fixed order
+    # would favour one build.
+    if [ -n "$baseline" ] && (( rep % 2 == 0 )); then order="baseline agent"; else order="agent baseline"; fi
+    for who in $order; do
+      if [ "$who" = agent ]; then
+        metrics "a-agent-judge-$rep.before"
+        judge "a-agent-judge-$rep" "$agent_port" --concurrency 64
+        metrics "a-agent-judge-$rep.after"
+      elif [ -n "$baseline" ]; then
+        metrics "a-baseline-judge-$rep.before" "$baseline_port"
+        judge "a-baseline-judge-$rep" "$baseline_port" --concurrency 64
+        metrics "a-baseline-judge-$rep.after" "$baseline_port"
+      fi
+    done
     if command -v wrk >/dev/null; then
       $client_cpu wrk -t1 -c64 -d"${seconds}s" --latency -s scripts/bench/chat.lua \
         "http://127.0.0.1:$bare_port/v1/chat/completions" >"$out/a-bare-wrk-$rep.log"
