@@ -56,14 +56,7 @@ pids=()
 cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
 trap cleanup EXIT
 
-wait_up() {
-  for _ in $(seq 100); do
-    curl -fsS "http://127.0.0.1:$1/v1/models" >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "server on port $1 did not start" >&2
-  exit 1
-}
+source scripts/bench/lib.sh
 
 $server_cpu target/release/examples/bare_server --port "$bare_port" --workers 1 --chunks 16 \
   2>"$out/bare_server.log" &

@@ -1249,7 +1249,7 @@ async fn times_round_trip_to_the_nanosecond_and_nul_does_not_fail_a_turn() {
     let at = DateTime::parse_from_rfc3339("1999-12-31T23:59:59.123456789Z")
         .unwrap()
         .to_utc();
-    let item = user("late \u{0} night").at(at);
+    let item = user("late \u{0} night").with_time(at);
     let stored = harness
         .commit_turn(
             &s,

@@ -8,6 +8,7 @@
 #   scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/bench/lib.sh
 [ $# -eq 2 ] || { echo "usage: $0 AGENT_SERVER_A AGENT_SERVER_B" >&2; exit 2; }
 cargo build --release --quiet -p judge-client --bin judge
 port=${BENCH_PORT:-18320}
@@ -17,24 +18,24 @@ server=
 cleanup() { [ -z "$server" ] || kill "$server" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
+# run BINARY: one measured run; its turns/s, p50 and p99 go to $work/result. Runs in this shell,
+# not a subshell, so that the EXIT trap can stop its server if anything fails.
 run() {
   rm -rf "$work/data"
   sync
   sleep 1
   taskset -c 0 "$1" --addr "127.0.0.1:$port" --workers 1 --data-dir "$work/data" >"$work/server.log" 2>&1 &
   server=$!
-  for _ in $(seq 100); do
-    curl -fsS "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1 && break
-    sleep 0.1
-  done
+  wait_up "$port"
   taskset -c 1 target/release/judge load --endpoint "http://127.0.0.1:$port" --threads 1 \
     --duration "${seconds}s" --warmup 1s --prompt-tokens 16 --output-tokens 16 --quiet \
-    --concurrency 64 --out "$work/judge" >"$work/judge.txt" 2>&1 || true
+    --concurrency 64 --out "$work/judge" >"$work/judge.txt" 2>&1 || { cat "$work/judge.txt" >&2; exit 1; }
   kill "$server"
   wait "$server" 2>/dev/null || true
   server=
   head -1 "$work/judge.txt" |
-    sed -E 's/.*: ([0-9.]+) req\/s.*latency p50\/p99 ([0-9.]+)\/([0-9.]+) ms.*/\1 \2 \3/'
+    sed -E 's/.*: ([0-9.]+) req\/s.*latency p50\/p99 ([0-9.]+)\/([0-9.]+) ms.*/\1 \2 \3/' \
+      >"$work/result"
 }
 
 printf '%-8s %-40s %10s %8s %8s\n' run binary turns/s "p50 ms" "p99 ms"
@@ -42,9 +43,10 @@ i=0
 for which in A B B A A B B A; do
   i=$((i + 1))
   if [ "$which" = A ]; then binary=$1; else binary=$2; fi
-  # Command substitution waits for the run to end (server stopped) before the next one starts.
-  read -r rate p50 p99 <<<"$(run "$binary")"
-  printf '%-8s %-40s %10s %8s %8s\n' "$i ($which)" "$binary" "$rate" "$p50" "$p99"
-done | tee "$work/runs.txt"
+  run "$binary"
+  read -r rate p50 p99 <"$work/result"
+  printf '%-8s %-40s %10s %8s %8s\n' "$i ($which)" "$binary" "$rate" "$p50" "$p99" |
+    tee -a "$work/runs.txt"
+done
 awk '$2 ~ /^\(A\)$/ {a += $4; na++} $2 ~ /^\(B\)$/ {b += $4; nb++}
      END {printf "mean A %.0f turns/s, B %.0f turns/s, B/A %.3f\n", a/na, b/nb, (b/nb)/(a/na)}' "$work/runs.txt"

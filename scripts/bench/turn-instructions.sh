@@ -9,6 +9,7 @@
 #   scripts/bench/turn-instructions.sh target/release/agent-server /tmp/agent-server-base
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/bench/lib.sh
 [ $# -ge 1 ] || { echo "usage: $0 AGENT_SERVER_BINARY..." >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 cargo build --release --quiet -p judge-client --bin judge
@@ -18,7 +19,8 @@ server=
 cleanup() { [ -z "$server" ] || kill "$server" 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
 
-# instructions BINARY TURNS: total instructions of one server process serving TURNS turns.
+# instructions BINARY TURNS: total instructions of one server process serving TURNS turns, into
+# $work/count. Runs in this shell, not a subshell, so that the EXIT trap can stop its server.
 instructions() {
   local dir="$work/run-$2"
   rm -rf "$dir"
@@ -26,22 +28,22 @@ instructions() {
   valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" "$1" \
     --addr "127.0.0.1:$port" --workers 1 --data-dir "$dir/data" >"$dir/server.log" 2>&1 &
   server=$!
-  for _ in $(seq 300); do
-    curl -fsS "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1 && break
-    sleep 0.2
-  done
+  # Under valgrind a server takes a while to start.
+  wait_up "$port" 60
   target/release/judge load --endpoint "http://127.0.0.1:$port" --threads 1 --requests "$2" \
     --concurrency 16 --prompt-tokens 16 --output-tokens 16 --timeout 120s --quiet \
     --out "$dir/judge" >"$dir/judge.log" 2>&1
   kill -INT "$server"
   wait "$server" 2>/dev/null || true
   server=
-  awk '/^(summary|totals):/ {print $2; exit}' "$dir/callgrind.out"
+  awk '/^(summary|totals):/ {print $2; exit}' "$dir/callgrind.out" >"$work/count"
 }
 
 printf '%-40s %s\n' binary "instructions per turn"
 for binary in "$@"; do
-  small=$(instructions "$binary" 1000)
-  large=$(instructions "$binary" 4000)
+  instructions "$binary" 1000
+  small=$(<"$work/count")
+  instructions "$binary" 4000
+  large=$(<"$work/count")
   awk -v b="$binary" -v s="$small" -v l="$large" 'BEGIN { printf "%-40s %.0fk\n", b, (l - s) / 3000 / 1000 }'
 done

@@ -134,7 +134,7 @@ impl WorkingItem {
     }
 
     /// The same item at another time (a store keeps times at its own precision).
-    pub fn at(&self, at: DateTime<Utc>) -> Self {
+    pub fn with_time(&self, at: DateTime<Utc>) -> Self {
         Self::new(self.role, self.text.clone(), at)
     }
 

@@ -44,8 +44,8 @@ pub fn query_terms(text: &str) -> Vec<String> {
 }
 
 /// Calls `each` with every content word of `text` (see [`query_terms`]) in order, repeats
-/// included, borrowed from one buffer: callers that only compare words allocate nothing per word.
-pub fn for_each_term(text: &str, mut each: impl FnMut(&str)) {
+/// included, each borrowed from `text` or from one buffer.
+fn for_each_term(text: &str, mut each: impl FnMut(&str)) {
     let mut buffer = String::new();
     for raw in text.split(|c: char| !c.is_alphanumeric()) {
         if raw.is_empty() {

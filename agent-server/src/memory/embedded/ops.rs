@@ -126,7 +126,7 @@ pub(super) fn commit_turn(
                 .map_err(sqlite_error)?;
             // At the stored precision, so the cached item equals the one a reload reads.
             let at = timestamp(at)?;
-            change.items.push((seq, item.at(at)));
+            change.items.push((seq, item.with_time(at)));
         }
         drop(insert);
         // Capacity: readers take the newest `working_capacity` items by (at, seq), so older ones

@@ -250,16 +250,22 @@ mod tests {
 
     use super::*;
 
-    #[test]
-    fn version_3_keeps_working_items_and_clusters_them_by_time() {
-        let dir = tempfile::tempdir().unwrap();
-        let mut conn = Connection::open(dir.path().join("v2.sqlite3")).unwrap();
-        for migration in &MIGRATIONS[..2] {
+    /// A database file in `dir` as a server of schema `version` left it.
+    fn file_at_version(dir: &std::path::Path, version: u32) -> Connection {
+        let conn = Connection::open(dir.join(format!("v{version}.sqlite3"))).unwrap();
+        for migration in &MIGRATIONS[..version as usize] {
             conn.execute_batch(migration).unwrap();
         }
         conn.pragma_update(None, "application_id", APPLICATION_ID)
             .unwrap();
-        conn.pragma_update(None, "user_version", 2).unwrap();
+        conn.pragma_update(None, "user_version", version).unwrap();
+        conn
+    }
+
+    #[test]
+    fn version_3_keeps_working_items_and_clusters_them_by_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = file_at_version(dir.path(), 2);
         conn.execute_batch(
             "INSERT INTO working_items (session_id, seq, role, text, at) VALUES
                  ('s', 1, 'user', 'later', 20), ('s', 2, 'assistant', 'earlier', 10),
@@ -297,13 +303,7 @@ mod tests {
     #[test]
     fn version_4_keeps_facts_and_their_checks_and_writes_a_fact_without_temporary_tables() {
         let dir = tempfile::tempdir().unwrap();
-        let mut conn = Connection::open(dir.path().join("v3.sqlite3")).unwrap();
-        for migration in &MIGRATIONS[..3] {
-            conn.execute_batch(migration).unwrap();
-        }
-        conn.pragma_update(None, "application_id", APPLICATION_ID)
-            .unwrap();
-        conn.pragma_update(None, "user_version", 3).unwrap();
+        let mut conn = file_at_version(dir.path(), 3);
         conn.execute_batch(
             "INSERT INTO facts (pk, id, session_id, kind, key, text, observed_at, importance, source)
              VALUES (7, 'f-1', 's', 'rule', 'tone', 'Be brief.', 10, 0.9, 'extracted');",
