@@ -3,9 +3,12 @@
 # shared machine, plainly alternating runs favoured whichever binary ran first in each pair. Each
 # run starts its server on a fresh data directory pinned to CPU 0 (`sync` and 1 s of rest before
 # it), and `judge load` on CPU 1 sends 16-token turns at 64 connections for 8 s after 1 s of
-# warm-up. Prints each run, then the mean turns/s of each binary.
+# warm-up. Prints each run, then the mean turns/s of each binary. With BENCH_WHOLE_MACHINE=1 the
+# server runs unpinned with 2 workers instead (bench-load.sh's part h), the generator still on
+# CPU 1.
 #
 #   scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
+#   BENCH_WHOLE_MACHINE=1 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/bench/lib.sh
@@ -13,6 +16,11 @@ source scripts/bench/lib.sh
 cargo build --release --quiet -p judge-client --bin judge
 port=${BENCH_PORT:-18320}
 seconds=${BENCH_SECONDS:-8}
+if [ "${BENCH_WHOLE_MACHINE:-0}" = 1 ]; then
+  server_cpu=() workers=2
+else
+  server_cpu=(taskset -c 0) workers=1
+fi
 work=$(mktemp -d)
 server=
 cleanup() { [ -z "$server" ] || kill "$server" 2>/dev/null || true; rm -rf "$work"; }
@@ -24,7 +32,8 @@ run() {
   rm -rf "$work/data"
   sync
   sleep 1
-  taskset -c 0 "$1" --addr "127.0.0.1:$port" --workers 1 --data-dir "$work/data" >"$work/server.log" 2>&1 &
+  "${server_cpu[@]}" "$1" --addr "127.0.0.1:$port" --workers "$workers" --data-dir "$work/data" \
+    >"$work/server.log" 2>&1 &
   server=$!
   wait_up "$port"
   taskset -c 1 target/release/judge load --endpoint "http://127.0.0.1:$port" --threads 1 \
