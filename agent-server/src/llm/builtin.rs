@@ -217,10 +217,10 @@ fn small_talk(text: &str) -> String {
     ]
     .iter()
     .any(|g| {
-        lower == *g
-            || lower.starts_with(&format!("{g} "))
-            || lower.starts_with(&format!("{g},"))
-            || lower.starts_with(&format!("{g}!"))
+        // The greeting alone, or followed by a space, a comma or "!".
+        lower
+            .strip_prefix(g)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', ',', '!']))
     });
     if greeting {
         "Hello! Tell me anything you want me to remember, or ask me about what you told me.".into()
@@ -572,6 +572,26 @@ mod tests {
             ),
             "Your car is a blue Fiat."
         );
+    }
+
+    #[test]
+    fn small_talk_greets_a_greeting_only() {
+        const HELLO: &str =
+            "Hello! Tell me anything you want me to remember, or ask me about what you told me.";
+        for greeting in [
+            "hello",
+            "Hi",
+            "hey!",
+            "Good morning, agent",
+            "hi there",
+            " hey ",
+        ] {
+            assert_eq!(small_talk(greeting), HELLO, "{greeting:?}");
+        }
+        for other in ["history is fun", "heyday", "hi-fi", "good", "hello-world"] {
+            assert_eq!(small_talk(other), "Noted.", "{other:?}");
+        }
+        assert_eq!(small_talk("  "), "I'm listening.");
     }
 
     #[test]
