@@ -27,6 +27,7 @@
 use std::time::{Duration, Instant};
 
 use agent_server::memory::embedded::{EmbeddedOptions, EmbeddedStore};
+use agent_server::memory::ranking::Terms;
 use agent_server::memory::redis_pg::{RedisPostgresConfig, RedisPostgresStore};
 use agent_server::memory::{MemoryConfig, MemoryStore, NewFact, RecallQuery};
 use chrono::{DateTime, Utc};
@@ -152,7 +153,7 @@ async fn measure(
         let started = Instant::now();
         let query = RecallQuery {
             now: now(),
-            text,
+            terms: Terms::of(text),
             limit: 8,
         };
         let context = store.recall(session, query).await.expect("recall");
@@ -292,7 +293,7 @@ async fn main() {
         let started = Instant::now();
         let query = RecallQuery {
             now: now(),
-            text: "anything",
+            terms: Terms::of("anything"),
             limit: 8,
         };
         store.recall(&session, query).await.expect("first recall");

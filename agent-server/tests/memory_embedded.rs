@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use agent_server::memory::embedded::{APPLICATION_ID, EmbeddedStore, SCHEMA_VERSION};
+use agent_server::memory::ranking::Terms;
 use agent_server::memory::{
     MemoryConfig, MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem,
     conformance,
@@ -80,7 +81,7 @@ async fn recall_texts(store: &EmbeddedStore, s: &SessionId, q: &str) -> Vec<Stri
             s,
             RecallQuery {
                 now: t0(),
-                text: q,
+                terms: Terms::of(q),
                 limit: 10,
             },
         )
@@ -139,7 +140,7 @@ async fn data_survives_closing_and_reopening_the_file() {
             &reset_s,
             RecallQuery {
                 now: t0(),
-                text: "",
+                terms: Terms::of(""),
                 limit: 1,
             },
         )
@@ -388,7 +389,7 @@ async fn odd_unicode_queries_never_fail() {
                 &s,
                 RecallQuery {
                     now: t0(),
-                    text: q,
+                    terms: Terms::of(q),
                     limit: 3,
                 },
             )
@@ -566,10 +567,10 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
         for s in &sessions {
             let q = RecallQuery {
                 now: at,
-                text: &query,
+                terms: Terms::of(&query),
                 limit: 4,
             };
-            let a = cached.recall(s, q).await.unwrap();
+            let a = cached.recall(s, q.clone()).await.unwrap();
             let b = reloading.recall(s, q).await.unwrap();
             assert_eq!(comparable(&a), comparable(&b), "step {step}, {s:?}");
         }
@@ -586,7 +587,7 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
         for s in &sessions {
             let q = RecallQuery {
                 now,
-                text: "tea boat lisbon red piano garden",
+                terms: Terms::of("tea boat lisbon red piano garden"),
                 limit: 10,
             };
             all.push(comparable(&cached.recall(s, q).await.unwrap()));
@@ -598,7 +599,7 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
     for (s, before) in sessions.iter().zip(before) {
         let q = RecallQuery {
             now,
-            text: "tea boat lisbon red piano garden",
+            terms: Terms::of("tea boat lisbon red piano garden"),
             limit: 10,
         };
         assert_eq!(comparable(&reopened.recall(s, q).await.unwrap()), before);
@@ -643,7 +644,7 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
                 store.commit_turn(s, turn).await.unwrap();
                 let q = RecallQuery {
                     now: at,
-                    text: &format!("kiwi{task}x{step}"),
+                    terms: Terms::of(&format!("kiwi{task}x{step}")),
                     limit: 3,
                 };
                 let ctx = store.recall(s, q).await.unwrap();
@@ -668,7 +669,7 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
     for s in &sessions {
         let q = RecallQuery {
             now,
-            text: query,
+            terms: Terms::of(query),
             limit: 1000,
         };
         before.push(comparable(&store.recall(s, q).await.unwrap()));
@@ -680,7 +681,7 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
     for (s, before) in sessions.iter().zip(before) {
         let q = RecallQuery {
             now,
-            text: query,
+            terms: Terms::of(query),
             limit: 1000,
         };
         assert_eq!(comparable(&reopened.recall(s, q).await.unwrap()), before);
@@ -732,7 +733,7 @@ async fn working_memory_is_trimmed_in_batches_and_read_exactly() {
             &s,
             RecallQuery {
                 now,
-                text: "question",
+                terms: Terms::of("question"),
                 limit: 1,
             },
         )

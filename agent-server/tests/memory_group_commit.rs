@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use agent_server::memory::embedded::EmbeddedStore;
+use agent_server::memory::ranking::Terms;
 use agent_server::memory::{
     MemoryConfig, MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem,
 };
@@ -58,7 +59,7 @@ fn turn(text: &str, epoch: Option<u64>) -> TurnWrite {
 async fn epoch(store: &EmbeddedStore, s: &SessionId) -> u64 {
     let query = RecallQuery {
         now: t0(),
-        text: "",
+        terms: Terms::of(""),
         limit: 1,
     };
     store.recall(s, query).await.unwrap().epoch

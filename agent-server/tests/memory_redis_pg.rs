@@ -17,6 +17,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use agent_server::memory::ranking::Terms;
 use agent_server::memory::redis_pg::{RedisPostgresConfig, RedisPostgresStore};
 use agent_server::memory::{
     MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem, conformance,
@@ -217,10 +218,10 @@ fn turn(item: &str, fact_text: &str) -> TurnWrite {
     }
 }
 
-fn query(text: &str) -> RecallQuery<'_> {
+fn query(text: &str) -> RecallQuery {
     RecallQuery {
         now: t0() + chrono::Duration::minutes(1),
-        text,
+        terms: Terms::of(text),
         limit: 10,
     }
 }

@@ -34,6 +34,7 @@ use protocol::control::FactKind;
 use protocol::openai::{ChatCompletionRequest, ChatMessage};
 
 use crate::llm::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt};
+use crate::memory::ranking::Terms;
 use crate::memory::{
     MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem,
 };
@@ -75,6 +76,8 @@ pub struct TurnInput {
 #[derive(Debug)]
 pub struct PreparedTurn {
     pub input: TurnInput,
+    /// The user text's content words: worked out once, for recall and the stored working item.
+    user_terms: Terms,
     memory: MemoryContext,
     facts: Vec<NewFact>,
     acknowledgements: Vec<Acknowledgement>,
@@ -161,6 +164,11 @@ impl Agent {
 
     /// Steps 1 and 2: recall, then extract what the turn teaches and what standing items require.
     pub async fn prepare(&self, input: TurnInput) -> Result<PreparedTurn, AgentError> {
+        let user_terms = if self.memory_enabled {
+            Terms::of(&input.user_text)
+        } else {
+            Terms::default()
+        };
         // 1. recall
         let memory = if self.memory_enabled {
             let span = tracing::info_span!(
@@ -173,7 +181,7 @@ impl Agent {
             );
             let query = RecallQuery {
                 now: input.now,
-                text: &input.user_text,
+                terms: user_terms.clone(),
                 limit: self.recall_limit,
             };
             let started = Instant::now();
@@ -196,6 +204,7 @@ impl Agent {
         if input.continuation {
             return Ok(PreparedTurn {
                 input,
+                user_terms,
                 memory,
                 facts: Vec::new(),
                 acknowledgements: Vec::new(),
@@ -218,6 +227,7 @@ impl Agent {
         );
         Ok(PreparedTurn {
             input,
+            user_terms,
             memory,
             facts,
             acknowledgements,
@@ -261,6 +271,7 @@ impl Agent {
         }
         let PreparedTurn {
             input,
+            user_terms,
             memory,
             mut facts,
             agenda,
@@ -293,7 +304,8 @@ impl Agent {
         let items = if input.continuation {
             vec![reply]
         } else {
-            let user = WorkingItem::new(TurnRole::User, input.user_text, input.now);
+            let user =
+                WorkingItem::with_terms(TurnRole::User, input.user_text, input.now, user_terms);
             vec![user, reply]
         };
         let write = TurnWrite {

@@ -77,12 +77,11 @@ impl PromotionEngine {
         recalled: &[Recalled],
         now: DateTime<Utc>,
     ) -> Promotion {
-        let facts = self.promote_statements(leftovers, working, now);
-        // Each new statement's words once, not once per recalled fact it is compared with.
-        let statements: Vec<Vec<String>> = facts
+        let promoted = self.promote_statements(leftovers, working, now);
+        let statements: Vec<(&str, &[String])> = promoted
             .iter()
-            .map(|new| statement_words(&new.text))
-            .filter(|words| !words.is_empty())
+            .filter(|(_, words)| !words.is_empty())
+            .map(|(new, words)| (new.text.as_str(), words.as_slice()))
             .collect();
         let replaces = if statements.is_empty() {
             Vec::new()
@@ -91,19 +90,29 @@ impl PromotionEngine {
                 .iter()
                 .map(|r| &r.fact)
                 .filter(|old| old.source == FactSource::Promoted && old.kind == FactKind::Fact)
-                .filter(|old| statements.contains(&statement_words(&old.text)))
+                .filter(|old| {
+                    // The same text has the same words: the usual repetition costs no tokenizing.
+                    statements.iter().any(|(text, _)| *text == old.text) || {
+                        let old_words = statement_words(&old.text);
+                        statements.iter().any(|(_, words)| *words == old_words)
+                    }
+                })
                 .map(|old| old.id)
                 .collect()
         };
-        Promotion { facts, replaces }
+        Promotion {
+            facts: promoted.into_iter().map(|(fact, _)| fact).collect(),
+            replaces,
+        }
     }
 
+    /// The statements to promote, each with its [`statement_words`].
     fn promote_statements(
         &self,
         leftovers: &[String],
         working: &[Arc<WorkingItem>],
         now: DateTime<Utc>,
-    ) -> Vec<NewFact> {
+    ) -> Vec<(NewFact, Vec<String>)> {
         // Working memory is walked once per leftover (normally one or two), newest first as a
         // repeat is most often recent; an item's words are worked out once in its life
         // (`WorkingItem::terms`): tokenizing all of working memory was the costliest step of a
@@ -119,20 +128,33 @@ impl PromotionEngine {
                         .filter(|w| w.role == TurnRole::User)
                         .any(|w| similarity(&terms, w.terms()) >= self.repeat_similarity);
                 let importance = self.importance(sentence);
-                (repeated || importance >= 0.7).then(|| NewFact {
+                if !repeated && importance < 0.7 {
+                    return None;
+                }
+                // Trimming and the final full stop change no word, so the stored text's words
+                // are the sentence's unless a date in it was made absolute.
+                let (text, words) = match dates::absolutize(sentence, now) {
+                    Some(absolute) => {
+                        let words = statement_words(&absolute);
+                        (absolute, words)
+                    }
+                    None => {
+                        let mut words = terms;
+                        words.sort_unstable();
+                        (sentence.clone(), words)
+                    }
+                };
+                let fact = NewFact {
                     kind: FactKind::Fact,
                     key: None,
-                    text: format!(
-                        "{}.",
-                        trim_sentence(
-                            &dates::absolutize(sentence, now).unwrap_or_else(|| sentence.clone())
-                        )
-                    ),
+                    text: format!("{}.", trim_sentence(&text)),
                     data: None,
                     observed_at: now,
                     importance: importance.max(if repeated { 0.7 } else { 0.0 }),
                     source: FactSource::Promoted,
-                })
+                };
+                debug_assert_eq!(words, statement_words(&fact.text));
+                Some((fact, words))
             })
             .collect()
     }

@@ -11,6 +11,7 @@ use protocol::SessionId;
 use protocol::control::{FactKind, FactSource};
 use uuid::Uuid;
 
+use super::ranking::Terms;
 use super::{
     MemoryConfig, MemoryContext, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite,
     WorkingItem, normalize_key,
@@ -101,7 +102,7 @@ async fn recall(
             s,
             RecallQuery {
                 now: at,
-                text: q,
+                terms: Terms::of(q),
                 limit: 10,
             },
         )
@@ -529,7 +530,7 @@ pub async fn recall_respects_limit_and_ignores_query_syntax(store: &dyn MemorySt
             &s,
             RecallQuery {
                 now: t0() + minutes(20),
-                text: "lighthouse",
+                terms: Terms::of("lighthouse"),
                 limit: 4,
             },
         )
@@ -556,7 +557,7 @@ pub async fn recall_respects_limit_and_ignores_query_syntax(store: &dyn MemorySt
                 &s,
                 RecallQuery {
                     now: t0(),
-                    text: hostile,
+                    terms: Terms::of(hostile),
                     limit: 4,
                 },
             )

@@ -120,7 +120,7 @@ pub struct WorkingItem {
     /// with every user item of working memory, so each item is tokenized once in its life instead
     /// of once per turn it stays in working memory.
     #[serde(skip)]
-    terms: OnceLock<Box<[String]>>,
+    terms: OnceLock<ranking::Terms>,
 }
 
 impl WorkingItem {
@@ -133,15 +133,28 @@ impl WorkingItem {
         }
     }
 
-    /// The same item at another time (a store keeps times at its own precision).
+    /// An item whose content words are known already: `terms` must be `Terms::of(&text)`.
+    pub fn with_terms(
+        role: TurnRole,
+        text: impl Into<String>,
+        at: DateTime<Utc>,
+        terms: ranking::Terms,
+    ) -> Self {
+        let item = Self::new(role, text, at);
+        debug_assert_eq!(terms, ranking::Terms::of(&item.text));
+        let _ = item.terms.set(terms);
+        item
+    }
+
+    /// The same item at another time (a store keeps times at its own precision), with the words
+    /// already worked out.
     pub fn with_time(&self, at: DateTime<Utc>) -> Self {
-        Self::new(self.role, self.text.clone(), at)
+        Self { at, ..self.clone() }
     }
 
     /// The content words of `text`, as [`ranking::query_terms`] returns them.
     pub fn terms(&self) -> &[String] {
-        self.terms
-            .get_or_init(|| ranking::query_terms(&self.text).into_boxed_slice())
+        self.terms.get_or_init(|| ranking::Terms::of(&self.text))
     }
 }
 
@@ -218,12 +231,12 @@ pub struct Recalled {
 }
 
 /// What to recall for one turn.
-#[derive(Debug, Clone, Copy)]
-pub struct RecallQuery<'a> {
+#[derive(Debug, Clone)]
+pub struct RecallQuery {
     /// The session clock.
     pub now: DateTime<Utc>,
-    /// Text to match lexically (normally the new user turn).
-    pub text: &'a str,
+    /// The content words to match lexically (normally the new user turn's).
+    pub terms: ranking::Terms,
     /// At most this many ranked facts.
     pub limit: usize,
 }
@@ -400,7 +413,7 @@ pub trait MemoryStore: Send + Sync + 'static {
     async fn recall(
         &self,
         session: &SessionId,
-        query: RecallQuery<'_>,
+        query: RecallQuery,
     ) -> Result<MemoryContext, MemoryError>;
 
     /// Stores one turn atomically; returns one [`StoredFact`] per [`TurnWrite::facts`] entry.

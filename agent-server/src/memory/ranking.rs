@@ -2,7 +2,8 @@
 //! recency combine. Backends compute lexical relevance with their own engine (the embedded
 //! store's in-memory BM25 in [`lexical`](super::lexical), Postgres `ts_rank`) and all combine it here, so ordering rules are the same everywhere.
 
-use std::sync::LazyLock;
+use std::ops::Deref;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -41,6 +42,27 @@ pub fn query_terms(text: &str) -> Vec<String> {
         }
     });
     terms
+}
+
+/// The content words of one text ([`query_terms`]), shared. A turn works out its user text's words
+/// once and hands them to recall and to the turn's working item, rather than each of them (and
+/// promotion) tokenizing the same text again. Only [`Terms::of`] makes one, so each word is a
+/// lower-case alphanumeric run: a backend may build query syntax from them without escaping.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Terms(Arc<[String]>);
+
+impl Terms {
+    pub fn of(text: &str) -> Self {
+        Self(query_terms(text).into())
+    }
+}
+
+impl Deref for Terms {
+    type Target = [String];
+
+    fn deref(&self) -> &[String] {
+        &self.0
+    }
 }
 
 /// Calls `each` with every content word of `text` (see [`query_terms`]) in order, repeats

@@ -53,7 +53,7 @@ use self::cache::{SessionCache, SharedSession};
 use self::writer::WriterContext;
 use super::{
     MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, ResetCounts,
-    Snapshot, StoredFact, TurnWrite, ranking,
+    Snapshot, StoredFact, TurnWrite,
 };
 
 /// The dependency name in errors and health reports.
@@ -291,11 +291,11 @@ impl MemoryStore for EmbeddedStore {
     async fn recall(
         &self,
         session: &SessionId,
-        query: RecallQuery<'_>,
+        query: RecallQuery,
     ) -> Result<MemoryContext, MemoryError> {
         let memory = self.session(session).await?;
-        let terms = ranking::query_terms(query.text);
-        let context = cache::lock(&memory).context(&self.config, query.now, &terms, query.limit);
+        let context =
+            cache::lock(&memory).context(&self.config, query.now, &query.terms, query.limit);
         Ok(context)
     }
 

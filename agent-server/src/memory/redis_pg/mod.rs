@@ -598,13 +598,13 @@ impl MemoryStore for RedisPostgresStore {
     async fn recall(
         &self,
         session: &SessionId,
-        query: RecallQuery<'_>,
+        query: RecallQuery,
     ) -> Result<MemoryContext, MemoryError> {
         let inner = &self.inner;
         let deadline = Deadline::new(inner.timeout);
         // Only the shared content words reach to_tsquery, OR-ed: each is a run of alphanumeric
         // characters, which the tsquery parser cannot read as an operator.
-        let terms = ranking::query_terms(query.text);
+        let terms = &query.terms;
         let tsquery = (!terms.is_empty() && query.limit > 0).then(|| terms.join(" | "));
         let pool_size = ranking::candidate_pool(query.limit);
 
