@@ -79,6 +79,37 @@ fn with_stem<R>(word: &str, f: impl FnOnce(&str) -> R) -> R {
     })
 }
 
+/// A text as an index takes it: each distinct stem with how often it occurs, and the number of
+/// words. Worked out apart from any index, so that it can be done on another thread than the
+/// one that owns the index: the embedded store analyses a turn's facts on the request's thread
+/// rather than on its single writer thread, which applies every turn in turn.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Analyzed {
+    /// Distinct stems, sorted, with their counts.
+    stems: Vec<(Box<str>, u32)>,
+    len: u32,
+}
+
+impl Analyzed {
+    pub fn of(text: &str) -> Self {
+        let mut all: Vec<Box<str>> = Vec::new();
+        for word in words(text) {
+            with_stem(word, |stem| all.push(stem.into()));
+        }
+        let len = u32::try_from(all.len()).unwrap_or(u32::MAX);
+        // Sorted and counted rather than looked up word by word: linear in a long text.
+        all.sort_unstable();
+        let mut stems: Vec<(Box<str>, u32)> = Vec::new();
+        for stem in all {
+            match stems.last_mut() {
+                Some((last, count)) if *last == stem => *count += 1,
+                _ => stems.push((stem, 1)),
+            }
+        }
+        Self { stems, len }
+    }
+}
+
 /// Document id: the caller's key for a document (the embedded store uses the fact's row id).
 pub type DocId = i64;
 
@@ -116,32 +147,33 @@ impl LexicalIndex {
 
     /// Indexes `text` under `id`, replacing whatever `id` held.
     pub fn insert(&mut self, id: DocId, text: &str) {
+        self.insert_analyzed(id, &Analyzed::of(text));
+    }
+
+    /// Indexes an analysed text under `id`, replacing whatever `id` held: the index's part of
+    /// [`LexicalIndex::insert`], without the tokenizing and stemming.
+    pub fn insert_analyzed(&mut self, id: DocId, text: &Analyzed) {
         self.remove(id);
-        let mut frequencies: FxHashMap<u32, u32> = FxHashMap::default();
-        let mut len = 0u32;
-        for word in words(text) {
-            // Looked up by the borrowed stem; copied only the first time the session uses it.
-            let term = with_stem(word, |stem| match self.vocabulary.get(stem) {
+        let mut terms = Vec::with_capacity(text.stems.len());
+        for (stem, count) in &text.stems {
+            let term = match self.vocabulary.get(&**stem) {
                 Some(&term) => term,
                 None => {
                     let next = u32::try_from(self.postings.len()).unwrap_or(u32::MAX);
                     self.postings.push(FxHashMap::default());
-                    self.vocabulary.insert(stem.into(), next);
+                    self.vocabulary.insert(stem.clone(), next);
                     next
                 }
-            });
-            *frequencies.entry(term).or_default() += 1;
-            len = len.saturating_add(1);
+            };
+            self.postings[term as usize].insert(id, *count);
+            terms.push(term);
         }
-        for (&term, &count) in &frequencies {
-            self.postings[term as usize].insert(id, count);
-        }
-        self.total_len += u64::from(len);
+        self.total_len += u64::from(text.len);
         self.docs.insert(
             id,
             Doc {
-                terms: frequencies.into_keys().collect(),
-                len,
+                terms: terms.into(),
+                len: text.len,
             },
         );
     }
@@ -241,6 +273,32 @@ mod tests {
         assert_eq!(ranked(&index, &["lighthouses"]), [2], "stems match");
         assert!(ranked(&index, &["tokyo"]).is_empty());
         assert_eq!(index.search(&[]).len(), 0);
+    }
+
+    #[test]
+    fn an_analysed_text_counts_each_stem_and_every_word() {
+        let text = Analyzed::of("Boats, boat and BOATING: the boat!");
+        let stems: Vec<(&str, u32)> = text.stems.iter().map(|(s, n)| (&**s, *n)).collect();
+        assert_eq!(stems, [("and", 1), ("boat", 4), ("the", 1)]);
+        assert_eq!(text.len, 6);
+
+        // Indexed from an analysis or from the text, a document scores the same.
+        let mut from_text = LexicalIndex::default();
+        let mut analysed = LexicalIndex::default();
+        for (id, text) in [
+            (1, "boats and boats"),
+            (2, "a boat"),
+            (3, "keeper of lights"),
+        ] {
+            from_text.insert(id, text);
+            analysed.insert_analyzed(id, &Analyzed::of(text));
+        }
+        assert_eq!(ranked(&from_text, &["boat"]), [1, 2]);
+        let mut a = from_text.search(&["boat".to_owned(), "light".to_owned()]);
+        let mut b = analysed.search(&["boat".to_owned(), "light".to_owned()]);
+        a.sort_by_key(|(id, _)| *id);
+        b.sort_by_key(|(id, _)| *id);
+        assert_eq!(a, b);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use lru::LruCache;
 use protocol::control::FactKind;
 use uuid::Uuid;
 
-use crate::memory::lexical::LexicalIndex;
+use crate::memory::lexical::{Analyzed, LexicalIndex};
 use crate::memory::{
     Fact, MemoryConfig, MemoryContext, Recalled, WorkingItem, WorkingMemory, ranking,
 };
@@ -64,6 +64,9 @@ enum Location {
 pub(super) struct StoredRow {
     pub pk: i64,
     pub fact: Fact,
+    /// The fact's text analysed for the lexical index already (by the request that wrote it, so
+    /// not by the writer thread that applies the change); `None` to analyse it here.
+    pub analyzed: Option<Arc<Analyzed>>,
 }
 
 /// What one committed job changed in one session.
@@ -102,9 +105,12 @@ impl SessionMemory {
     }
 
     pub(super) fn add_fact(&mut self, row: StoredRow) {
-        let StoredRow { pk, fact } = row;
+        let StoredRow { pk, fact, analyzed } = row;
         if fact.kind == FactKind::Fact {
-            self.index.insert(pk, &fact.text);
+            match analyzed {
+                Some(text) => self.index.insert_analyzed(pk, &text),
+                None => self.index.insert(pk, &fact.text),
+            }
             self.locations.insert(fact.id, Location::Fact(pk));
             self.facts.insert(pk, fact);
         } else {
@@ -405,6 +411,7 @@ mod tests {
     fn row(pk: i64, kind: FactKind, text: &str, seconds: i64) -> StoredRow {
         StoredRow {
             pk,
+            analyzed: None,
             fact: Fact {
                 id: Uuid::new_v4(),
                 kind,

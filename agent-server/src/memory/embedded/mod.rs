@@ -305,8 +305,11 @@ impl MemoryStore for EmbeddedStore {
         turn: TurnWrite,
     ) -> Result<Vec<StoredFact>, MemoryError> {
         let (config, session) = (self.config, session.as_str().to_owned());
+        let analyzed = ops::analyze(&turn.facts);
         self.writer
-            .write(move |conn, cursors| ops::commit_turn(conn, cursors, &config, &session, &turn))
+            .write(move |conn, cursors| {
+                ops::commit_turn(conn, cursors, &config, &session, &turn, &analyzed)
+            })
             .await
     }
 
@@ -316,8 +319,9 @@ impl MemoryStore for EmbeddedStore {
         facts: Vec<NewFact>,
     ) -> Result<Vec<StoredFact>, MemoryError> {
         let session = session.as_str().to_owned();
+        let analyzed = ops::analyze(&facts);
         self.writer
-            .write(move |conn, cursors| ops::inject(conn, cursors, &session, &facts))
+            .write(move |conn, cursors| ops::inject(conn, cursors, &session, &facts, &analyzed))
             .await
     }
 

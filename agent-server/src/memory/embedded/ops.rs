@@ -5,6 +5,7 @@
 //! Statements run on every turn go through `prepare_cached`, so each connection compiles them once.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use deadpool_sqlite::rusqlite::{Connection, OptionalExtension, Row, params};
@@ -14,6 +15,7 @@ use uuid::Uuid;
 use super::cache::{SessionChange, SessionMemory, StoredRow};
 use super::cursors::SessionCursors;
 use super::{corrupt, sqlite_error};
+use crate::memory::lexical::Analyzed;
 use crate::memory::{
     Fact, MemoryConfig, MemoryError, NewFact, ResetCounts, Snapshot, StoredFact, TurnRole,
     TurnWrite, WorkingItem,
@@ -49,6 +51,7 @@ pub(super) fn load_session(
         let (raw, pk) = row.map_err(sqlite_error)?;
         memory.add_fact(StoredRow {
             pk,
+            analyzed: None,
             fact: raw.into_fact()?,
         });
     }
@@ -81,6 +84,7 @@ pub(super) fn commit_turn(
     config: &MemoryConfig,
     session: &str,
     turn: &TurnWrite,
+    analyzed: &[Option<Arc<Analyzed>>],
 ) -> Result<(Vec<StoredFact>, SessionChange), MemoryError> {
     // The writer holds the write lock for the whole batch, and applies jobs in queue order: no
     // reset can run between this check and the writes below. It comes before any write, so a
@@ -110,7 +114,7 @@ pub(super) fn commit_turn(
                 .map_err(sqlite_error)?;
         }
     }
-    let stored = write_facts(conn, session, &turn.facts, &mut change)?;
+    let stored = write_facts(conn, session, &turn.facts, analyzed, &mut change)?;
 
     if !turn.items.is_empty() {
         let mut insert = conn
@@ -165,6 +169,7 @@ pub(super) fn inject(
     cursors: &mut SessionCursors,
     session: &str,
     facts: &[NewFact],
+    analyzed: &[Option<Arc<Analyzed>>],
 ) -> Result<(Vec<StoredFact>, SessionChange), MemoryError> {
     if !cursors.get(conn, session)?.registered {
         register_session(conn, session)?;
@@ -173,7 +178,7 @@ pub(super) fn inject(
         session: session.to_owned(),
         ..SessionChange::default()
     };
-    let stored = write_facts(conn, session, facts, &mut change)?;
+    let stored = write_facts(conn, session, facts, analyzed, &mut change)?;
     Ok((stored, change))
 }
 
@@ -217,10 +222,22 @@ pub(super) const INSERT_FACT: &str = "INSERT INTO facts
 
 /// Writes `facts` in order with supersession by key; one [`StoredFact`] per input. Records what
 /// it deleted and inserted in `change`.
+/// What the cache's lexical index needs of each of `facts` (`None` for rules and reminders, which
+/// it does not index): worked out by the request, before its write is queued, so that the writer
+/// thread, which applies every write in turn, does not tokenize and stem their text.
+pub(super) fn analyze(facts: &[NewFact]) -> Vec<Option<Arc<Analyzed>>> {
+    facts
+        .iter()
+        .map(|fact| (fact.kind == FactKind::Fact).then(|| Arc::new(Analyzed::of(&fact.text))))
+        .collect()
+}
+
+/// Writes `facts`; `analyzed[i]`, when there, is `facts[i]`'s [`analyze`].
 fn write_facts(
     conn: &Connection,
     session: &str,
     facts: &[NewFact],
+    analyzed: &[Option<Arc<Analyzed>>],
     change: &mut SessionChange,
 ) -> Result<Vec<StoredFact>, MemoryError> {
     let mut stored: Vec<StoredFact> = Vec::with_capacity(facts.len());
@@ -228,7 +245,8 @@ fn write_facts(
     // the batch is reported as not current: `current` describes the state after the commit.
     let mut written: HashMap<String, usize> = HashMap::new();
     let mut insert = conn.prepare_cached(INSERT_FACT).map_err(sqlite_error)?;
-    for new in facts {
+    for (index, new) in facts.iter().enumerate() {
+        let analyzed = analyzed.get(index).cloned().flatten();
         let fact = Fact::from_new(new.clone());
         let id = fact.id.to_string();
         let observed_at = fact.observed_at.timestamp_micros();
@@ -297,6 +315,7 @@ fn write_facts(
         });
         change.added.push(StoredRow {
             pk: conn.last_insert_rowid(),
+            analyzed: analyzed.clone(),
             // At the stored precision, so the cached fact equals the one a reload reads.
             fact: Fact {
                 observed_at: timestamp(observed_at)?,
