@@ -85,26 +85,45 @@ fn with_stem<R>(word: &str, f: impl FnOnce(&str) -> R) -> R {
 /// rather than on its single writer thread, which applies every turn in turn.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Analyzed {
-    /// Distinct stems, sorted, with their counts.
+    /// Distinct stems, in the order they first occur, with their counts.
     stems: Vec<(Box<str>, u32)>,
     len: u32,
 }
 
+/// Distinct stems up to which [`Analyzed::of`] finds a repeated stem by going through those it
+/// has: a fact is usually a sentence, for which that is cheaper than hashing.
+const LINEAR_STEMS: usize = 32;
+
 impl Analyzed {
     pub fn of(text: &str) -> Self {
-        let mut all: Vec<Box<str>> = Vec::new();
-        for word in words(text) {
-            with_stem(word, |stem| all.push(stem.into()));
-        }
-        let len = u32::try_from(all.len()).unwrap_or(u32::MAX);
-        // Sorted and counted rather than looked up word by word: linear in a long text.
-        all.sort_unstable();
         let mut stems: Vec<(Box<str>, u32)> = Vec::new();
-        for stem in all {
-            match stems.last_mut() {
-                Some((last, count)) if *last == stem => *count += 1,
-                _ => stems.push((stem, 1)),
-            }
+        // Where each stem is in `stems`, kept once there are more than `LINEAR_STEMS` of them, so
+        // that a long text costs linear time.
+        let mut positions: HashMap<Box<str>, usize, TextHasher> = HashMap::default();
+        let mut len = 0u32;
+        for word in words(text) {
+            len = len.saturating_add(1);
+            with_stem(word, |stem| {
+                let found = if stems.len() <= LINEAR_STEMS {
+                    stems.iter().position(|(known, _)| **known == *stem)
+                } else {
+                    positions.get(stem).copied()
+                };
+                match found {
+                    Some(at) => stems[at].1 += 1,
+                    None => {
+                        stems.push((stem.into(), 1));
+                        if stems.len() > LINEAR_STEMS {
+                            if positions.is_empty() {
+                                let known = stems.iter().enumerate();
+                                positions.extend(known.map(|(at, (known, _))| (known.clone(), at)));
+                            } else {
+                                positions.insert(stem.into(), stems.len() - 1);
+                            }
+                        }
+                    }
+                }
+            });
         }
         Self { stems, len }
     }
@@ -279,8 +298,24 @@ mod tests {
     fn an_analysed_text_counts_each_stem_and_every_word() {
         let text = Analyzed::of("Boats, boat and BOATING: the boat!");
         let stems: Vec<(&str, u32)> = text.stems.iter().map(|(s, n)| (&**s, *n)).collect();
-        assert_eq!(stems, [("and", 1), ("boat", 4), ("the", 1)]);
+        assert_eq!(stems, [("boat", 4), ("and", 1), ("the", 1)]);
         assert_eq!(text.len, 6);
+
+        // Past the stems it searches one by one, the same counts.
+        let long: Vec<String> = (0..200)
+            .map(|i| format!("w{} w{}", i % 80, i % 80))
+            .collect();
+        let long = Analyzed::of(&long.join(" "));
+        assert_eq!(long.len, 400);
+        assert_eq!(long.stems.len(), 80);
+        assert!(
+            long.stems
+                .iter()
+                .all(|(_, count)| *count == 4 || *count == 6)
+        );
+        let counted: u32 = long.stems.iter().map(|(_, count)| count).sum();
+        assert_eq!(counted, 400);
+        assert_eq!(&*long.stems[79].0, "w79");
 
         // Indexed from an analysis or from the text, a document scores the same.
         let mut from_text = LexicalIndex::default();
