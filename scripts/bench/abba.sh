@@ -4,8 +4,8 @@
 # run starts its server on a fresh data directory pinned to CPU 0 (`sync` and 1 s of rest before
 # it), and `judge load` on CPU 1 sends 16-token turns at 64 connections for 8 s after 1 s of
 # warm-up. Prints each run, then the mean turns/s of each binary. With BENCH_WHOLE_MACHINE=1 the
-# server runs unpinned with 2 workers instead (bench-load.sh's part h), the generator still on
-# CPU 1.
+# server runs unpinned with 2 workers instead, as in bench-load.sh's part h; the generator stays
+# on CPU 1 (part h pins it there too, through its `judge` helper).
 #
 #   scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 #   BENCH_WHOLE_MACHINE=1 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server

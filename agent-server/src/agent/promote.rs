@@ -2,6 +2,7 @@
 //! important or said again. Everything else expires with working memory: that difference is what
 //! the benchmark's retention tests measure.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -136,12 +137,12 @@ impl PromotionEngine {
                 let (text, words) = match dates::absolutize(sentence, now) {
                     Some(absolute) => {
                         let words = statement_words(&absolute);
-                        (absolute, words)
+                        (Cow::Owned(absolute), words)
                     }
                     None => {
                         let mut words = terms;
                         words.sort_unstable();
-                        (sentence.clone(), words)
+                        (Cow::Borrowed(sentence.as_str()), words)
                     }
                 };
                 let fact = NewFact {

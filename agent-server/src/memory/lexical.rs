@@ -300,40 +300,33 @@ mod tests {
         let stems: Vec<(&str, u32)> = text.stems.iter().map(|(s, n)| (&**s, *n)).collect();
         assert_eq!(stems, [("boat", 4), ("and", 1), ("the", 1)]);
         assert_eq!(text.len, 6);
+    }
 
-        // Past the stems it searches one by one, the same counts.
-        let long: Vec<String> = (0..200)
-            .map(|i| format!("w{} w{}", i % 80, i % 80))
-            .collect();
-        let long = Analyzed::of(&long.join(" "));
-        assert_eq!(long.len, 400);
-        assert_eq!(long.stems.len(), 80);
-        assert!(
-            long.stems
-                .iter()
-                .all(|(_, count)| *count == 4 || *count == 6)
-        );
-        let counted: u32 = long.stems.iter().map(|(_, count)| count).sum();
-        assert_eq!(counted, 400);
-        assert_eq!(&*long.stems[79].0, "w79");
-
-        // Indexed from an analysis or from the text, a document scores the same.
-        let mut from_text = LexicalIndex::default();
-        let mut analysed = LexicalIndex::default();
-        for (id, text) in [
-            (1, "boats and boats"),
-            (2, "a boat"),
-            (3, "keeper of lights"),
-        ] {
-            from_text.insert(id, text);
-            analysed.insert_analyzed(id, &Analyzed::of(text));
+    /// What [`Analyzed::of`] computes, the plain way: every word stemmed and counted in a map.
+    fn reference_analysis(text: &str) -> (Vec<(String, u32)>, u32) {
+        let mut counts: HashMap<String, u32> = HashMap::new();
+        for word in super::words(text) {
+            *counts.entry(super::stem(word)).or_default() += 1;
         }
-        assert_eq!(ranked(&from_text, &["boat"]), [1, 2]);
-        let mut a = from_text.search(&["boat".to_owned(), "light".to_owned()]);
-        let mut b = analysed.search(&["boat".to_owned(), "light".to_owned()]);
-        a.sort_by_key(|(id, _)| *id);
-        b.sort_by_key(|(id, _)| *id);
-        assert_eq!(a, b);
+        let mut stems: Vec<(String, u32)> = counts.into_iter().collect();
+        stems.sort();
+        (stems, super::words(text).count() as u32)
+    }
+
+    proptest::proptest! {
+        /// Under and over the [`LINEAR_STEMS`] distinct stems where it switches to a map.
+        #[test]
+        fn an_analysis_counts_as_stemming_every_word_would(
+            words in proptest::collection::vec("[a-z]{1,3}s?|[A-Z][a-z]{0,2}|[0-9]{1,2}", 0..150),
+            separator in "[ ,.!?]{1,2}",
+        ) {
+            let text = words.join(&separator);
+            let analysis = Analyzed::of(&text);
+            let mut stems: Vec<(String, u32)> =
+                analysis.stems.iter().map(|(s, n)| (s.to_string(), *n)).collect();
+            stems.sort();
+            proptest::prop_assert_eq!((stems, analysis.len), reference_analysis(&text));
+        }
     }
 
     #[test]

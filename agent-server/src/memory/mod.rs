@@ -107,16 +107,18 @@ impl TurnRole {
     }
 }
 
-/// One turn in working memory. Build it with [`WorkingItem::new`]; treat it as immutable once
-/// built (stores share items between turns), since its content words are remembered.
+/// One turn in working memory. Build it with [`WorkingItem::new`] (or, inside the crate, with
+/// its words already known); treat it as immutable once built (stores share items between
+/// turns), since its content words are remembered.
 #[derive(Clone, Serialize, Deserialize)]
 pub struct WorkingItem {
     pub role: TurnRole,
     pub text: String,
     /// Session-clock time of the turn.
     pub at: DateTime<Utc>,
-    /// `text`'s content words, worked out the first time [`WorkingItem::terms`] is called. The
-    /// embedded store keeps its items across turns, and promotion compares every new statement
+    /// `text`'s content words: handed over at creation (the agent has them already), kept by
+    /// [`WorkingItem::with_time`], or else worked out the first time [`WorkingItem::terms`] is
+    /// called. The embedded store keeps its items across turns, and promotion compares every new statement
     /// with every user item of working memory, so each item is tokenized once in its life instead
     /// of once per turn it stays in working memory.
     #[serde(skip)]
@@ -134,7 +136,8 @@ impl WorkingItem {
     }
 
     /// An item whose content words are known already: `terms` must be `Terms::of(&text)`.
-    pub fn with_terms(
+    /// Crate-only, since nothing but a debug assertion checks that.
+    pub(crate) fn with_terms(
         role: TurnRole,
         text: impl Into<String>,
         at: DateTime<Utc>,

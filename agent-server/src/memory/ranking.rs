@@ -7,6 +7,8 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use std::collections::HashSet;
+
 use rustc_hash::FxHashSet;
 
 /// Function words that carry no meaning for recall. Kept short on purpose: a word missing here
@@ -36,22 +38,43 @@ fn is_stopword(word: &str) -> bool {
 pub fn query_terms(text: &str) -> Vec<String> {
     // Room for a typical chat message's content words without regrowing.
     let mut terms: Vec<String> = Vec::with_capacity(16);
+    // The words seen, once there are more than a message usually has: a repeat is then found by
+    // hashing, not by going through every word so far, so a long text costs linear time. Seeded,
+    // as the words are user text.
+    let mut seen: HashSet<String, foldhash::fast::RandomState> = HashSet::default();
     for_each_term(text, |word| {
-        if !terms.iter().any(|t| t == word) {
+        let repeat = if terms.len() <= LINEAR_TERMS {
+            terms.iter().any(|t| t == word)
+        } else {
+            seen.contains(word)
+        };
+        if !repeat {
             terms.push(word.to_owned());
+            if terms.len() > LINEAR_TERMS {
+                if seen.is_empty() {
+                    seen.extend(terms.iter().cloned());
+                } else {
+                    seen.insert(word.to_owned());
+                }
+            }
         }
     });
     terms
 }
 
+/// Distinct words up to which [`query_terms`] finds a repeat by going through those it has.
+const LINEAR_TERMS: usize = 32;
+
 /// The content words of one text ([`query_terms`]), shared. A turn works out its user text's words
 /// once and hands them to recall and to the turn's working item, rather than each of them (and
-/// promotion) tokenizing the same text again. Only [`Terms::of`] makes one, so each word is a
-/// lower-case alphanumeric run: a backend may build query syntax from them without escaping.
+/// promotion) tokenizing the same text again. Only [`Terms::of`] (and `Default`, empty) make one,
+/// so each word is a lower-case alphanumeric run: a backend may build query syntax from them
+/// without escaping.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Terms(Arc<[String]>);
 
 impl Terms {
+    /// The content words of `text` ([`query_terms`]).
     pub fn of(text: &str) -> Self {
         Self(query_terms(text).into())
     }
@@ -186,6 +209,21 @@ mod tests {
             let mut terms = Vec::new();
             for_each_term(&s, |t| terms.push(t.to_owned()));
             prop_assert_eq!(terms, reference_terms(&s));
+        }
+
+        /// Under and over the distinct words where it switches from a search to a set.
+        #[test]
+        fn terms_are_the_distinct_content_words_in_first_seen_order(
+            words in proptest::collection::vec("[a-z]{2,3}|[A-Z][a-z]|the|my", 0..120)
+        ) {
+            let text = words.join(" ");
+            let mut expected: Vec<String> = Vec::new();
+            for word in reference_terms(&text) {
+                if !expected.contains(&word) {
+                    expected.push(word);
+                }
+            }
+            prop_assert_eq!(query_terms(&text), expected);
         }
 
         #[test]

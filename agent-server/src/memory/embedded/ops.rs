@@ -220,8 +220,6 @@ pub(super) const INSERT_FACT: &str = "INSERT INTO facts
      (id, session_id, kind, key, text, data, observed_at, importance, source)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
 
-/// Writes `facts` in order with supersession by key; one [`StoredFact`] per input. Records what
-/// it deleted and inserted in `change`.
 /// What the cache's lexical index needs of each of `facts` (`None` for rules and reminders, which
 /// it does not index): worked out by the request, before its write is queued, so that the writer
 /// thread, which applies every write in turn, does not tokenize and stem their text.
@@ -232,7 +230,8 @@ pub(super) fn analyze(facts: &[NewFact]) -> Vec<Option<Arc<Analyzed>>> {
         .collect()
 }
 
-/// Writes `facts`; `analyzed[i]`, when there, is `facts[i]`'s [`analyze`].
+/// Writes `facts` in order with supersession by key; one [`StoredFact`] per input. Records what
+/// it deleted and inserted in `change`. `analyzed` is [`analyze`] of `facts`.
 fn write_facts(
     conn: &Connection,
     session: &str,
@@ -245,8 +244,8 @@ fn write_facts(
     // the batch is reported as not current: `current` describes the state after the commit.
     let mut written: HashMap<String, usize> = HashMap::new();
     let mut insert = conn.prepare_cached(INSERT_FACT).map_err(sqlite_error)?;
-    for (index, new) in facts.iter().enumerate() {
-        let analyzed = analyzed.get(index).cloned().flatten();
+    debug_assert_eq!(facts.len(), analyzed.len());
+    for (new, analysis) in facts.iter().zip(analyzed) {
         let fact = Fact::from_new(new.clone());
         let id = fact.id.to_string();
         let observed_at = fact.observed_at.timestamp_micros();
@@ -315,7 +314,7 @@ fn write_facts(
         });
         change.added.push(StoredRow {
             pk: conn.last_insert_rowid(),
-            analyzed: analyzed.clone(),
+            analyzed: analysis.clone(),
             // At the stored precision, so the cached fact equals the one a reload reads.
             fact: Fact {
                 observed_at: timestamp(observed_at)?,
