@@ -75,7 +75,9 @@ pub struct TurnInput {
 /// turn will write once the reply is known.
 #[derive(Debug)]
 pub struct PreparedTurn {
-    pub input: TurnInput,
+    /// Private, so that the user text cannot change between `prepare` and `commit`: its words,
+    /// worked out in `prepare`, are stored with it.
+    input: TurnInput,
     /// The user text's content words: worked out once, for recall and the stored working item.
     user_terms: Terms,
     memory: MemoryContext,
