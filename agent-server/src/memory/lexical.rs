@@ -18,6 +18,8 @@ use std::sync::LazyLock;
 use rust_stemmers::{Algorithm, Stemmer};
 use rustc_hash::FxHashMap;
 
+use super::distinct::{FirstSeen, TextHasher};
+
 /// BM25 term-frequency saturation, as FTS5's `bm25()` uses by default.
 const K1: f64 = 1.2;
 /// BM25 length normalisation, as FTS5's `bm25()` uses by default.
@@ -34,13 +36,6 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
         .filter(|word| !word.is_empty())
 }
 
-/// The hasher of maps keyed by user text (stems, vocabularies): foldhash, randomly seeded per map.
-/// SipHash, the standard map's, was about 4 % of a builtin turn's instructions. Seeded, foldhash
-/// still spreads words an attacker chose without knowing the seed; and these maps stay small (a
-/// session's vocabulary, at most [`STEM_CACHE_WORDS`] stems per thread), which bounds what any
-/// collisions could cost.
-type TextHasher = foldhash::fast::RandomState;
-
 /// Most words a thread remembers the stem of (a few hundred KiB per thread at most).
 const STEM_CACHE_WORDS: usize = 4096;
 
@@ -48,8 +43,8 @@ thread_local! {
     /// Recently stemmed words, as given, with their stems. Snowball's suffix tables cost far more
     /// than a hash lookup, and the same words come back on every turn: a query's, its facts', and
     /// those of working memory. Per thread, so there is no lock; emptied when full rather than
-    /// kept in LRU order, since a refill costs only one stemming per word. Hashed with foldhash
-    /// (see [`TextHasher`]), as the words are user text.
+    /// kept in LRU order, since a refill costs only one stemming per word. Hashed with
+    /// [`TextHasher`], as the words are user text.
     static STEMS: std::cell::RefCell<HashMap<Box<str>, Box<str>, TextHasher>> =
         std::cell::RefCell::new(HashMap::with_capacity_and_hasher(STEM_CACHE_WORDS, TextHasher::default()));
 }
@@ -85,47 +80,30 @@ fn with_stem<R>(word: &str, f: impl FnOnce(&str) -> R) -> R {
 /// rather than on its single writer thread, which applies every turn in turn.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Analyzed {
-    /// Distinct stems, in the order they first occur, with their counts.
-    stems: Vec<(Box<str>, u32)>,
+    /// Distinct stems, in the order they first occur.
+    stems: Vec<String>,
+    /// How often each of `stems` occurs.
+    counts: Vec<u32>,
     len: u32,
 }
 
-/// Distinct stems up to which [`Analyzed::of`] finds a repeated stem by going through those it
-/// has: a fact is usually a sentence, for which that is cheaper than hashing.
-const LINEAR_STEMS: usize = 32;
-
 impl Analyzed {
     pub fn of(text: &str) -> Self {
-        let mut stems: Vec<(Box<str>, u32)> = Vec::new();
-        // Where each stem is in `stems`, kept once there are more than `LINEAR_STEMS` of them, so
-        // that a long text costs linear time.
-        let mut positions: HashMap<Box<str>, usize, TextHasher> = HashMap::default();
+        let mut stems = FirstSeen::default();
+        let mut counts: Vec<u32> = Vec::new();
         let mut len = 0u32;
         for word in words(text) {
             len = len.saturating_add(1);
-            with_stem(word, |stem| {
-                let found = if stems.len() <= LINEAR_STEMS {
-                    stems.iter().position(|(known, _)| **known == *stem)
-                } else {
-                    positions.get(stem).copied()
-                };
-                match found {
-                    Some(at) => stems[at].1 += 1,
-                    None => {
-                        stems.push((stem.into(), 1));
-                        if stems.len() > LINEAR_STEMS {
-                            if positions.is_empty() {
-                                let known = stems.iter().enumerate();
-                                positions.extend(known.map(|(at, (known, _))| (known.clone(), at)));
-                            } else {
-                                positions.insert(stem.into(), stems.len() - 1);
-                            }
-                        }
-                    }
-                }
+            with_stem(word, |stem| match counts.get_mut(stems.position(stem)) {
+                Some(count) => *count += 1,
+                None => counts.push(1),
             });
         }
-        Self { stems, len }
+        Self {
+            stems: stems.into_words(),
+            counts,
+            len,
+        }
     }
 }
 
@@ -174,13 +152,13 @@ impl LexicalIndex {
     pub fn insert_analyzed(&mut self, id: DocId, text: &Analyzed) {
         self.remove(id);
         let mut terms = Vec::with_capacity(text.stems.len());
-        for (stem, count) in &text.stems {
-            let term = match self.vocabulary.get(&**stem) {
+        for (stem, count) in text.stems.iter().zip(&text.counts) {
+            let term = match self.vocabulary.get(stem.as_str()) {
                 Some(&term) => term,
                 None => {
                     let next = u32::try_from(self.postings.len()).unwrap_or(u32::MAX);
                     self.postings.push(FxHashMap::default());
-                    self.vocabulary.insert(stem.clone(), next);
+                    self.vocabulary.insert(stem.as_str().into(), next);
                     next
                 }
             };
@@ -297,7 +275,12 @@ mod tests {
     #[test]
     fn an_analysed_text_counts_each_stem_and_every_word() {
         let text = Analyzed::of("Boats, boat and BOATING: the boat!");
-        let stems: Vec<(&str, u32)> = text.stems.iter().map(|(s, n)| (&**s, *n)).collect();
+        let stems: Vec<(&str, u32)> = text
+            .stems
+            .iter()
+            .map(String::as_str)
+            .zip(text.counts.iter().copied())
+            .collect();
         assert_eq!(stems, [("boat", 4), ("and", 1), ("the", 1)]);
         assert_eq!(text.len, 6);
     }
@@ -314,7 +297,7 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Under and over the [`LINEAR_STEMS`] distinct stems where it switches to a map.
+        /// Under and over the distinct stems where `FirstSeen` switches to a map.
         #[test]
         fn an_analysis_counts_as_stemming_every_word_would(
             words in proptest::collection::vec("[a-z]{1,3}s?|[A-Z][a-z]{0,2}|[0-9]{1,2}", 0..150),
@@ -323,7 +306,7 @@ mod tests {
             let text = words.join(&separator);
             let analysis = Analyzed::of(&text);
             let mut stems: Vec<(String, u32)> =
-                analysis.stems.iter().map(|(s, n)| (s.to_string(), *n)).collect();
+                analysis.stems.iter().cloned().zip(analysis.counts.iter().copied()).collect();
             stems.sort();
             proptest::prop_assert_eq!((stems, analysis.len), reference_analysis(&text));
         }

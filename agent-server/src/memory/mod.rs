@@ -20,6 +20,7 @@
 //!    (ties go to the later write).
 
 pub mod conformance;
+mod distinct;
 pub mod embedded;
 pub mod lexical;
 pub mod ranking;
@@ -118,9 +119,9 @@ pub struct WorkingItem {
     pub at: DateTime<Utc>,
     /// `text`'s content words: handed over at creation (the agent has them already), kept by
     /// [`WorkingItem::with_time`], or else worked out the first time [`WorkingItem::terms`] is
-    /// called. The embedded store keeps its items across turns, and promotion compares every new statement
-    /// with every user item of working memory, so each item is tokenized once in its life instead
-    /// of once per turn it stays in working memory.
+    /// called. The embedded store keeps its items across turns, and promotion compares every new
+    /// statement with every user item of working memory, so each item is tokenized once in its
+    /// life instead of once per turn it stays in working memory.
     #[serde(skip)]
     terms: OnceLock<ranking::Terms>,
 }

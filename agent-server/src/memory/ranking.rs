@@ -7,9 +7,9 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use std::collections::HashSet;
-
 use rustc_hash::FxHashSet;
+
+use super::distinct::FirstSeen;
 
 /// Function words that carry no meaning for recall. Kept short on purpose: a word missing here
 /// costs a little precision, a content word wrongly listed here makes a fact unrecallable. Sorted
@@ -36,34 +36,12 @@ fn is_stopword(word: &str) -> bool {
 /// number), minus stopwords, deduplicated in first-seen order. Backends build their full-text
 /// query from these terms only, so user text can never inject query syntax.
 pub fn query_terms(text: &str) -> Vec<String> {
-    // Room for a typical chat message's content words without regrowing.
-    let mut terms: Vec<String> = Vec::with_capacity(16);
-    // The words seen, once there are more than a message usually has: a repeat is then found by
-    // hashing, not by going through every word so far, so a long text costs linear time. Seeded,
-    // as the words are user text.
-    let mut seen: HashSet<String, foldhash::fast::RandomState> = HashSet::default();
+    let mut terms = FirstSeen::default();
     for_each_term(text, |word| {
-        let repeat = if terms.len() <= LINEAR_TERMS {
-            terms.iter().any(|t| t == word)
-        } else {
-            seen.contains(word)
-        };
-        if !repeat {
-            terms.push(word.to_owned());
-            if terms.len() > LINEAR_TERMS {
-                if seen.is_empty() {
-                    seen.extend(terms.iter().cloned());
-                } else {
-                    seen.insert(word.to_owned());
-                }
-            }
-        }
+        terms.position(word);
     });
-    terms
+    terms.into_words()
 }
-
-/// Distinct words up to which [`query_terms`] finds a repeat by going through those it has.
-const LINEAR_TERMS: usize = 32;
 
 /// The content words of one text ([`query_terms`]), shared. A turn works out its user text's words
 /// once and hands them to recall and to the turn's working item, rather than each of them (and

@@ -189,11 +189,13 @@ pub(super) fn reset(
     config: &MemoryConfig,
     session: &str,
 ) -> Result<(ResetCounts, SessionChange), MemoryError> {
-    // What working memory held as readers see it: the table may also keep up to about
-    // `working_capacity` older items that wait for the next trim (see `commit_turn`).
-    let working_items = newest_working(conn, config, session)?.len();
-    conn.execute("DELETE FROM working_items WHERE session_id = ?1", [session])
-        .map_err(sqlite_error)?;
+    // What working memory held as readers see it, the newest `working_capacity` rows: the table
+    // may also keep up to about that many older items that wait for the next trim (see
+    // `commit_turn`).
+    let working_items = conn
+        .execute("DELETE FROM working_items WHERE session_id = ?1", [session])
+        .map_err(sqlite_error)?
+        .min(config.working_capacity);
     let facts = conn
         .execute("DELETE FROM facts WHERE session_id = ?1", [session])
         .map_err(sqlite_error)?;
