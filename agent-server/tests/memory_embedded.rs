@@ -8,8 +8,8 @@ use std::process::Command;
 use agent_server::memory::embedded::{APPLICATION_ID, EmbeddedStore, SCHEMA_VERSION};
 use agent_server::memory::ranking::Terms;
 use agent_server::memory::{
-    MemoryConfig, MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem,
-    conformance,
+    MemoryConfig, MemoryError, MemoryStore, NewFact, RecallQuery, Restatement, TurnRole, TurnWrite,
+    WorkingItem, conformance,
 };
 use chrono::{DateTime, Utc};
 use deadpool_sqlite::rusqlite;
@@ -485,7 +485,7 @@ fn comparable(ctx: &agent_server::memory::MemoryContext) -> String {
 }
 
 /// The session cache is a mirror of the file: after every step of a long random mix of turns,
-/// supersessions, retirements, injects and resets over three sessions, a store whose cache
+/// supersessions, retirements, restatements, injects and resets over three sessions, a store whose cache
 /// applies each change recalls exactly what a store that reloads every session from disk
 /// (budget 1: every other session is evicted) recalls, and so does the first store reopened.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -539,6 +539,33 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
                         ..TurnWrite::default()
                     };
                     store.commit_turn(s, turn).await.unwrap();
+                }
+            }
+            9 if !ids[which].is_empty() => {
+                // Said again: in place for an unkeyed fact, anew for anything else.
+                let pick = next(ids[which].len() as u64) as usize;
+                let (a, b) = ids[which][pick];
+                let text = format!("I like the {} again {step}", word(next(6)));
+                let turn = |id| TurnWrite {
+                    items: vec![user(&format!("turn {step}"), at)],
+                    restate: vec![Restatement {
+                        id,
+                        text: text.clone(),
+                        observed_at: at,
+                        importance: 0.7,
+                        source: FactSource::Promoted,
+                    }],
+                    ..TurnWrite::default()
+                };
+                let a_now = cached.commit_turn(s, turn(a)).await.unwrap()[0].id;
+                let b_now = reloading.commit_turn(s, turn(b)).await.unwrap()[0].id;
+                assert_eq!(
+                    a_now == a,
+                    b_now == b,
+                    "step {step}: restated in place in one only"
+                );
+                if a_now != a {
+                    ids[which].push((a_now, b_now));
                 }
             }
             kind => {

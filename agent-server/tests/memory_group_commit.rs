@@ -51,8 +51,8 @@ fn turn(text: &str, epoch: Option<u64>) -> TurnWrite {
             importance: 0.5,
             source: FactSource::Extracted,
         }],
-        retire: Vec::new(),
         expected_epoch: epoch,
+        ..TurnWrite::default()
     }
 }
 

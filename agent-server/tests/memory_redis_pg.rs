@@ -475,11 +475,16 @@ async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
         .await
         .unwrap();
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
-    assert_eq!(versions, [1, 2, 3], "each migration recorded exactly once");
+    assert_eq!(
+        versions,
+        [1, 2, 3, 4],
+        "each migration recorded exactly once"
+    );
 }
 
 /// A database a version-1 server wrote is migrated on start: its facts survive, recall finds
-/// them, and it ends with version 3's session-scoped indexes only.
+/// them, and it ends with version 3's session-scoped indexes only, none of which covers what a
+/// restatement changes (version 4), so that Postgres can update a restated fact HOT.
 #[tokio::test]
 async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
     let db = TestDb::create().await;
@@ -522,18 +527,36 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1, 2, 3]);
-    let indexes: Vec<String> = client
+    assert_eq!(versions, [1, 2, 3, 4]);
+    let indexes: Vec<(String, String)> = client
         .query(
-            "SELECT indexname::text FROM pg_indexes WHERE tablename = 'agentwall_facts'
+            "SELECT indexname::text, indexdef FROM pg_indexes WHERE tablename = 'agentwall_facts'
              ORDER BY indexname",
             &[],
         )
         .await
         .unwrap()
         .iter()
-        .map(|r| r.get(0))
+        .map(|r| (r.get(0), r.get(1)))
         .collect();
+    for (name, definition) in &indexes {
+        for column in ["observed_at", "observed_ns", "importance", "source"] {
+            assert!(
+                !definition.contains(column),
+                "{name} covers {column}, which a restatement changes: {definition}"
+            );
+        }
+    }
+    let options: Option<Vec<String>> = client
+        .query_one(
+            "SELECT reloptions FROM pg_class WHERE relname = 'agentwall_facts'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(options, Some(vec!["fillfactor=90".to_owned()]));
+    let indexes: Vec<&str> = indexes.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
         indexes,
         [

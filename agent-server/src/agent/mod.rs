@@ -289,6 +289,7 @@ impl Agent {
         facts.extend(agenda.renew);
         let mut retire = agenda.retire;
         retire.extend(promotion.replaces);
+        let restate = promotion.restated;
         // Let go of the recalled memory before the commit: a store that shares working memory
         // with the contexts it handed out (the embedded cache) can then add this turn's items in
         // place instead of copying the list.
@@ -314,6 +315,7 @@ impl Agent {
             items,
             facts,
             retire,
+            restate,
             expected_epoch: Some(epoch),
         };
         let started = Instant::now();

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use super::dates;
 use super::language::trim_sentence;
 use crate::memory::ranking::query_terms;
-use crate::memory::{NewFact, Recalled, TurnRole, WorkingItem};
+use crate::memory::{Fact, NewFact, Recalled, Restatement, TurnRole, WorkingItem};
 
 const IMPORTANCE_MARKERS: &[&str] = &[
     "important",
@@ -67,10 +67,12 @@ impl PromotionEngine {
     /// Promotes `leftovers` (statements the extractor kept nothing from) that are important or
     /// repeat an earlier user statement still in working memory.
     ///
-    /// A promoted statement that restates a fact promoted earlier and recalled this turn (same
-    /// content words, see [`statement_words`]) replaces it: the old copy's id is in
-    /// [`Promotion::replaces`], so the store keeps one fact per statement, at the latest time it
-    /// was said, instead of one more copy per repetition.
+    /// A promoted statement that restates facts promoted earlier and recalled this turn (same
+    /// content words, see [`statement_words`]) is not stored again: the best recalled of them
+    /// is restated ([`Promotion::restated`]: it takes the statement's text and time, in place),
+    /// and any further copy is retired ([`Promotion::replaces`]). So the store keeps one fact per
+    /// statement, at the latest time it was said, and a statement said on every turn changes one
+    /// row instead of adding one.
     pub fn promote(
         &self,
         leftovers: &[String],
@@ -79,32 +81,42 @@ impl PromotionEngine {
         now: DateTime<Utc>,
     ) -> Promotion {
         let promoted = self.promote_statements(leftovers, working, now);
-        let statements: Vec<(&str, &[String])> = promoted
-            .iter()
-            .filter(|(_, words)| !words.is_empty())
-            .map(|(new, words)| (new.text.as_str(), words.as_slice()))
-            .collect();
-        let replaces = if statements.is_empty() {
+        let mut promotion = Promotion::default();
+        let mut earlier: Vec<&Fact> = if promoted.is_empty() {
             Vec::new()
         } else {
             recalled
                 .iter()
                 .map(|r| &r.fact)
                 .filter(|old| old.source == FactSource::Promoted && old.kind == FactKind::Fact)
-                .filter(|old| {
-                    // The same text has the same words: the usual repetition costs no tokenizing.
-                    statements.iter().any(|(text, _)| *text == old.text) || {
-                        let old_words = statement_words(&old.text);
-                        statements.iter().any(|(_, words)| *words == old_words)
-                    }
-                })
-                .map(|old| old.id)
                 .collect()
         };
-        Promotion {
-            facts: promoted.into_iter().map(|(fact, _)| fact).collect(),
-            replaces,
+        for (fact, words) in promoted {
+            let mut copies = Vec::new();
+            if !words.is_empty() {
+                earlier.retain(|old| {
+                    // The same text has the same words: the usual repetition costs no tokenizing.
+                    let same = old.text == fact.text || statement_words(&old.text) == words;
+                    if same {
+                        copies.push(old.id);
+                    }
+                    !same
+                });
+            }
+            let Some((&best, others)) = copies.split_first() else {
+                promotion.facts.push(fact);
+                continue;
+            };
+            promotion.restated.push(Restatement {
+                id: best,
+                text: fact.text,
+                observed_at: fact.observed_at,
+                importance: fact.importance,
+                source: fact.source,
+            });
+            promotion.replaces.extend_from_slice(others);
         }
+        promotion
     }
 
     /// The statements to promote, each with its [`statement_words`].
@@ -164,9 +176,11 @@ impl PromotionEngine {
 /// What [`PromotionEngine::promote`] decided for one turn.
 #[derive(Debug, Default, PartialEq)]
 pub struct Promotion {
-    /// Statements to store in long-term memory.
+    /// Statements to store in long-term memory as new facts.
     pub facts: Vec<NewFact>,
-    /// Earlier promoted facts that one of `facts` restates: to delete in the same write.
+    /// Statements that repeat a promoted fact recalled this turn: that fact takes them in place.
+    pub restated: Vec<Restatement>,
+    /// Further copies of a restated fact: to delete in the same write.
     pub replaces: Vec<Uuid>,
 }
 
@@ -264,7 +278,7 @@ mod tests {
     }
 
     #[test]
-    fn a_restated_promoted_fact_is_replaced_and_other_facts_are_not() {
+    fn a_restated_promoted_fact_is_restated_in_place_and_other_facts_are_not() {
         let engine = PromotionEngine::default();
         let same = recalled("Important: I parked on level 3.", FactSource::Promoted);
         let reordered = recalled("Important, level 3: I parked.", FactSource::Promoted);
@@ -274,14 +288,40 @@ mod tests {
         let p = engine.promote(
             &["Important: I parked on level 3.".into()],
             &[],
-            &[same.clone(), reordered.clone(), other, injected],
+            &[reordered.clone(), same.clone(), other, injected],
             later,
         );
-        assert_eq!(p.facts.len(), 1);
-        assert_eq!(p.facts[0].observed_at, later);
-        assert_eq!(p.replaces, [same.fact.id, reordered.fact.id]);
+        assert!(p.facts.is_empty(), "{p:?}");
+        assert_eq!(
+            p.restated,
+            [Restatement {
+                id: reordered.fact.id,
+                text: "Important: I parked on level 3.".into(),
+                observed_at: later,
+                importance: 0.8,
+                source: FactSource::Promoted,
+            }],
+            "the best recalled copy takes the statement"
+        );
+        assert_eq!(p.replaces, [same.fact.id], "the other copy goes");
 
-        // Nothing promoted, nothing replaced.
+        // Two statements with the same words: the first restates, the second is new.
+        let twice = engine.promote(
+            &[
+                "Important: I parked on level 3.".into(),
+                "Important: level 3, I parked.".into(),
+            ],
+            &[],
+            std::slice::from_ref(&same),
+            later,
+        );
+        assert_eq!(twice.restated.len(), 1);
+        assert_eq!(twice.restated[0].id, same.fact.id);
+        assert_eq!(twice.facts.len(), 1);
+        assert_eq!(twice.facts[0].text, "Important: level 3, I parked.");
+        assert!(twice.replaces.is_empty());
+
+        // Nothing promoted, nothing restated.
         let quiet = engine.promote(&["I had soup.".into()], &[], &[same], later);
         assert_eq!(quiet, Promotion::default());
 
@@ -290,9 +330,13 @@ mod tests {
         let stored = engine.promote(&[said.into()], &[], &[], now()).facts;
         let flight = recalled(&stored[0].text, FactSource::Promoted);
         let same_day = engine.promote(&[said.into()], &[], std::slice::from_ref(&flight), now());
-        assert_eq!(same_day.replaces, [flight.fact.id]);
+        assert_eq!(same_day.restated.len(), 1);
+        assert_eq!(same_day.restated[0].id, flight.fact.id);
         let again = engine.promote(&[said.into()], &[], &[flight], later);
         assert_eq!(again.facts.len(), 1);
-        assert!(again.replaces.is_empty(), "{again:?}");
+        assert!(
+            again.restated.is_empty() && again.replaces.is_empty(),
+            "{again:?}"
+        );
     }
 }

@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use super::ranking::Terms;
 use super::{
-    MemoryConfig, MemoryContext, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite,
-    WorkingItem, normalize_key,
+    MemoryConfig, MemoryContext, MemoryStore, NewFact, RecallQuery, Restatement, StoredFact,
+    TurnRole, TurnWrite, WorkingItem, normalize_key,
 };
 
 /// The configuration every store under test must be opened with.
@@ -48,6 +48,9 @@ macro_rules! memory_conformance_tests {
             concurrent_recalls_each_get_their_own_session,
             snapshot_lists_facts_newest_first,
             a_turn_racing_a_reset_writes_nothing,
+            a_restated_fact_keeps_its_id_and_takes_the_new_statement,
+            a_restatement_of_a_fact_that_is_not_there_is_stored_anew,
+            concurrent_restatements_of_one_fact_leave_one_fact,
         );
     };
     (@tests $make:expr; $($check:ident),+ $(,)?) => {
@@ -319,8 +322,8 @@ pub async fn sessions_are_isolated(store: &dyn MemoryStore) {
             TurnWrite {
                 items: vec![user("My dog is called Rex.", t0())],
                 facts: vec![fact(Some("dog name"), "My dog is called Rex.", t0())],
-                retire: vec![],
                 expected_epoch: None,
+                ..TurnWrite::default()
             },
         )
         .await
@@ -365,8 +368,8 @@ pub async fn reset_removes_everything_of_one_session(store: &dyn MemoryStore) {
                         fact(Some("hobby"), "My hobby is chess.", t0()),
                         fact(None, "I play chess on Sundays.", t0()),
                     ],
-                    retire: vec![],
                     expected_epoch: None,
+                    ..TurnWrite::default()
                 },
             )
             .await
@@ -582,8 +585,8 @@ pub async fn concurrent_turns_are_all_stored(store: &dyn MemoryStore) {
                                 &format!("Session {i} fact {j} about zebras."),
                                 t0() + minutes(j),
                             )],
-                            retire: vec![],
                             expected_epoch: None,
+                            ..TurnWrite::default()
                         },
                     )
                     .await
@@ -747,8 +750,8 @@ pub async fn a_turn_racing_a_reset_writes_nothing(store: &dyn MemoryStore) {
             TurnWrite {
                 items: vec![user("My pet is a cat.", t0() + minutes(1))],
                 facts: vec![fact(Some("pet"), "My pet is a cat.", t0() + minutes(1))],
-                retire: vec![],
                 expected_epoch: Some(before.epoch),
+                ..TurnWrite::default()
             },
         )
         .await
@@ -783,4 +786,220 @@ pub async fn a_turn_racing_a_reset_writes_nothing(store: &dyn MemoryStore) {
             .len(),
         1
     );
+}
+
+fn restatement(id: Uuid, text: &str, at: DateTime<Utc>) -> Restatement {
+    Restatement {
+        id,
+        text: text.to_owned(),
+        observed_at: at,
+        importance: 0.7,
+        source: FactSource::Promoted,
+    }
+}
+
+async fn restate(store: &dyn MemoryStore, s: &SessionId, turn: TurnWrite) -> Vec<StoredFact> {
+    store.commit_turn(s, turn).await.expect("commit_turn")
+}
+
+/// A restatement changes the fact in place: same id, the new text (searched by its new words
+/// only), time, importance and source; the turn's other facts come first in its answer.
+pub async fn a_restated_fact_keeps_its_id_and_takes_the_new_statement(store: &dyn MemoryStore) {
+    let s = session();
+    let stored = store
+        .inject(
+            &s,
+            vec![
+                fact(None, "The parking spot is on level three.", t0()),
+                fact(None, "My sister lives in Lyon.", t0()),
+            ],
+        )
+        .await
+        .unwrap();
+    let spot = stored[0].id;
+
+    let answer = restate(
+        store,
+        &s,
+        TurnWrite {
+            facts: vec![fact(None, "Tea is my favourite drink.", t0() + minutes(5))],
+            restate: vec![restatement(
+                spot,
+                "The parking spot is on level four.",
+                t0() + minutes(5),
+            )],
+            ..TurnWrite::default()
+        },
+    )
+    .await;
+    assert_eq!(
+        answer.len(),
+        2,
+        "one per new fact, then one per restatement"
+    );
+    assert_eq!((answer[1].id, answer[1].current), (spot, true));
+    assert_ne!(answer[0].id, spot);
+
+    let snap = store.snapshot(&s, t0() + minutes(6)).await.unwrap();
+    assert_eq!(
+        snap.facts.len(),
+        3,
+        "restated in place, not added: {snap:?}"
+    );
+    let got = snap.facts.iter().find(|f| f.id == spot).expect("same id");
+    assert_eq!(
+        (got.text.as_str(), got.observed_at, got.source, got.kind),
+        (
+            "The parking spot is on level four.",
+            t0() + minutes(5),
+            FactSource::Promoted,
+            FactKind::Fact
+        )
+    );
+    assert!((got.importance - 0.7).abs() < 1e-6);
+    let at = t0() + minutes(6);
+    assert_eq!(
+        texts(&recall(store, &s, at, "four").await),
+        [got.text.as_str()]
+    );
+    assert!(
+        texts(&recall(store, &s, at, "three").await).is_empty(),
+        "the old words were dropped from the index"
+    );
+
+    // The same text again, later: only the time (and so the recency) moves.
+    restate(
+        store,
+        &s,
+        TurnWrite {
+            restate: vec![restatement(
+                spot,
+                "The parking spot is on level four.",
+                t0() + minutes(9),
+            )],
+            ..TurnWrite::default()
+        },
+    )
+    .await;
+    let ctx = recall(store, &s, t0() + minutes(10), "parking four").await;
+    assert_eq!(ctx.facts.len(), 1);
+    assert_eq!(
+        (ctx.facts[0].fact.id, ctx.facts[0].fact.observed_at),
+        (spot, t0() + minutes(9))
+    );
+}
+
+/// A restatement never loses the statement: when the session has no unkeyed fact with that id
+/// (never had, retired it in the same turn, or the id is another session's, a keyed fact's or a
+/// rule's, none of which a restatement changes), the statement is stored as a new fact.
+pub async fn a_restatement_of_a_fact_that_is_not_there_is_stored_anew(store: &dyn MemoryStore) {
+    let s = session();
+    let other = session();
+    let theirs = store
+        .inject(&other, vec![fact(None, "Their cat is grey.", t0())])
+        .await
+        .unwrap()[0]
+        .id;
+    let mine = store
+        .inject(
+            &s,
+            vec![
+                fact(Some("pet"), "My pet is a dog.", t0()),
+                NewFact {
+                    kind: FactKind::Rule,
+                    ..fact(None, "Whenever I say banana, reply mango.", t0())
+                },
+                fact(None, "My bike is red.", t0()),
+            ],
+        )
+        .await
+        .unwrap();
+    let (keyed, rule, bike) = (mine[0].id, mine[1].id, mine[2].id);
+    let never = Uuid::new_v4();
+
+    let at = t0() + minutes(1);
+    let answer = restate(
+        store,
+        &s,
+        TurnWrite {
+            retire: vec![bike],
+            restate: vec![
+                restatement(never, "Never stored.", at),
+                restatement(theirs, "My cat is grey.", at),
+                restatement(keyed, "My pet is a dog.", at),
+                restatement(rule, "Banana means mango.", at),
+                restatement(bike, "My bike is red.", at),
+            ],
+            ..TurnWrite::default()
+        },
+    )
+    .await;
+    assert_eq!(answer.len(), 5);
+    for (stored, old) in answer.iter().zip([never, theirs, keyed, rule, bike]) {
+        assert!(stored.current && stored.key.is_none(), "{stored:?}");
+        assert_ne!(stored.id, old, "{stored:?} was not stored anew");
+    }
+
+    let snap = store.snapshot(&other, at).await.unwrap();
+    assert_eq!(
+        snap.facts
+            .iter()
+            .map(|f| (f.id, f.text.as_str()))
+            .collect::<Vec<_>>(),
+        [(theirs, "Their cat is grey.")],
+        "another session's fact is never changed"
+    );
+    let snap = store.snapshot(&s, at).await.unwrap();
+    let mut texts: Vec<(&str, Option<&str>, FactKind)> = snap
+        .facts
+        .iter()
+        .map(|f| (f.text.as_str(), f.key.as_deref(), f.kind))
+        .collect();
+    texts.sort_unstable_by_key(|(text, ..)| *text);
+    assert_eq!(
+        texts,
+        [
+            ("Banana means mango.", None, FactKind::Fact),
+            ("My bike is red.", None, FactKind::Fact),
+            ("My cat is grey.", None, FactKind::Fact),
+            ("My pet is a dog.", None, FactKind::Fact),
+            ("My pet is a dog.", Some("pet"), FactKind::Fact),
+            ("Never stored.", None, FactKind::Fact),
+            ("Whenever I say banana, reply mango.", None, FactKind::Rule),
+        ]
+    );
+    assert!(snap.facts.iter().all(|f| f.id != bike), "retired first");
+}
+
+/// Turns restating one fact at once (which a batching backend may put in one batch) leave that
+/// one fact, as some order of them one after the other would.
+pub async fn concurrent_restatements_of_one_fact_leave_one_fact(store: &dyn MemoryStore) {
+    let s = session();
+    let id = store
+        .inject(&s, vec![fact(None, "I like green tea.", t0())])
+        .await
+        .unwrap()[0]
+        .id;
+    let turns = (1..=16).map(|m| {
+        let s = &s;
+        async move {
+            let said = if m % 2 == 0 {
+                "I like green tea."
+            } else {
+                "Green tea, I like it."
+            };
+            let turn = TurnWrite {
+                restate: vec![restatement(id, said, t0() + minutes(m))],
+                ..TurnWrite::default()
+            };
+            restate(store, s, turn).await
+        }
+    });
+    for answer in futures_util::future::join_all(turns).await {
+        assert_eq!(answer.iter().map(|a| a.id).collect::<Vec<_>>(), [id]);
+    }
+    let snap = store.snapshot(&s, t0() + minutes(20)).await.unwrap();
+    assert_eq!(snap.facts.len(), 1, "{snap:?}");
+    assert_eq!(snap.facts[0].id, id);
+    assert!(["I like green tea.", "Green tea, I like it."].contains(&snap.facts[0].text.as_str()));
 }

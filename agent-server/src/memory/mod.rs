@@ -335,9 +335,51 @@ pub struct TurnWrite {
     pub facts: Vec<NewFact>,
     /// Long-term items to delete (a reminder that fired, a rule revoked).
     pub retire: Vec<Uuid>,
+    /// Facts said again, changed in place (see [`Restatement`]). Applied after `retire`: a fact
+    /// this turn retires and restates is stored anew.
+    pub restate: Vec<Restatement>,
     /// When set, the commit fails with [`MemoryError::SessionReset`] and writes nothing if the
     /// session's epoch is no longer this value (it was reset after the turn read its context).
     pub expected_epoch: Option<u64>,
+}
+
+/// An unkeyed fact of kind [`FactKind::Fact`] said again: the stored fact `id` of the session
+/// takes this statement's text, time, importance and source, and keeps its id, its data and its
+/// place in write order. Promotion restates a statement that repeats a fact it recalled.
+///
+/// Why in place rather than a retirement and a new fact: a statement repeated on every turn
+/// would otherwise delete one row and insert one per turn, with every index entry of both.
+/// Updated in place, the row keeps its id and (when the text is the same) its words, so the
+/// stores leave their id and text indexes alone (Postgres can make it a HOT update).
+///
+/// When the session holds no such fact any more (another turn retired it meanwhile, or `id` is
+/// a keyed fact, a rule or a reminder, which a restatement never changes), the statement is
+/// stored as a new fact instead: a repetition is never lost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restatement {
+    /// The fact said again.
+    pub id: Uuid,
+    /// The statement as said this time.
+    pub text: String,
+    pub observed_at: DateTime<Utc>,
+    /// 0 to 1.
+    pub importance: f32,
+    pub source: FactSource,
+}
+
+impl Restatement {
+    /// The statement as a new fact: what is stored when the fact it restates is gone.
+    pub fn as_new_fact(&self) -> NewFact {
+        NewFact {
+            kind: FactKind::Fact,
+            key: None,
+            text: self.text.clone(),
+            data: None,
+            observed_at: self.observed_at,
+            importance: self.importance,
+            source: self.source,
+        }
+    }
 }
 
 /// Result of writing one fact.
@@ -420,7 +462,9 @@ pub trait MemoryStore: Send + Sync + 'static {
         query: RecallQuery,
     ) -> Result<MemoryContext, MemoryError>;
 
-    /// Stores one turn atomically; returns one [`StoredFact`] per [`TurnWrite::facts`] entry.
+    /// Stores one turn atomically; returns one [`StoredFact`] per [`TurnWrite::facts`] entry,
+    /// then one per [`TurnWrite::restate`] entry (the restated fact's id, or the new fact's when
+    /// it was stored anew).
     async fn commit_turn(
         &self,
         session: &SessionId,

@@ -29,7 +29,7 @@ use uuid::Uuid;
 
 use crate::memory::lexical::{Analyzed, LexicalIndex};
 use crate::memory::{
-    Fact, MemoryConfig, MemoryContext, Recalled, WorkingItem, WorkingMemory, ranking,
+    Fact, MemoryConfig, MemoryContext, Recalled, Restatement, WorkingItem, WorkingMemory, ranking,
 };
 
 /// A session's committed memory, in memory.
@@ -79,6 +79,9 @@ pub(super) struct SessionChange {
     pub removed: Vec<Uuid>,
     /// Facts inserted.
     pub added: Vec<StoredRow>,
+    /// Facts changed in place, each one the session holds as an unkeyed fact (times at the
+    /// stored precision).
+    pub restated: Vec<Restatement>,
     /// Working items inserted, with their `seq`.
     pub items: Vec<(i64, WorkingItem)>,
 }
@@ -133,6 +136,32 @@ impl SessionMemory {
         }
     }
 
+    /// Changes a fact in place, as [`Restatement`] describes; its words are indexed again only
+    /// when its text changed, which a repetition's normally does not.
+    fn restate_fact(&mut self, restated: Restatement) {
+        let cached = match self.locations.get(&restated.id) {
+            Some(&Location::Fact(pk)) => self.facts.get_mut(&pk).map(|fact| (pk, fact)),
+            _ => None,
+        };
+        // The commit changed the row, so a cached session holds it as a fact.
+        debug_assert!(
+            cached.is_some(),
+            "restated fact {} is not cached",
+            restated.id
+        );
+        let Some((pk, fact)) = cached else {
+            return;
+        };
+        if fact.text != restated.text {
+            self.index.remove(pk);
+            self.index.insert(pk, &restated.text);
+            fact.text = restated.text;
+        }
+        fact.observed_at = restated.observed_at;
+        fact.importance = restated.importance;
+        fact.source = restated.source;
+    }
+
     /// Keeps the newest `capacity` working items, as the commit's SQL does.
     fn trim(&mut self, capacity: usize) {
         let excess = self.working_keys.len().saturating_sub(capacity);
@@ -152,6 +181,9 @@ impl SessionMemory {
         }
         for row in change.added {
             self.add_fact(row);
+        }
+        for restated in change.restated {
+            self.restate_fact(restated);
         }
         let had_items = !change.items.is_empty();
         for (seq, item) in change.items {

@@ -17,8 +17,8 @@ use super::cursors::SessionCursors;
 use super::{corrupt, sqlite_error};
 use crate::memory::lexical::Analyzed;
 use crate::memory::{
-    Fact, MemoryConfig, MemoryError, NewFact, ResetCounts, Snapshot, StoredFact, TurnRole,
-    TurnWrite, WorkingItem,
+    Fact, MemoryConfig, MemoryError, NewFact, ResetCounts, Restatement, Snapshot, StoredFact,
+    TurnRole, TurnWrite, WorkingItem,
 };
 
 /// Columns of `facts` in the order [`RawFact::from_row`] reads them, prefixed by the alias `f.`.
@@ -114,7 +114,10 @@ pub(super) fn commit_turn(
                 .map_err(sqlite_error)?;
         }
     }
-    let stored = write_facts(conn, session, &turn.facts, analyzed, &mut change)?;
+    let mut stored = write_facts(conn, session, &turn.facts, analyzed, &mut change)?;
+    if !turn.restate.is_empty() {
+        stored.extend(restate_facts(conn, session, &turn.restate, &mut change)?);
+    }
 
     if !turn.items.is_empty() {
         let mut insert = conn
@@ -322,6 +325,54 @@ fn write_facts(
                 observed_at: timestamp(observed_at)?,
                 ..fact
             },
+        });
+    }
+    Ok(stored)
+}
+
+/// Applies restatements in order (see [`Restatement`]); one [`StoredFact`] each. A restated row
+/// keeps its row id, so only `facts_by_session` changes (its `observed_at`): the id index and the
+/// row's place stay. A restatement of a fact the session does not hold as an unkeyed fact is
+/// written as a new fact.
+fn restate_facts(
+    conn: &Connection,
+    session: &str,
+    restatements: &[Restatement],
+    change: &mut SessionChange,
+) -> Result<Vec<StoredFact>, MemoryError> {
+    let mut update = conn
+        .prepare_cached(
+            "UPDATE facts SET text = ?3, observed_at = ?4, importance = ?5, source = ?6
+             WHERE session_id = ?1 AND id = ?2 AND kind = 'fact' AND key IS NULL",
+        )
+        .map_err(sqlite_error)?;
+    let mut stored = Vec::with_capacity(restatements.len());
+    for restated in restatements {
+        let observed_at = restated.observed_at.timestamp_micros();
+        let updated = update
+            .execute(params![
+                session,
+                restated.id.to_string(),
+                restated.text,
+                observed_at,
+                f64::from(restated.importance),
+                restated.source.as_str(),
+            ])
+            .map_err(sqlite_error)?;
+        if updated == 0 {
+            let new = [restated.as_new_fact()];
+            stored.extend(write_facts(conn, session, &new, &[None], change)?);
+            continue;
+        }
+        stored.push(StoredFact {
+            id: restated.id,
+            key: None,
+            current: true,
+        });
+        change.restated.push(Restatement {
+            // At the stored precision, so the cached fact equals the one a reload reads.
+            observed_at: timestamp(observed_at)?,
+            ..restated.clone()
         });
     }
     Ok(stored)

@@ -14,7 +14,7 @@ use protocol::control::{FactKind, FactSource};
 use tokio_postgres::{NoTls, Row};
 use uuid::Uuid;
 
-use crate::memory::{Fact, MemoryError, NewFact, StoredFact};
+use crate::memory::{Fact, MemoryError, NewFact, Restatement, StoredFact};
 
 pub(super) const DEPENDENCY: &str = "postgres";
 
@@ -31,6 +31,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         3,
         "session_scoped_indexes",
         include_str!("migrations/0003_session_scoped_indexes.sql"),
+    ),
+    (
+        4,
+        "restate_in_place",
+        include_str!("migrations/0004_restate_in_place.sql"),
     ),
 ];
 
@@ -240,7 +245,8 @@ pub(super) async fn lock_sessions(
 }
 
 /// The long-term writes of a batch of turns, resolved to what writing them one turn after the
-/// other would leave, so that the batch needs one `DELETE` and one `INSERT` whatever its size.
+/// other would leave, so that the batch needs one `DELETE`, one `UPDATE` (two when a restatement
+/// changes a text) and one `INSERT` whatever its size.
 ///
 /// Supersession by key is decided here, not in SQL: a keyed fact replaces the current fact of its
 /// `(session, key)` unless that one was observed strictly later (ties go to the later write). The
@@ -248,6 +254,10 @@ pub(super) async fn lock_sessions(
 /// cannot change until the commit) updated by the batch's own writes and retirements in order. A
 /// fact the batch writes and then replaces is never sent; it is reported `current`, as it was when
 /// its own turn wrote it.
+///
+/// Restatements are resolved the same way, against the stored facts they may change
+/// ([`restatable`], read under the same locks): a fact the batch retired before is gone (the
+/// statement is stored anew), and of several restatements of one fact the last is sent.
 #[derive(Default)]
 pub(super) struct FactWrites<'a> {
     /// The current fact of each keyed `(session, key)` the batch touches.
@@ -256,6 +266,24 @@ pub(super) struct FactWrites<'a> {
     rows: Vec<Option<(&'a str, Fact)>>,
     /// `(session, id)` of the long-term items to delete.
     retire: Vec<(&'a str, Uuid)>,
+    /// The stored unkeyed facts that the batch's restatements name, while they exist.
+    restatable: HashMap<(String, Uuid), Restatable>,
+}
+
+/// A stored fact that restatements may change in place, and the last change the batch makes.
+struct Restatable {
+    /// Its text as stored: a restatement that keeps it leaves `body` (and its `tsv`) alone.
+    stored_text: String,
+    update: Option<FactUpdate>,
+}
+
+/// A fact's new values, as one restatement sets them.
+struct FactUpdate {
+    /// `None` when the text stays as stored.
+    text: Option<String>,
+    observed_at: DateTime<Utc>,
+    importance: f32,
+    source: FactSource,
 }
 
 struct Current {
@@ -266,9 +294,17 @@ struct Current {
 }
 
 impl<'a> FactWrites<'a> {
-    /// Starts from the stored current facts (see [`current_keyed`]).
-    pub fn new(stored: Vec<CurrentKeyed>) -> Self {
+    /// Starts from the stored current facts (see [`current_keyed`]) and the stored facts that
+    /// restatements may change (see [`restatable`]).
+    pub fn new(stored: Vec<CurrentKeyed>, restatable: Vec<StoredUnkeyed>) -> Self {
         let mut writes = Self::default();
+        for fact in restatable {
+            let entry = Restatable {
+                stored_text: fact.text,
+                update: None,
+            };
+            writes.restatable.insert((fact.session, fact.id), entry);
+        }
         for fact in stored {
             let current = Current {
                 id: fact.id,
@@ -326,9 +362,84 @@ impl<'a> FactWrites<'a> {
         for id in ids {
             self.current
                 .retain(|(s, _), current| !(*s == session && current.id == *id));
+            self.restatable.remove(&(session.to_owned(), *id));
             self.retire.push((session, *id));
         }
     }
+
+    /// Adds one turn's restatements, in order; one [`StoredFact`] each: the restated fact's id,
+    /// or a new one when the statement is stored anew (the session holds no such fact).
+    pub fn restate(&mut self, session: &'a str, restatements: &[Restatement]) -> Vec<StoredFact> {
+        let mut stored = Vec::with_capacity(restatements.len());
+        for restated in restatements {
+            let text = without_nul(restated.text.clone());
+            let Some(fact) = self.restatable.get_mut(&(session.to_owned(), restated.id)) else {
+                let mut new = Fact::from_new(restated.as_new_fact());
+                new.text = text;
+                stored.push(StoredFact {
+                    id: new.id,
+                    key: None,
+                    current: true,
+                });
+                self.rows.push(Some((session, new)));
+                continue;
+            };
+            fact.update = Some(FactUpdate {
+                text: (text != fact.stored_text).then_some(text),
+                observed_at: restated.observed_at,
+                importance: restated.importance,
+                source: restated.source,
+            });
+            stored.push(StoredFact {
+                id: restated.id,
+                key: None,
+                current: true,
+            });
+        }
+        stored
+    }
+}
+
+/// A stored unkeyed fact, as [`FactWrites`] needs it to resolve restatements.
+pub(super) struct StoredUnkeyed {
+    pub session: String,
+    pub id: Uuid,
+    pub text: String,
+}
+
+/// Which of `ids` (`(session, id)`) are stored unkeyed facts of their session, with their text:
+/// the facts a restatement changes in place (see [`Restatement`]).
+pub(super) async fn restatable(
+    tx: &deadpool_postgres::Transaction<'_>,
+    ids: &[(&str, Uuid)],
+) -> Result<Vec<StoredUnkeyed>, MemoryError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let stmt = tx
+        .prepare_cached(
+            "SELECT f.session_id, f.id, f.body
+             FROM unnest($1::text[], $2::uuid[]) AS r(session_id, id)
+             JOIN agentwall_facts AS f ON f.id = r.id AND f.session_id = r.session_id
+             WHERE f.kind = 'fact' AND f.fact_key IS NULL",
+        )
+        .await
+        .map_err(pg_error)?;
+    let sessions: Vec<&str> = ids.iter().map(|(s, _)| *s).collect();
+    let uuids: Vec<Uuid> = ids.iter().map(|(_, id)| *id).collect();
+    let rows = tx
+        .query(&stmt, &[&sessions, &uuids])
+        .await
+        .map_err(pg_error)?;
+    rows.iter()
+        .map(|row| {
+            Ok(StoredUnkeyed {
+                session: row.try_get(0).map_err(corrupt)?,
+                id: row.try_get(1).map_err(corrupt)?,
+                text: row.try_get(2).map_err(corrupt)?,
+            })
+        })
+        .collect()
 }
 
 /// A stored keyed fact, as [`FactWrites`] needs it.
@@ -385,8 +496,9 @@ pub(super) async fn current_keyed(
         .collect()
 }
 
-/// Applies a batch's [`FactWrites`]: its retirements in one `DELETE`, then its rows in one
-/// `INSERT` that replaces the current fact of a key (which `FactWrites` decided it may).
+/// Applies a batch's [`FactWrites`]: its retirements in one `DELETE`, its restatements in place,
+/// then its rows in one `INSERT` that replaces the current fact of a key (which `FactWrites`
+/// decided it may).
 pub(super) async fn apply_fact_writes(
     tx: &deadpool_postgres::Transaction<'_>,
     writes: FactWrites<'_>,
@@ -405,6 +517,14 @@ pub(super) async fn apply_fact_writes(
         tx.execute(&stmt, &[&sessions, &ids])
             .await
             .map_err(pg_error)?;
+    }
+    let updates: Vec<(Uuid, FactUpdate)> = writes
+        .restatable
+        .into_iter()
+        .filter_map(|((_, id), fact)| Some((id, fact.update?)))
+        .collect();
+    if !updates.is_empty() {
+        update_facts(tx, &updates).await?;
     }
     let rows: Vec<(&str, Fact)> = writes.rows.into_iter().flatten().collect();
     if rows.is_empty() {
@@ -459,6 +579,89 @@ pub(super) async fn apply_fact_writes(
     .await
     .map_err(pg_error)?;
     Ok(())
+}
+
+/// Restates facts in place: their time, importance and source, and their text only where it
+/// changed. Those that keep their text change no indexed column, so Postgres updates them HOT
+/// (a new version on the same page, no new index entries) when the page has room: no new
+/// entries in the full-text index, which would cost one per word. Setting `body` would make
+/// Postgres compute `tsv` again even for the same text, hence the two statements.
+async fn update_facts(
+    tx: &deadpool_postgres::Transaction<'_>,
+    updates: &[(Uuid, FactUpdate)],
+) -> Result<(), MemoryError> {
+    let (same, changed): (Vec<_>, Vec<_>) = updates.iter().partition(|(_, u)| u.text.is_none());
+    if !same.is_empty() {
+        let stmt = tx
+            .prepare_cached(
+                "UPDATE agentwall_facts AS f SET observed_at = r.observed_at,
+                   observed_ns = r.observed_ns, importance = r.importance, source = r.source
+                 FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
+                             $5::text[]) AS r(id, observed_at, observed_ns, importance, source)
+                 WHERE f.id = r.id",
+            )
+            .await
+            .map_err(pg_error)?;
+        let c = UpdateColumns::of(&same);
+        tx.execute(&stmt, &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources])
+            .await
+            .map_err(pg_error)?;
+    }
+    if !changed.is_empty() {
+        let stmt = tx
+            .prepare_cached(
+                "UPDATE agentwall_facts AS f SET body = r.body, observed_at = r.observed_at,
+                   observed_ns = r.observed_ns, importance = r.importance, source = r.source
+                 FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
+                             $5::text[], $6::text[])
+                      AS r(id, observed_at, observed_ns, importance, source, body)
+                 WHERE f.id = r.id",
+            )
+            .await
+            .map_err(pg_error)?;
+        let c = UpdateColumns::of(&changed);
+        tx.execute(
+            &stmt,
+            &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources, &c.bodies],
+        )
+        .await
+        .map_err(pg_error)?;
+    }
+    Ok(())
+}
+
+/// [`update_facts`]'s parameters: one array per column.
+struct UpdateColumns<'u> {
+    ids: Vec<Uuid>,
+    at: Vec<DateTime<Utc>>,
+    ns: Vec<i32>,
+    importance: Vec<f32>,
+    sources: Vec<&'static str>,
+    /// The new texts of the updates that change it.
+    bodies: Vec<&'u str>,
+}
+
+impl<'u> UpdateColumns<'u> {
+    fn of(updates: &[&'u (Uuid, FactUpdate)]) -> Self {
+        let mut columns = Self {
+            ids: Vec::with_capacity(updates.len()),
+            at: Vec::with_capacity(updates.len()),
+            ns: Vec::with_capacity(updates.len()),
+            importance: Vec::with_capacity(updates.len()),
+            sources: Vec::with_capacity(updates.len()),
+            bodies: Vec::new(),
+        };
+        for (id, update) in updates {
+            let (at, ns) = split_time(update.observed_at);
+            columns.ids.push(*id);
+            columns.at.push(at);
+            columns.ns.push(ns);
+            columns.importance.push(update.importance);
+            columns.sources.push(update.source.as_str());
+            columns.bodies.extend(update.text.as_deref());
+        }
+        columns
+    }
 }
 
 /// Bumps the epoch (creating the session row, locked until the transaction ends) and deletes the
@@ -823,7 +1026,7 @@ mod tests {
     #[test]
     fn a_batch_resolves_keys_as_writing_its_turns_in_order_would() {
         let car = Uuid::new_v4();
-        let mut writes = FactWrites::new(vec![stored("s1", "car", car, 10)]);
+        let mut writes = FactWrites::new(vec![stored("s1", "car", car, 10)], Vec::new());
         // Older than the stored fact: kept out.
         assert!(!writes.add("s1", &[keyed("car", "red", 5)])[0].current);
         // Newer: replaces it; then a tie: the later write replaces that one in turn.
@@ -845,14 +1048,107 @@ mod tests {
     #[test]
     fn a_retired_fact_no_longer_keeps_an_older_one_out() {
         let pet = Uuid::new_v4();
-        let mut writes = FactWrites::new(vec![stored("s1", "pet", pet, 10)]);
+        let mut writes = FactWrites::new(vec![stored("s1", "pet", pet, 10)], Vec::new());
         writes.retire("s1", &[pet]);
         assert!(writes.add("s1", &[keyed("pet", "a cat", 5)])[0].current);
         // Retiring an id of another session does not free this session's key.
         let other = Uuid::new_v4();
-        let mut writes = FactWrites::new(vec![stored("s1", "pet", other, 10)]);
+        let mut writes = FactWrites::new(vec![stored("s1", "pet", other, 10)], Vec::new());
         writes.retire("s2", &[other]);
         assert!(!writes.add("s1", &[keyed("pet", "a dog", 5)])[0].current);
+    }
+
+    fn restatement(id: Uuid, text: &str, minute: i64) -> Restatement {
+        Restatement {
+            id,
+            text: text.to_owned(),
+            observed_at: at(minute),
+            importance: 0.7,
+            source: FactSource::Promoted,
+        }
+    }
+
+    fn unkeyed(session: &str, id: Uuid, text: &str) -> StoredUnkeyed {
+        StoredUnkeyed {
+            session: session.to_owned(),
+            id,
+            text: text.to_owned(),
+        }
+    }
+
+    /// What the batch sends as updates: `(id, new text if it changes, minute)`, sorted by text.
+    fn updates(writes: &FactWrites<'_>) -> Vec<(Uuid, Option<String>, DateTime<Utc>)> {
+        let mut updates: Vec<_> = writes
+            .restatable
+            .iter()
+            .filter_map(|((_, id), fact)| {
+                let update = fact.update.as_ref()?;
+                Some((*id, update.text.clone(), update.observed_at))
+            })
+            .collect();
+        updates.sort_by(|a, b| a.1.cmp(&b.1));
+        updates
+    }
+
+    #[test]
+    fn a_batch_resolves_restatements_as_writing_its_turns_in_order_would() {
+        let (tea, bike, gone) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
+        let mut writes = FactWrites::new(
+            Vec::new(),
+            vec![
+                unkeyed("s1", tea, "I like tea."),
+                unkeyed("s1", bike, "My bike is red."),
+            ],
+        );
+        // Restated twice: the last one is sent. It brings back the stored text, so the text is
+        // left alone even though the first restatement changed it.
+        let first = writes.restate("s1", &[restatement(tea, "Tea, I like.", 1)]);
+        let second = writes.restate("s1", &[restatement(tea, "I like tea.", 2)]);
+        assert_eq!((first[0].id, second[0].id), (tea, tea));
+        // Restated, then retired by a later turn: the DELETE takes it, nothing is stored anew.
+        writes.restate("s1", &[restatement(bike, "My bike is red!", 3)]);
+        writes.retire("s1", &[bike]);
+        // Retired, then restated: stored anew under a new id.
+        writes.retire("s1", &[tea]);
+        let anew = writes.restate("s1", &[restatement(tea, "I love tea.", 4)]);
+        assert_ne!(anew[0].id, tea);
+        // Another session's id, and one that is not stored: stored anew too.
+        let theirs = writes.restate("s2", &[restatement(bike, "Bikes.", 5)]);
+        let never = writes.restate("s1", &[restatement(gone, "Never.", 6)]);
+        assert!(theirs[0].id != bike && never[0].id != gone);
+        assert!(
+            updates(&writes).is_empty(),
+            "both restated facts were retired"
+        );
+        assert_eq!(writes.retire, [("s1", bike), ("s1", tea)]);
+        assert_eq!(
+            texts(writes),
+            [
+                ("s1".into(), "I love tea.".into()),
+                ("s2".into(), "Bikes.".into()),
+                ("s1".into(), "Never.".into())
+            ]
+        );
+
+        // Without the retirements: one update each, the text only where it changes.
+        let mut writes = FactWrites::new(
+            Vec::new(),
+            vec![
+                unkeyed("s1", tea, "I like tea."),
+                unkeyed("s1", bike, "My bike is red."),
+            ],
+        );
+        writes.restate("s1", &[restatement(tea, "Tea, I like.", 1)]);
+        writes.restate("s1", &[restatement(tea, "I like tea.", 2)]);
+        writes.restate("s1", &[restatement(bike, "My bike is red\0", 3)]);
+        assert_eq!(
+            updates(&writes),
+            [
+                (tea, None, at(2)),
+                (bike, Some("My bike is red\u{fffd}".into()), at(3))
+            ]
+        );
+        assert!(texts(writes).is_empty());
     }
 
     #[test]

@@ -70,6 +70,7 @@ use chrono::{DateTime, Utc};
 use protocol::SessionId;
 use protocol::control::DependencyHealth;
 use tokio::time::Instant;
+use uuid::Uuid;
 
 use super::{
     MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
@@ -427,10 +428,19 @@ impl Inner {
                     .map(|key| (session.as_str(), key))
             })
             .collect();
+        let restated: Vec<(&str, Uuid)> = turns
+            .iter()
+            .zip(&accepted)
+            .filter(|(_, seq)| seq.is_some())
+            .flat_map(|((session, turn), _)| turn.restate.iter().map(|r| (session.as_str(), r.id)))
+            .collect();
         let stored = deadline
             .run(POSTGRES, longterm::current_keyed(&tx, &keys))
             .await?;
-        let mut facts = longterm::FactWrites::new(stored);
+        let restatable = deadline
+            .run(POSTGRES, longterm::restatable(&tx, &restated))
+            .await?;
+        let mut facts = longterm::FactWrites::new(stored, restatable);
         let mut outcomes = Vec::with_capacity(turns.len());
         let mut written = Vec::new();
         for ((session, turn), seq) in turns.iter().zip(&accepted) {
@@ -439,8 +449,12 @@ impl Inner {
                 outcomes.push(Err(MemoryError::SessionReset));
                 continue;
             };
-            outcomes.push(Ok(facts.add(session.as_str(), &turn.facts)));
+            // Retirements before restatements, as `TurnWrite` documents; the answer lists the
+            // new facts first.
+            let mut stored = facts.add(session.as_str(), &turn.facts);
             facts.retire(session.as_str(), &turn.retire);
+            stored.extend(facts.restate(session.as_str(), &turn.restate));
+            outcomes.push(Ok(stored));
             if !turn.items.is_empty() {
                 written.push(self.working.batch(session, seq, &turn.items)?);
             }
