@@ -5,10 +5,15 @@
 # it), and `judge load` on CPU 1 sends 16-token turns at 64 connections for 8 s after 1 s of
 # warm-up. Prints each run, then the mean turns/s of each binary. With BENCH_WHOLE_MACHINE=1 the
 # server runs unpinned with 2 workers instead, as in bench-load.sh's part h; the generator stays
-# on CPU 1 (part h pins it there too, through its `judge` helper).
+# on CPU 1 (part h pins it there too, through its `judge` helper). With
+# BENCH_BACKEND=redis+postgres each run uses the redis+postgres backend of the services that
+# scripts/test-services.sh started, on a fresh database (dropped after the run) and an emptied
+# Redis, and also prints the share of the facts table's updates that Postgres made HOT.
 #
 #   scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 #   BENCH_WHOLE_MACHINE=1 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
+#   BENCH_BACKEND=redis+postgres scripts/test-services.sh run \
+#     scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/bench/lib.sh
@@ -23,16 +28,60 @@ else
 fi
 work=$(mktemp -d)
 server=
-cleanup() { [ -z "$server" ] || kill "$server" 2>/dev/null || true; rm -rf "$work"; }
+database=
+cleanup() {
+  [ -z "$server" ] || kill "$server" 2>/dev/null || true
+  [ -z "$database" ] || psql -q "$AGENTWALL_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS $database" || true
+  rm -rf "$work"
+}
 trap cleanup EXIT
+
+backend=${BENCH_BACKEND:-embedded}
+case "$backend" in
+  embedded) ;;
+  redis+postgres)
+    : "${AGENTWALL_TEST_REDIS_URL:?run under scripts/test-services.sh run (needs its Redis)}"
+    : "${AGENTWALL_TEST_DATABASE_URL:?run under scripts/test-services.sh run (needs its Postgres)}"
+    ;;
+  *) echo "BENCH_BACKEND must be embedded or redis+postgres, not $backend" >&2; exit 2 ;;
+esac
+
+# memory_flags RUN: sets `memory` to the server's memory flags for run RUN; for redis+postgres,
+# creates the run's database and empties Redis.
+memory_flags() {
+  if [ "$backend" = embedded ]; then
+    memory=(--data-dir "$work/data")
+    return
+  fi
+  database="abba_$$_$1"
+  psql -q "$AGENTWALL_TEST_DATABASE_URL" -c "CREATE DATABASE $database"
+  redis-cli -u "$AGENTWALL_TEST_REDIS_URL" FLUSHDB >/dev/null
+  memory=(--redis-url "$AGENTWALL_TEST_REDIS_URL"
+    --database-url "${AGENTWALL_TEST_DATABASE_URL%/*}/$database")
+}
+
+# hot_share: sets `hot` to, for redis+postgres, the share of the facts table's updates that were
+# HOT (read after the server has stopped, so that its connections have reported their counts),
+# and drops the run's database; to "-" for embedded.
+hot_share() {
+  hot=-
+  [ "$backend" = embedded ] && return
+  sleep 1
+  hot=$(psql -At "${AGENTWALL_TEST_DATABASE_URL%/*}/$database" -c \
+    "SELECT coalesce(round(100.0 * n_tup_hot_upd / nullif(n_tup_upd, 0)) || '%', 'none')
+     FROM pg_stat_user_tables WHERE relname = 'agentwall_facts'")
+  psql -q "$AGENTWALL_TEST_DATABASE_URL" -c "DROP DATABASE $database"
+  database=
+}
 
 # run BINARY: one measured run; its turns/s, p50 and p99 go to $work/result. Runs in this shell,
 # not a subshell, so that the EXIT trap can stop its server if anything fails.
 run() {
   rm -rf "$work/data"
+  memory_flags "$2"
   sync
   sleep 1
-  "${server_cpu[@]}" "$1" --addr "127.0.0.1:$port" --workers "$workers" --data-dir "$work/data" \
+  "${server_cpu[@]}" "$1" --addr "127.0.0.1:$port" --workers "$workers" "${memory[@]}" \
     >"$work/server.log" 2>&1 &
   server=$!
   wait_up "$port"
@@ -42,19 +91,20 @@ run() {
   kill "$server"
   wait "$server" 2>/dev/null || true
   server=
+  hot_share
   head -1 "$work/judge.txt" |
-    sed -E 's/.*: ([0-9.]+) req\/s.*latency p50\/p99 ([0-9.]+)\/([0-9.]+) ms.*/\1 \2 \3/' \
+    sed -E "s/.*: ([0-9.]+) req\/s.*latency p50\/p99 ([0-9.]+)\/([0-9.]+) ms.*/\1 \2 \3 $hot/" \
       >"$work/result"
 }
 
-printf '%-8s %-40s %10s %8s %8s\n' run binary turns/s "p50 ms" "p99 ms"
+printf '%-8s %-40s %10s %8s %8s %6s\n' run binary turns/s "p50 ms" "p99 ms" HOT
 i=0
 for which in A B B A A B B A; do
   i=$((i + 1))
   if [ "$which" = A ]; then binary=$1; else binary=$2; fi
-  run "$binary"
-  read -r rate p50 p99 <"$work/result"
-  printf '%-8s %-40s %10s %8s %8s\n' "$i ($which)" "$binary" "$rate" "$p50" "$p99" |
+  run "$binary" "$i"
+  read -r rate p50 p99 hot <"$work/result"
+  printf '%-8s %-40s %10s %8s %8s %6s\n' "$i ($which)" "$binary" "$rate" "$p50" "$p99" "$hot" |
     tee -a "$work/runs.txt"
 done
 awk '$2 ~ /^\(A\)$/ {a += $4; na++} $2 ~ /^\(B\)$/ {b += $4; nb++}
