@@ -68,9 +68,11 @@ pub struct Config {
     #[arg(long, env = "AGENT_RECENCY_HALF_LIFE", default_value = "30d", value_parser = humantime::parse_duration)]
     pub recency_half_life: Duration,
 
-    /// Embedded store: how many facts and working items (over all sessions) its recall cache keeps
-    /// in memory, about 0.8 KB each; least recently used sessions are evicted beyond it and loaded
-    /// from disk again when next used.
+    /// How many memory items (over all sessions) the recall cache keeps in the process; least
+    /// recently used sessions are evicted beyond it and read again when next used. Embedded
+    /// store: facts and working items, about 0.8 KB each. Redis + Postgres: working items of
+    /// sessions that did not change since this server last read or wrote them. 0 turns it off
+    /// for Redis + Postgres.
     #[arg(long, env = "AGENT_MEMORY_CACHE_ITEMS", default_value_t = EmbeddedOptions::default().cache_items)]
     pub memory_cache_items: usize,
 

@@ -107,6 +107,7 @@ async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn MemoryStore>> {
                 redis_url: redis_url.clone(),
                 database_url: database_url.clone(),
                 timeout: config.backend_timeout,
+                cache_items: config.memory_cache_items,
                 ..RedisPostgresConfig::default()
             };
             let store = RedisPostgresStore::connect(backend, memory)

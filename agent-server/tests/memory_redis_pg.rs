@@ -1022,6 +1022,72 @@ async fn two_servers_share_sessions_and_resets() {
     assert!(snapshot.working.is_empty() && snapshot.facts.is_empty());
 }
 
+fn working_texts(ctx: &agent_server::memory::MemoryContext) -> Vec<&str> {
+    ctx.working.iter().map(|w| w.text.as_str()).collect()
+}
+
+/// Each server keeps the working memory of sessions it read or wrote, and uses it only while the
+/// session's turn number in Postgres says nobody wrote since: what another server writes, resets
+/// included, is seen at once, and what Redis expired is not served from memory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn working_memory_kept_in_process_follows_other_servers_and_the_redis_ttl() {
+    let harness = Harness::new().await;
+    let other = harness.twin().await;
+    let s = session();
+    let said = |text: &str| TurnWrite {
+        items: vec![user(text)],
+        ..TurnWrite::default()
+    };
+    harness.commit_turn(&s, said("one")).await.unwrap();
+    let ctx = harness.recall(&s, query("x")).await.unwrap();
+    assert_eq!(working_texts(&ctx), ["one"]);
+    // Its own next turn: from memory; another server's: from Redis.
+    harness.commit_turn(&s, said("two")).await.unwrap();
+    other.commit_turn(&s, said("three")).await.unwrap();
+    let ctx = harness.recall(&s, query("x")).await.unwrap();
+    assert_eq!(working_texts(&ctx), ["one", "two", "three"]);
+    // Interleaved writers, then a reset by the other server.
+    harness.commit_turn(&s, said("four")).await.unwrap();
+    other.commit_turn(&s, said("five")).await.unwrap();
+    harness.commit_turn(&s, said("six")).await.unwrap();
+    let ctx = harness.recall(&s, query("x")).await.unwrap();
+    assert_eq!(
+        working_texts(&ctx),
+        ["one", "two", "three", "four", "five", "six"]
+    );
+    other.reset(&s).await.unwrap();
+    assert!(
+        harness
+            .recall(&s, query("x"))
+            .await
+            .unwrap()
+            .working
+            .is_empty()
+    );
+
+    // A one-second real TTL: once Redis has dropped the key, memory does not answer for it.
+    let mut cfg = config(&redis_url(), &harness.db.url, &harness.prefix);
+    cfg.redis_key_ttl = Some(Duration::from_secs(1));
+    let short = RedisPostgresStore::connect(cfg, conformance::config())
+        .await
+        .unwrap();
+    let s = session();
+    short.commit_turn(&s, said("fleeting")).await.unwrap();
+    assert_eq!(
+        working_texts(&short.recall(&s, query("x")).await.unwrap()),
+        ["fleeting"]
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        short
+            .recall(&s, query("x"))
+            .await
+            .unwrap()
+            .working
+            .is_empty()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turns_racing_a_reset_never_survive_it() {
     let harness = Harness::new().await;

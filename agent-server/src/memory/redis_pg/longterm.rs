@@ -697,6 +697,9 @@ pub(super) async fn reset(
 /// What recall needs from Postgres, read from one snapshot.
 pub(super) struct RecallRows {
     pub epoch: u64,
+    /// The session's last turn number (`agentwall_sessions.turn_seq`), from the same snapshot:
+    /// what working memory is current for (see `recent.rs`).
+    pub turn_seq: u64,
     pub standing: Vec<Fact>,
     /// Lexical candidates with their `ts_rank`, best first.
     pub candidates: Vec<(Fact, f64)>,
@@ -713,7 +716,8 @@ const SEARCH_FROM_FACTS: i64 = 256;
 ///
 /// One row per fact, `part` 1 for standing items (oldest first) and 2 for ranked candidates (best
 /// first), each with its position `pos`, tagged with the read's position `ord`; the LEFT JOIN
-/// keeps one row (with a NULL part) for a session without facts, so every epoch comes back.
+/// keeps one row (with a NULL part) for a session without facts, so every epoch and turn number
+/// comes back.
 ///
 /// The candidates come through the session-scoped GIN index (migration 3), one of two ways chosen
 /// by the session's `fact_count` (a condition on the outer row only, so Postgres runs one branch
@@ -730,7 +734,7 @@ const SEARCH_FROM_FACTS: i64 = 256;
 /// the pool before they are numbered, so only `pool` rows are sorted in full (a top-N heap).
 pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT q.ord, coalesce(s.epoch, 0) AS epoch, facts.*
+        "SELECT q.ord, coalesce(s.epoch, 0) AS epoch, coalesce(s.turn_seq, 0) AS turn_seq, facts.*
          FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY
               AS q(session_id, tsquery, pool, ord)
          LEFT JOIN agentwall_sessions AS s ON s.session_id = q.session_id
@@ -796,6 +800,7 @@ pub(super) async fn recall(
         .iter()
         .map(|_| RecallRows {
             epoch: 0,
+            turn_seq: 0,
             standing: Vec::new(),
             candidates: Vec::new(),
         })
@@ -808,6 +813,7 @@ pub(super) async fn recall(
             .and_then(|o| recalled.get_mut(o))
             .ok_or_else(|| corrupt(format!("recall row for read {ord} of {}", reads.len())))?;
         read.epoch = unsigned(row.try_get("epoch").map_err(corrupt)?)?;
+        read.turn_seq = unsigned(row.try_get("turn_seq").map_err(corrupt)?)?;
         match row.try_get::<_, Option<i32>>("part").map_err(corrupt)? {
             Some(1) => read.standing.push(fact_from_row(row)?),
             Some(_) => {

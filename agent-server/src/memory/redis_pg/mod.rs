@@ -57,6 +57,7 @@
 
 mod batcher;
 mod longterm;
+mod recent;
 mod working;
 
 use std::collections::{BTreeMap, HashMap};
@@ -78,6 +79,7 @@ use super::{
 };
 use batcher::{Batcher, Job};
 use longterm::{RecallRead, RecallRows};
+use recent::RecentWorking;
 use working::Working;
 
 const REDIS: &str = working::DEPENDENCY;
@@ -117,6 +119,9 @@ pub struct RedisPostgresConfig {
     /// Real-clock lifetime of a session's Redis key after its last write. `None`: the working-memory
     /// TTL, which is an upper bound when the session clock follows the real clock.
     pub redis_key_ttl: Option<Duration>,
+    /// Most working-memory items (over all sessions, each session counting one more) kept in the
+    /// process for recalls of sessions that did not change since (`recent.rs`); 0 turns it off.
+    pub cache_items: usize,
 }
 
 impl RedisPostgresConfig {
@@ -141,6 +146,7 @@ impl Default for RedisPostgresConfig {
             startup_timeout: Duration::from_secs(30),
             postgres_pool_size: 16,
             redis_key_ttl: None,
+            cache_items: 200_000,
         }
     }
 }
@@ -156,6 +162,7 @@ impl fmt::Debug for RedisPostgresConfig {
             .field("startup_timeout", &self.startup_timeout)
             .field("postgres_pool_size", &self.postgres_pool_size)
             .field("redis_key_ttl", &self.redis_key_ttl)
+            .field("cache_items", &self.cache_items)
             .finish()
     }
 }
@@ -174,6 +181,8 @@ struct Inner {
     memory: MemoryConfig,
     timeout: Duration,
     working: Working,
+    /// Committed working memory of recently used sessions, so that recall need not read Redis.
+    recent: RecentWorking,
     pg: deadpool_postgres::Pool,
 }
 
@@ -226,6 +235,7 @@ impl RedisPostgresStore {
             memory,
             timeout: config.timeout,
             working,
+            recent: RecentWorking::new(memory.working_capacity, config.cache_items),
             pg,
         });
         Ok(Self {
@@ -463,6 +473,8 @@ impl Inner {
             .run(POSTGRES, longterm::apply_fact_writes(&tx, facts))
             .await?;
 
+        // Before the append: the key's TTL runs from a moment after this.
+        let appended_at = std::time::Instant::now();
         if !written.is_empty()
             && let Err(e) = deadline.run(REDIS, self.working.append(&written)).await
         {
@@ -474,7 +486,10 @@ impl Inner {
         }
 
         let committed = match tokio::time::timeout_at(deadline.at, tx.commit()).await {
-            Ok(Ok(())) => return Ok(outcomes),
+            Ok(Ok(())) => {
+                self.remember_committed(turns, &accepted, &locks, appended_at);
+                return Ok(outcomes);
+            }
             // The server answered the COMMIT with an error: it rolled back.
             Ok(Err(e)) if e.as_db_error().is_some() => {
                 let e = longterm::pg_error(e);
@@ -491,11 +506,55 @@ impl Inner {
             ),
         };
         match committed {
-            (Some(true), _) => Ok(outcomes),
+            (Some(true), _) => {
+                self.remember_committed(turns, &accepted, &locks, appended_at);
+                Ok(outcomes)
+            }
             (_, e) => {
                 self.compensate(&written).await;
                 Err(e)
             }
+        }
+    }
+
+    /// After a batch committed: brings the recent working memory (`recent.rs`) of each of its
+    /// sessions from the turn number before the batch to the batch's last, with the items it
+    /// wrote. `appended_at` is when the Redis write was sent, from which its TTL runs.
+    fn remember_committed(
+        &self,
+        turns: &[(&SessionId, &TurnWrite)],
+        accepted: &[Option<u64>],
+        locks: &longterm::SessionLocks,
+        appended_at: std::time::Instant,
+    ) {
+        // Per session: how many turn numbers the batch took, and the items it wrote.
+        let mut sessions: HashMap<&str, (u64, Vec<recent::Placed>)> = HashMap::new();
+        for ((session, turn), seq) in turns.iter().zip(accepted) {
+            let (count, added) = sessions.entry(session.as_str()).or_default();
+            *count += 1;
+            if let Some(seq) = *seq {
+                for (index, item) in turn.items.iter().enumerate() {
+                    // As `working::encode` orders the member.
+                    let order = (item.at.timestamp_millis(), seq, index.min(0xffff));
+                    added.push((order, Arc::new(item.clone())));
+                }
+            }
+        }
+        let expires = appended_at + self.working.key_ttl();
+        for (session, (count, added)) in sessions {
+            let Some(lock) = locks.sessions.get(session) else {
+                continue;
+            };
+            let last = lock.first_turn_seq + count - 1;
+            let refreshed = (!added.is_empty()).then_some(expires);
+            self.recent.committed(
+                session,
+                lock.epoch,
+                lock.first_turn_seq,
+                last,
+                added,
+                refreshed,
+            );
         }
     }
 
@@ -562,6 +621,8 @@ impl Inner {
                 tx.commit().await.map_err(longterm::pg_error)
             })
             .await?;
+        // Not needed for correctness (the epoch moved on), but the entry is of no more use.
+        self.recent.forget(session.as_str());
         Ok(ResetCounts {
             working_items,
             facts,
@@ -630,9 +691,20 @@ impl MemoryStore for RedisPostgresStore {
             pool_size,
         };
         let rows = self.recalls.submit(read).await?;
-        let working = deadline
-            .run(REDIS, inner.working.read(session, query.now, &inner.memory))
-            .await?;
+        let mut working = match inner
+            .recent
+            .get(session.as_str(), rows.epoch, rows.turn_seq)
+        {
+            Some(items) => items,
+            None => {
+                let (set, expires) = deadline.run(REDIS, inner.working.read_set(session)).await?;
+                let (epoch, turn_seq) = (rows.epoch, rows.turn_seq);
+                inner
+                    .recent
+                    .fill(session.as_str(), epoch, turn_seq, set, expires)
+            }
+        };
+        working.retain(|item| inner.memory.is_live(item.at, query.now));
 
         let half_life = inner.memory.recency_half_life;
         let mut facts: Vec<Recalled> = rows
@@ -651,7 +723,7 @@ impl MemoryStore for RedisPostgresStore {
         });
         facts.truncate(query.limit);
         Ok(MemoryContext {
-            working: working.into_iter().map(Arc::new).collect(),
+            working: working.into(),
             facts,
             standing: rows.standing,
             epoch: rows.epoch,

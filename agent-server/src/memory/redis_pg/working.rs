@@ -15,13 +15,15 @@
 //! Session ids may contain `:`, so keys are never matched by pattern: each session has exactly one key
 //! with a fixed suffix, and two sessions can never produce the same key.
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use protocol::SessionId;
 use redis::AsyncCommands;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
+use super::recent::Placed;
 use crate::memory::{MemoryConfig, MemoryError, WorkingItem};
 
 pub(super) const DEPENDENCY: &str = "redis";
@@ -125,6 +127,45 @@ impl Working {
         Ok(items)
     }
 
+    /// Every item of the session's set with its place in it, and when Redis drops the key at
+    /// the latest (its real TTL): one round trip. Unlike [`Working::read`], this includes items
+    /// beyond capacity and of turns in flight; [`RecentWorking::fill`](super::recent) sorts out
+    /// which of them are committed.
+    pub(super) async fn read_set(
+        &self,
+        session: &SessionId,
+    ) -> Result<(Vec<Placed>, Instant), MemoryError> {
+        let started = Instant::now();
+        let key = self.key(session);
+        let mut conn = self.conn();
+        let (members, ttl_ms): (Vec<String>, i64) = redis::pipe()
+            .zrange(&key, 0, -1)
+            .pttl(&key)
+            .query_async(&mut conn)
+            .await
+            .map_err(redis_error)?;
+        // PTTL is -2 without a key (nothing to expire) and -1 without a TTL (never set by this
+        // backend); either way nothing held can expire sooner than a write's TTL would.
+        let ttl = u64::try_from(ttl_ms)
+            .map(Duration::from_millis)
+            .unwrap_or(Duration::from_secs(self.key_ttl_secs.unsigned_abs()));
+        let placed = members
+            .iter()
+            .map(|member| {
+                let (turn, index) = order_prefix(member)?;
+                let item = decode(member)?;
+                Ok(((item.at.timestamp_millis(), turn, index), Arc::new(item)))
+            })
+            .collect::<Result<_, MemoryError>>()?;
+        Ok((placed, started + ttl))
+    }
+
+    /// How long a write keeps the key: an entry of [`RecentWorking`](super::recent) written at
+    /// `at` is not used after `at` plus this.
+    pub(super) fn key_ttl(&self) -> Duration {
+        Duration::from_secs(self.key_ttl_secs.unsigned_abs())
+    }
+
     /// The members one turn will add, encoded; no I/O.
     pub(super) fn batch(
         &self,
@@ -212,6 +253,27 @@ fn encode(turn_seq: u64, index: usize, item: &WorkingItem) -> Result<String, Mem
         reason: format!("cannot encode a working-memory item: {e}"),
     })?;
     Ok(format!("{turn_seq:016x}{:04x}{json}", index.min(0xffff)))
+}
+
+/// The turn number and position a member's prefix holds (see [`encode`]).
+fn order_prefix(member: &str) -> Result<(u64, usize), MemoryError> {
+    let hex = |range: std::ops::Range<usize>| {
+        member
+            .get(range)
+            .and_then(|digits| u64::from_str_radix(digits, 16).ok())
+    };
+    match (hex(0..16), hex(16..ORDER_PREFIX)) {
+        (Some(turn), Some(index)) => Ok((turn, index as usize)),
+        _ => Err(MemoryError::Corrupt {
+            dependency: DEPENDENCY,
+            reason: format!(
+                "a working-memory member without its ordering prefix: {:?}",
+                member
+                    .get(..ORDER_PREFIX.min(member.len()))
+                    .unwrap_or(member)
+            ),
+        }),
+    }
 }
 
 fn decode(member: &str) -> Result<WorkingItem, MemoryError> {

@@ -1,0 +1,334 @@
+//! Working memory of recently used sessions, kept in the process, so that a recall whose session
+//! has not changed since it was last read or written here takes its items from memory instead of
+//! reading and decoding the whole sorted set from Redis again (under load, that was about a third
+//! of agent-server's CPU time per turn, and most of Redis's).
+//!
+//! An entry is the session's *committed* working memory as of one turn number: the session row's
+//! `turn_seq` in Postgres, which every batch that writes the session increments under the row lock
+//! and which a reset leaves alone while it bumps `epoch`. Recall reads `(epoch, turn_seq)` with the
+//! facts, in one snapshot, and uses an entry only when both are equal to the entry's. That is
+//! exact whoever wrote the session (this server or another), because:
+//! - an entry is filled from Redis with the items of turns numbered up to its `turn_seq` only: a
+//!   batch appends its items to Redis before its COMMIT, so Redis also holds the items of turns in
+//!   flight (which may still roll back); those are left out;
+//! - a batch of this server that committed brings the entry from `first - 1` to its last turn
+//!   number by adding its own items; if the entry is at any other number, someone else wrote the
+//!   session in between, and the entry is dropped;
+//! - Redis drops a key whose real TTL ran out: an entry is not used past the time the key expires.
+//!
+//! So the entry differs from what Redis holds only by items of turns that did not commit: items in
+//! flight, and those of a rolled-back batch whose compensation failed (which Redis keeps until
+//! they age out, and which the entry, filled before them, never shows).
+//!
+//! Bounded by a budget of items over all sessions (`--memory-cache-items`); least recently used
+//! sessions go first. Evicting is always safe: the next recall reads Redis.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use lru::LruCache;
+
+use crate::memory::WorkingItem;
+
+/// Where an item sits in its session's sorted set, which orders by score (the item's time in
+/// milliseconds) and then by member, whose fixed-width hex prefix is the turn number and the
+/// item's position in its turn (see `working.rs`).
+pub(super) type Order = (i64, u64, usize);
+
+/// An item with its place in the set.
+pub(super) type Placed = (Order, Arc<WorkingItem>);
+
+/// Committed working memory of recently used sessions; see the module documentation.
+pub(super) struct RecentWorking {
+    inner: Mutex<Lru>,
+    /// The newest items a session's working memory holds (`working_capacity`).
+    capacity: usize,
+    /// Most items kept over all sessions (each session also counts one).
+    budget: usize,
+}
+
+struct Lru {
+    sessions: LruCache<String, Entry>,
+    /// Sum of the entries' weights.
+    total: usize,
+}
+
+struct Entry {
+    epoch: u64,
+    /// The session's `turn_seq` this entry is current for.
+    turn_seq: u64,
+    /// The newest `capacity` items of committed turns, in the set's order.
+    items: Vec<Placed>,
+    /// When Redis drops the key at the latest, if nothing writes it again.
+    expires: Instant,
+}
+
+impl Entry {
+    fn weight(&self) -> usize {
+        1 + self.items.len()
+    }
+}
+
+impl RecentWorking {
+    pub(super) fn new(capacity: usize, budget: usize) -> Self {
+        Self {
+            inner: Mutex::new(Lru {
+                sessions: LruCache::unbounded(),
+                total: 0,
+            }),
+            capacity,
+            budget,
+        }
+    }
+
+    /// A panic while the lock is held can only come from a bug here; the map is still consistent
+    /// enough to use (at worst an entry is missing), and recall must not panic in turn.
+    fn lock(&self) -> MutexGuard<'_, Lru> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The session's working memory at `(epoch, turn_seq)`, oldest first, if this process knows it.
+    pub(super) fn get(
+        &self,
+        session: &str,
+        epoch: u64,
+        turn_seq: u64,
+    ) -> Option<Vec<Arc<WorkingItem>>> {
+        let mut lru = self.lock();
+        let entry = lru.sessions.get(session)?;
+        if entry.epoch != epoch || entry.turn_seq != turn_seq || entry.expires <= Instant::now() {
+            return None;
+        }
+        Some(entry.items.iter().map(|(_, item)| item.clone()).collect())
+    }
+
+    /// Remembers what Redis held for the session when recall read `(epoch, turn_seq)` from
+    /// Postgres: the items of turns up to `turn_seq`. Returns them, newest `capacity`, oldest
+    /// first. An entry already at a later point is kept.
+    pub(super) fn fill(
+        &self,
+        session: &str,
+        epoch: u64,
+        turn_seq: u64,
+        mut read: Vec<Placed>,
+        expires: Instant,
+    ) -> Vec<Arc<WorkingItem>> {
+        read.retain(|((_, turn, _), _)| *turn <= turn_seq);
+        read.sort_unstable_by_key(|(order, _)| *order);
+        let newest = read.len().saturating_sub(self.capacity);
+        read.drain(..newest);
+        let items: Vec<Arc<WorkingItem>> = read.iter().map(|(_, item)| item.clone()).collect();
+
+        let mut lru = self.lock();
+        let later = lru
+            .sessions
+            .peek(session)
+            .is_some_and(|e| (e.epoch, e.turn_seq) > (epoch, turn_seq));
+        if !later {
+            let entry = Entry {
+                epoch,
+                turn_seq,
+                items: read,
+                expires,
+            };
+            self.put(&mut lru, session, entry);
+        }
+        items
+    }
+
+    /// A batch of this process committed turns `first..=last` of the session at `epoch`, adding
+    /// `added` (turns refused for their epoch took a number but added nothing) and, when it wrote
+    /// items, refreshing the key's TTL to `expires`. Brings an entry at `first - 1` up to `last`;
+    /// drops any other.
+    pub(super) fn committed(
+        &self,
+        session: &str,
+        epoch: u64,
+        first: u64,
+        last: u64,
+        added: Vec<Placed>,
+        expires: Option<Instant>,
+    ) {
+        let mut lru = self.lock();
+        let Some(mut entry) = self.take(&mut lru, session) else {
+            return;
+        };
+        if entry.epoch != epoch || entry.turn_seq.checked_add(1) != Some(first) {
+            return;
+        }
+        entry.items.extend(added);
+        entry.items.sort_by_key(|(order, _)| *order);
+        let newest = entry.items.len().saturating_sub(self.capacity);
+        entry.items.drain(..newest);
+        entry.turn_seq = last;
+        entry.expires = entry.expires.max(expires.unwrap_or(entry.expires));
+        self.put(&mut lru, session, entry);
+    }
+
+    /// Drops the session's entry (a reset).
+    pub(super) fn forget(&self, session: &str) {
+        let mut lru = self.lock();
+        self.take(&mut lru, session);
+    }
+
+    /// How many sessions and items are kept.
+    #[cfg(test)]
+    fn usage(&self) -> (usize, usize) {
+        let lru = self.lock();
+        (lru.sessions.len(), lru.total)
+    }
+
+    fn take(&self, lru: &mut Lru, session: &str) -> Option<Entry> {
+        let entry = lru.sessions.pop(session)?;
+        lru.total -= entry.weight();
+        Some(entry)
+    }
+
+    fn put(&self, lru: &mut Lru, session: &str, entry: Entry) {
+        self.take(lru, session);
+        let weight = entry.weight();
+        if weight > self.budget {
+            return;
+        }
+        lru.total += weight;
+        lru.sessions.put(session.to_owned(), entry);
+        while lru.total > self.budget {
+            let Some((_, evicted)) = lru.sessions.pop_lru() else {
+                break;
+            };
+            lru.total -= evicted.weight();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use chrono::{DateTime, Utc};
+
+    use super::*;
+    use crate::memory::TurnRole;
+
+    fn at(ms: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(1_900_000_000_000 + ms).unwrap()
+    }
+
+    fn placed(ms: i64, turn: u64, index: usize) -> Placed {
+        let item = WorkingItem::new(TurnRole::User, format!("t{turn}.{index}"), at(ms));
+        ((at(ms).timestamp_millis(), turn, index), Arc::new(item))
+    }
+
+    fn texts(items: &[Arc<WorkingItem>]) -> Vec<&str> {
+        items.iter().map(|i| i.text.as_str()).collect()
+    }
+
+    fn later() -> Instant {
+        Instant::now() + Duration::from_secs(60)
+    }
+
+    #[test]
+    fn a_fill_keeps_committed_turns_only_in_the_sets_order() {
+        let recent = RecentWorking::new(3, 100);
+        // Turn 4 is in flight: Redis has it, Postgres says 3.
+        let read = vec![
+            placed(30, 3, 0),
+            placed(10, 1, 1),
+            placed(10, 1, 0),
+            placed(40, 4, 0),
+            placed(20, 2, 0),
+        ];
+        let items = recent.fill("s", 0, 3, read, later());
+        assert_eq!(
+            texts(&items),
+            ["t1.1", "t2.0", "t3.0"],
+            "newest 3, by time then turn and index"
+        );
+        assert_eq!(
+            texts(&recent.get("s", 0, 3).unwrap()),
+            ["t1.1", "t2.0", "t3.0"]
+        );
+        assert!(recent.get("s", 0, 4).is_none(), "another turn number");
+        assert!(recent.get("s", 1, 3).is_none(), "another epoch");
+        assert!(recent.get("other", 0, 3).is_none());
+    }
+
+    #[test]
+    fn a_commit_of_the_next_turns_extends_an_entry_and_any_other_drops_it() {
+        let recent = RecentWorking::new(3, 100);
+        recent.fill("s", 2, 5, vec![placed(10, 5, 0)], later());
+        let added = vec![placed(20, 6, 0), placed(20, 6, 1), placed(5, 7, 0)];
+        recent.committed("s", 2, 6, 7, added, Some(later()));
+        assert!(recent.get("s", 2, 5).is_none());
+        let items = recent.get("s", 2, 7).unwrap();
+        assert_eq!(
+            texts(&items),
+            ["t5.0", "t6.0", "t6.1"],
+            "an earlier time sorts first and is trimmed"
+        );
+
+        // Turn 8 was written by another server: this one's commit of 9 cannot extend the entry.
+        recent.committed("s", 2, 9, 9, vec![placed(30, 9, 0)], Some(later()));
+        assert!(recent.get("s", 2, 9).is_none() && recent.get("s", 2, 7).is_none());
+        // A commit under another epoch (after a reset) drops it too.
+        recent.fill("s", 2, 9, Vec::new(), later());
+        recent.committed("s", 3, 10, 10, vec![placed(40, 10, 0)], Some(later()));
+        assert!(recent.get("s", 3, 10).is_none());
+        assert_eq!(recent.usage(), (0, 0));
+    }
+
+    #[test]
+    fn an_older_fill_never_replaces_a_newer_entry() {
+        let recent = RecentWorking::new(3, 100);
+        recent.fill("s", 0, 1, vec![placed(10, 1, 0)], later());
+        recent.committed("s", 0, 2, 2, vec![placed(20, 2, 0)], Some(later()));
+        // A recall that read turn number 1 before the commit fills after it.
+        let items = recent.fill("s", 0, 1, vec![placed(10, 1, 0), placed(20, 2, 0)], later());
+        assert_eq!(
+            texts(&items),
+            ["t1.0"],
+            "the recall still gets what it read"
+        );
+        assert_eq!(texts(&recent.get("s", 0, 2).unwrap()), ["t1.0", "t2.0"]);
+    }
+
+    #[test]
+    fn an_entry_is_not_used_once_redis_may_have_expired_the_key() {
+        let recent = RecentWorking::new(3, 100);
+        recent.fill("s", 0, 1, vec![placed(10, 1, 0)], Instant::now());
+        assert!(recent.get("s", 0, 1).is_none());
+        // A commit that wrote no items (an inject) did not refresh the key.
+        recent.fill("s", 0, 1, vec![placed(10, 1, 0)], Instant::now());
+        recent.committed("s", 0, 2, 2, Vec::new(), None);
+        assert!(recent.get("s", 0, 2).is_none());
+        recent.committed("s", 0, 2, 2, Vec::new(), None);
+        // One that wrote items did.
+        recent.fill("s", 0, 2, vec![placed(10, 1, 0)], Instant::now());
+        recent.committed("s", 0, 3, 3, vec![placed(20, 3, 0)], Some(later()));
+        assert_eq!(texts(&recent.get("s", 0, 3).unwrap()), ["t1.0", "t3.0"]);
+    }
+
+    #[test]
+    fn the_budget_evicts_the_least_recently_used_sessions() {
+        // Weights: one per session plus one per item.
+        let recent = RecentWorking::new(3, 5);
+        recent.fill("a", 0, 1, vec![placed(10, 1, 0)], later());
+        recent.fill("b", 0, 1, vec![placed(10, 1, 0)], later());
+        assert!(
+            recent.get("a", 0, 1).is_some(),
+            "a is now the most recently used"
+        );
+        recent.fill("c", 0, 1, vec![placed(10, 1, 0)], later());
+        assert!(recent.get("b", 0, 1).is_none(), "b went first");
+        assert!(recent.get("a", 0, 1).is_some() && recent.get("c", 0, 1).is_some());
+        assert_eq!(recent.usage(), (2, 4));
+        recent.forget("a");
+        assert_eq!(recent.usage(), (1, 2));
+        // A session heavier than the whole budget is not kept.
+        let tiny = RecentWorking::new(3, 2);
+        tiny.fill("s", 0, 2, vec![placed(10, 1, 0), placed(20, 2, 0)], later());
+        assert_eq!(tiny.usage(), (0, 0));
+    }
+}
