@@ -85,13 +85,15 @@ use working::Working;
 const REDIS: &str = working::DEPENDENCY;
 const POSTGRES: &str = longterm::DEPENDENCY;
 
-/// Group-commit batches written at the same time. More than one keeps Postgres and Redis busy
-/// while a batch waits for a round trip; each batch takes its sessions' row locks in the same
-/// (sorted) order, so concurrent batches never deadlock.
-const COMMITS_IN_FLIGHT: usize = 2;
-/// Recall statements running at the same time: one per core of a small database server keeps it
-/// busy without splitting batches further.
-const RECALLS_IN_FLIGHT: usize = 2;
+/// Group-commit batches written at the same time. One: jobs queue while a batch is written, so
+/// the next batch carries all of them, and a turn costs Postgres less in a larger batch. With two
+/// (or four) in flight, batches were smaller and, on this project's 2-core machine, turns/s were
+/// 12 % (or 23 %) lower (docs/benchmarks.md, "Restated in place"). Were there several, each batch
+/// takes its sessions' row locks in the same (sorted) order, so they could never deadlock.
+const COMMITS_IN_FLIGHT: usize = 1;
+/// Recall statements running at the same time; one, for the same reason (9 % more turns/s than
+/// two, measured the same way).
+const RECALLS_IN_FLIGHT: usize = 1;
 
 /// The statement recall runs against Postgres, for plan checks and diagnosis: `EXPLAIN` it with
 /// `$1` session ids (`text[]`), `$2` tsqueries (`text[]`) and `$3` candidate counts (`bigint[]`).
