@@ -1180,15 +1180,39 @@ async fn reject_poison_at_commit(harness: &Harness) {
         .unwrap();
 }
 
-#[tokio::test]
+/// The session row's turn number, which `recent.rs` entries are current for.
+async fn turn_seq(harness: &Harness, s: &SessionId) -> i64 {
+    harness
+        .db
+        .client()
+        .await
+        .query_one(
+            "SELECT turn_seq FROM agentwall_sessions WHERE session_id = $1",
+            &[&s.as_str()],
+        )
+        .await
+        .unwrap()
+        .get(0)
+}
+
+/// A compensated batch's turn number is taken again by the next batch, so the compensation
+/// moves the session's turn number on by itself: no server may keep, under a committed number,
+/// working memory it read while the failed batch's items were in Redis.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
     let harness = Harness::new().await;
+    let other = harness.twin().await;
     reject_poison_at_commit(&harness).await;
     let s = session();
     harness
         .commit_turn(&s, turn("fine", "Fine."))
         .await
         .unwrap();
+    assert_eq!(
+        working_texts(&other.recall(&s, query("x")).await.unwrap()),
+        ["fine"]
+    );
+    let before = turn_seq(&harness, &s).await;
     let err = harness
         .commit_turn(&s, turn("doomed", "poison"))
         .await
@@ -1207,6 +1231,56 @@ async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
     let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
     assert_eq!(working, ["fine"]);
     assert_eq!(fact_texts(&snapshot), ["Fine."]);
+    assert_eq!(
+        turn_seq(&harness, &s).await,
+        before + 1,
+        "the rolled-back batch's number came back, and the compensation took one"
+    );
+    for server in [&*harness, &other] {
+        assert_eq!(
+            working_texts(&server.recall(&s, query("x")).await.unwrap()),
+            ["fine"]
+        );
+    }
+}
+
+/// A session this server wrote last is recalled from memory, without Redis: shown by deleting
+/// the key behind its back (nothing in the contract does that, which is why it shows the cache).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_this_server_wrote_last_is_recalled_without_redis() {
+    let harness = Harness::new().await;
+    let s = session();
+    let said = |text: &str| TurnWrite {
+        items: vec![user(text)],
+        ..TurnWrite::default()
+    };
+    harness.commit_turn(&s, said("one")).await.unwrap();
+    harness.recall(&s, query("x")).await.unwrap();
+    harness.commit_turn(&s, said("two")).await.unwrap();
+    let client = redis::Client::open(redis_url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let key = format!("{}:s:{}:wm", harness.prefix, s);
+    let deleted: i64 = redis::cmd("DEL")
+        .arg(&key)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1);
+    assert_eq!(
+        working_texts(&harness.recall(&s, query("x")).await.unwrap()),
+        ["one", "two"],
+        "served from memory"
+    );
+    // A server that did not see the session reads Redis.
+    let other = harness.twin().await;
+    assert!(
+        other
+            .recall(&s, query("x"))
+            .await
+            .unwrap()
+            .working
+            .is_empty()
+    );
 }
 
 /// Turns written at the same time share a batch (one transaction); a turn that breaks a

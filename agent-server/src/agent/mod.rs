@@ -302,6 +302,7 @@ impl Agent {
             session.id = %input.session,
             memory.backend = self.store.backend(),
             memory.facts_written = facts.len(),
+            memory.facts_restated = restate.len(),
         );
         let reply = WorkingItem::new(TurnRole::Assistant, reply_text, input.now);
         let items = if input.continuation {

@@ -664,6 +664,26 @@ impl<'u> UpdateColumns<'u> {
     }
 }
 
+/// Increments the turn numbers of `sessions` (existing rows only), outside any batch: what
+/// makes every server's in-process working memory of them stale (`recent.rs`).
+pub(super) async fn bump_turn_seq(
+    client: &deadpool_postgres::Object,
+    sessions: &[&str],
+) -> Result<(), MemoryError> {
+    let stmt = client
+        .prepare_cached(
+            "UPDATE agentwall_sessions SET turn_seq = turn_seq + 1
+             WHERE session_id = ANY($1::text[])",
+        )
+        .await
+        .map_err(pg_error)?;
+    client
+        .execute(&stmt, &[&sessions])
+        .await
+        .map(drop)
+        .map_err(pg_error)
+}
+
 /// Bumps the epoch (creating the session row, locked until the transaction ends) and deletes the
 /// session's facts. Returns how many facts were deleted.
 pub(super) async fn reset(

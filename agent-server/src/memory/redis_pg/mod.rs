@@ -85,15 +85,12 @@ use working::Working;
 const REDIS: &str = working::DEPENDENCY;
 const POSTGRES: &str = longterm::DEPENDENCY;
 
-/// Group-commit batches written at the same time. One: jobs queue while a batch is written, so
-/// the next batch carries all of them, and a turn costs Postgres less in a larger batch. With two
-/// (or four) in flight, batches were smaller and, on this project's 2-core machine, turns/s were
-/// 12 % (or 23 %) lower (docs/benchmarks.md, "Restated in place"). Were there several, each batch
-/// takes its sessions' row locks in the same (sorted) order, so they could never deadlock.
-const COMMITS_IN_FLIGHT: usize = 1;
-/// Recall statements running at the same time; one, for the same reason (9 % more turns/s than
-/// two, measured the same way).
-const RECALLS_IN_FLIGHT: usize = 1;
+/// Group-commit batches that may be written at the same time. A batch runs alone unless it takes
+/// unusually long (`batcher.rs`): larger batches cost Postgres less per turn. Each batch takes its
+/// sessions' row locks in the same (sorted) order, so concurrent batches never deadlock.
+const COMMITS_IN_FLIGHT: usize = 2;
+/// Recall statements that may run at the same time, on the same terms.
+const RECALLS_IN_FLIGHT: usize = 2;
 
 /// The statement recall runs against Postgres, for plan checks and diagnosis: `EXPLAIN` it with
 /// `$1` session ids (`text[]`), `$2` tsqueries (`text[]`) and `$3` candidate counts (`bigint[]`).
@@ -480,9 +477,13 @@ impl Inner {
         if !written.is_empty()
             && let Err(e) = deadline.run(REDIS, self.working.append(&written)).await
         {
-            // An unanswered EXEC may still have been applied: undo it before rolling back.
+            // An unanswered EXEC may still have been applied: undo it before rolling back (the
+            // session rows stay locked, so no other batch writes these sessions meanwhile), and
+            // only then move the turn numbers on, which needs those locks.
             if matches!(e, MemoryError::Unavailable { .. }) {
-                self.compensate(&written).await;
+                self.remove_items(&written).await;
+                let _ = tokio::time::timeout(self.timeout, tx.rollback()).await;
+                self.invalidate(&session_ids(turns)).await;
             }
             return Err(e);
         }
@@ -513,7 +514,7 @@ impl Inner {
                 Ok(outcomes)
             }
             (_, e) => {
-                self.compensate(&written).await;
+                self.compensate(turns, &written).await;
                 Err(e)
             }
         }
@@ -549,14 +550,15 @@ impl Inner {
             };
             let last = lock.first_turn_seq + count - 1;
             let refreshed = (!added.is_empty()).then_some(expires);
-            self.recent.committed(
-                session,
-                lock.epoch,
-                lock.first_turn_seq,
+            let batch = recent::CommittedTurns {
+                epoch: lock.epoch,
+                first: lock.first_turn_seq,
                 last,
                 added,
-                refreshed,
-            );
+                written_at: appended_at,
+                expires: refreshed,
+            };
+            self.recent.committed(session, batch);
         }
     }
 
@@ -578,8 +580,17 @@ impl Inner {
         }
     }
 
-    /// Removes a batch's working items after its Postgres transaction failed.
-    async fn compensate(&self, written: &[working::Written]) {
+    /// Removes a batch's working items after its Postgres transaction failed, then moves its
+    /// sessions' turn numbers on (see [`Inner::invalidate`]): the rolled-back batch's numbers are
+    /// reused by the next batch, so an entry of `recent.rs` filled while its items were in Redis
+    /// could otherwise hold them under a committed number.
+    async fn compensate(&self, turns: &[(&SessionId, &TurnWrite)], written: &[working::Written]) {
+        self.remove_items(written).await;
+        self.invalidate(&session_ids(turns)).await;
+    }
+
+    /// Removes exactly the members a batch added to Redis.
+    async fn remove_items(&self, written: &[working::Written]) {
         let deadline = Deadline::new(self.timeout);
         if let Err(e) = deadline.run(REDIS, self.working.remove(written)).await {
             tracing::error!(
@@ -590,11 +601,43 @@ impl Inner {
         }
     }
 
+    /// After Redis changed without a committed change of the sessions' `(epoch, turn_seq)` (a
+    /// compensation, a reset that did not commit): forgets this server's entries of
+    /// `recent.rs`, and increments the turn numbers in Postgres so that every server's entries
+    /// are stale. A failure is logged: entries may then show what Redis no longer holds until
+    /// the session is next written.
+    async fn invalidate(&self, sessions: &[&str]) {
+        for session in sessions {
+            self.recent.forget(session);
+        }
+        let deadline = Deadline::new(self.timeout);
+        let bumped = async {
+            let client = self.pg_client(deadline).await?;
+            let result = deadline
+                .run(POSTGRES, longterm::bump_turn_seq(&client, sessions))
+                .await;
+            Inner::release(client, &result);
+            result
+        };
+        if let Err(e) = bumped.await {
+            tracing::error!(
+                sessions = sessions.len(),
+                error = %e,
+                "other servers may serve working memory that redis no longer holds until these sessions are written again"
+            );
+        }
+    }
+
     async fn reset(self: Arc<Self>, session: SessionId) -> Result<ResetCounts, MemoryError> {
         let deadline = Deadline::new(self.timeout);
         let mut client = self.pg_client(deadline).await?;
         let result = self.reset_with(&mut client, deadline, &session).await;
         Self::release(client, &result);
+        match &result {
+            Ok(_) => self.recent.forget(session.as_str()),
+            // Redis may have been cleared under an epoch that did not change.
+            Err(_) => self.invalidate(&[session.as_str()]).await,
+        }
         result
     }
 
@@ -623,13 +666,19 @@ impl Inner {
                 tx.commit().await.map_err(longterm::pg_error)
             })
             .await?;
-        // Not needed for correctness (the epoch moved on), but the entry is of no more use.
-        self.recent.forget(session.as_str());
         Ok(ResetCounts {
             working_items,
             facts,
         })
     }
+}
+
+/// The sessions of a batch, each once.
+fn session_ids<'a>(turns: &[(&'a SessionId, &TurnWrite)]) -> Vec<&'a str> {
+    let mut sessions: Vec<&str> = turns.iter().map(|(s, _)| s.as_str()).collect();
+    sessions.sort_unstable();
+    sessions.dedup();
+    sessions
 }
 
 /// Each turn's number, in queue order (its session's turns in the batch take consecutive numbers

@@ -6,19 +6,24 @@
 //! An entry is the session's *committed* working memory as of one turn number: the session row's
 //! `turn_seq` in Postgres, which every batch that writes the session increments under the row lock
 //! and which a reset leaves alone while it bumps `epoch`. Recall reads `(epoch, turn_seq)` with the
-//! facts, in one snapshot, and uses an entry only when both are equal to the entry's. That is
-//! exact whoever wrote the session (this server or another), because:
-//! - an entry is filled from Redis with the items of turns numbered up to its `turn_seq` only: a
-//!   batch appends its items to Redis before its COMMIT, so Redis also holds the items of turns in
-//!   flight (which may still roll back); those are left out;
+//! facts, in one snapshot, and uses an entry only when both are equal to the entry's. What keeps
+//! that right whoever wrote the session (this server or another):
+//! - an entry is filled from Redis (set and TTL read in one MULTI/EXEC) with the items of turns
+//!   numbered up to its `turn_seq` only: a batch appends its items to Redis before its COMMIT, so
+//!   Redis also holds the items of turns in flight, which may still roll back;
 //! - a batch of this server that committed brings the entry from `first - 1` to its last turn
 //!   number by adding its own items; if the entry is at any other number, someone else wrote the
 //!   session in between, and the entry is dropped;
-//! - Redis drops a key whose real TTL ran out: an entry is not used past the time the key expires.
+//! - Redis drops a key whose real TTL ran out: an entry is not used past that time, nor extended
+//!   by a write made after it;
+//! - Redis changes that no commit numbers (a rolled-back batch's compensation, whose turn numbers
+//!   the next batch reuses; a reset whose COMMIT failed after it cleared Redis) are followed by
+//!   an increment of the sessions' `turn_seq` on its own (`Inner::invalidate`), which makes every
+//!   server's entries stale.
 //!
-//! So the entry differs from what Redis holds only by items of turns that did not commit: items in
-//! flight, and those of a rolled-back batch whose compensation failed (which Redis keeps until
-//! they age out, and which the entry, filled before them, never shows).
+//! What is left, and logged at error level when it happens: if that increment fails too (Postgres
+//! unreachable right then), entries may show items Redis no longer holds until the session is next
+//! written.
 //!
 //! Bounded by a budget of items over all sessions (`--memory-cache-items`); least recently used
 //! sessions go first. Evicting is always safe: the next recall reads Redis.
@@ -37,6 +42,22 @@ pub(super) type Order = (i64, u64, usize);
 
 /// An item with its place in the set.
 pub(super) type Placed = (Order, Arc<WorkingItem>);
+
+/// What one committed batch of this process did to one session.
+pub(super) struct CommittedTurns {
+    pub epoch: u64,
+    /// The turn numbers the batch took, `first..=last` (a turn refused for its epoch took one
+    /// and wrote nothing).
+    pub first: u64,
+    pub last: u64,
+    /// The items it wrote.
+    pub added: Vec<Placed>,
+    /// When it sent them to Redis.
+    pub written_at: Instant,
+    /// When Redis drops the key at the latest, if the batch wrote items (which refreshes the
+    /// key's TTL); `None` if it wrote none (an inject).
+    pub expires: Option<Instant>,
+}
 
 /// Committed working memory of recently used sessions; see the module documentation.
 pub(super) struct RecentWorking {
@@ -138,24 +159,26 @@ impl RecentWorking {
         items
     }
 
-    /// A batch of this process committed turns `first..=last` of the session at `epoch`, adding
-    /// `added` (turns refused for their epoch took a number but added nothing) and, when it wrote
-    /// items, refreshing the key's TTL to `expires`. Brings an entry at `first - 1` up to `last`;
-    /// drops any other.
-    pub(super) fn committed(
-        &self,
-        session: &str,
-        epoch: u64,
-        first: u64,
-        last: u64,
-        added: Vec<Placed>,
-        expires: Option<Instant>,
-    ) {
+    /// A batch of this process committed turns of the session (see [`CommittedTurns`]). Brings
+    /// an entry at `first - 1` up to `last`; drops any other, and one whose key may have expired
+    /// before the write (the write then made a new key, holding only its own items).
+    pub(super) fn committed(&self, session: &str, batch: CommittedTurns) {
+        let CommittedTurns {
+            epoch,
+            first,
+            last,
+            added,
+            written_at,
+            expires,
+        } = batch;
         let mut lru = self.lock();
         let Some(mut entry) = self.take(&mut lru, session) else {
             return;
         };
-        if entry.epoch != epoch || entry.turn_seq.checked_add(1) != Some(first) {
+        if entry.epoch != epoch
+            || entry.turn_seq.checked_add(1) != Some(first)
+            || entry.expires <= written_at
+        {
             return;
         }
         entry.items.extend(added);
@@ -229,6 +252,19 @@ mod tests {
         Instant::now() + Duration::from_secs(60)
     }
 
+    /// Turns `first..=last` committed now, with `added`, refreshing the key when they added any.
+    fn turns(epoch: u64, first: u64, last: u64, added: Vec<Placed>) -> CommittedTurns {
+        let expires = (!added.is_empty()).then(later);
+        CommittedTurns {
+            epoch,
+            first,
+            last,
+            added,
+            written_at: Instant::now(),
+            expires,
+        }
+    }
+
     #[test]
     fn a_fill_keeps_committed_turns_only_in_the_sets_order() {
         let recent = RecentWorking::new(3, 100);
@@ -260,7 +296,7 @@ mod tests {
         let recent = RecentWorking::new(3, 100);
         recent.fill("s", 2, 5, vec![placed(10, 5, 0)], later());
         let added = vec![placed(20, 6, 0), placed(20, 6, 1), placed(5, 7, 0)];
-        recent.committed("s", 2, 6, 7, added, Some(later()));
+        recent.committed("s", turns(2, 6, 7, added));
         assert!(recent.get("s", 2, 5).is_none());
         let items = recent.get("s", 2, 7).unwrap();
         assert_eq!(
@@ -270,11 +306,11 @@ mod tests {
         );
 
         // Turn 8 was written by another server: this one's commit of 9 cannot extend the entry.
-        recent.committed("s", 2, 9, 9, vec![placed(30, 9, 0)], Some(later()));
+        recent.committed("s", turns(2, 9, 9, vec![placed(30, 9, 0)]));
         assert!(recent.get("s", 2, 9).is_none() && recent.get("s", 2, 7).is_none());
         // A commit under another epoch (after a reset) drops it too.
         recent.fill("s", 2, 9, Vec::new(), later());
-        recent.committed("s", 3, 10, 10, vec![placed(40, 10, 0)], Some(later()));
+        recent.committed("s", turns(3, 10, 10, vec![placed(40, 10, 0)]));
         assert!(recent.get("s", 3, 10).is_none());
         assert_eq!(recent.usage(), (0, 0));
     }
@@ -283,7 +319,7 @@ mod tests {
     fn an_older_fill_never_replaces_a_newer_entry() {
         let recent = RecentWorking::new(3, 100);
         recent.fill("s", 0, 1, vec![placed(10, 1, 0)], later());
-        recent.committed("s", 0, 2, 2, vec![placed(20, 2, 0)], Some(later()));
+        recent.committed("s", turns(0, 2, 2, vec![placed(20, 2, 0)]));
         // A recall that read turn number 1 before the commit fills after it.
         let items = recent.fill("s", 0, 1, vec![placed(10, 1, 0), placed(20, 2, 0)], later());
         assert_eq!(
@@ -299,15 +335,31 @@ mod tests {
         let recent = RecentWorking::new(3, 100);
         recent.fill("s", 0, 1, vec![placed(10, 1, 0)], Instant::now());
         assert!(recent.get("s", 0, 1).is_none());
-        // A commit that wrote no items (an inject) did not refresh the key.
-        recent.fill("s", 0, 1, vec![placed(10, 1, 0)], Instant::now());
-        recent.committed("s", 0, 2, 2, Vec::new(), None);
-        assert!(recent.get("s", 0, 2).is_none());
-        recent.committed("s", 0, 2, 2, Vec::new(), None);
-        // One that wrote items did.
-        recent.fill("s", 0, 2, vec![placed(10, 1, 0)], Instant::now());
-        recent.committed("s", 0, 3, 3, vec![placed(20, 3, 0)], Some(later()));
+
+        // A commit that wrote no items (an inject) keeps the entry, and its expiry.
+        let in_an_hour = Instant::now() + Duration::from_secs(3600);
+        recent.fill("s", 0, 1, vec![placed(10, 1, 0)], in_an_hour);
+        recent.committed("s", turns(0, 2, 2, Vec::new()));
+        assert_eq!(texts(&recent.get("s", 0, 2).unwrap()), ["t1.0"]);
+        // One that wrote items refreshes it.
+        recent.committed("s", turns(0, 3, 3, vec![placed(20, 3, 0)]));
         assert_eq!(texts(&recent.get("s", 0, 3).unwrap()), ["t1.0", "t3.0"]);
+        // One written after the key may have expired drops the entry: Redis then held only the
+        // new items.
+        recent.fill(
+            "s",
+            0,
+            3,
+            vec![placed(10, 1, 0), placed(20, 3, 0)],
+            in_an_hour,
+        );
+        let late = CommittedTurns {
+            written_at: in_an_hour + Duration::from_secs(1),
+            ..turns(0, 4, 4, vec![placed(30, 4, 0)])
+        };
+        recent.committed("s", late);
+        assert!(recent.get("s", 0, 4).is_none());
+        assert_eq!(recent.usage(), (0, 0));
     }
 
     #[test]

@@ -7,10 +7,10 @@
 //! - Expiry is a *view*: readers keep items for which [`MemoryConfig::is_live`] holds at the request's
 //!   `now`, because the session clock (`X-Mock-Time`) moves independently of Redis' clock. A real
 //!   `EXPIRE`, refreshed by every write, bounds how long an abandoned session occupies Redis.
-//! - Capacity: readers take the newest `working_capacity` members. Writers trim the set to that many
-//!   *before* adding the turn's items, so removing exactly the added members (the compensation when
-//!   the Postgres commit fails) restores what readers saw before; the set never holds more than
-//!   capacity plus one turn's items.
+//! - Capacity: readers take the newest `working_capacity` members. A batch trims each set to that
+//!   many *before* adding any of its items, so removing exactly the added members (the
+//!   compensation when the Postgres commit fails) restores what readers saw before; the set never
+//!   holds more than capacity plus one batch's items for the session.
 //!
 //! Session ids may contain `:`, so keys are never matched by pattern: each session has exactly one key
 //! with a fixed suffix, and two sessions can never produce the same key.
@@ -138,7 +138,9 @@ impl Working {
         let started = Instant::now();
         let key = self.key(session);
         let mut conn = self.conn();
+        // MULTI/EXEC: the TTL is the one of the set read, not of a key that expired in between.
         let (members, ttl_ms): (Vec<String>, i64) = redis::pipe()
+            .atomic()
             .zrange(&key, 0, -1)
             .pttl(&key)
             .query_async(&mut conn)
@@ -187,16 +189,21 @@ impl Working {
         })
     }
 
-    /// Appends the items of a batch of turns atomically, in one round trip (MULTI/EXEC): for each
-    /// turn in order, trim to capacity, add, refresh the real TTL. In order, so a session with two
-    /// turns in the batch ends as if they had been written one after the other.
+    /// Appends the items of a batch of turns atomically, in one round trip (MULTI/EXEC): trims
+    /// each session's set to capacity once, before any of the batch's items (so a session with
+    /// two turns in the batch loses no item that readers see to its own second turn, and removing
+    /// the batch's items restores what they saw), then adds each turn's items in order and
+    /// refreshes the real TTL.
     pub(super) async fn append(&self, batch: &[Written]) -> Result<(), MemoryError> {
         let mut pipe = redis::pipe();
         pipe.atomic();
         let keep = isize::try_from(self.capacity).unwrap_or(isize::MAX);
+        let mut trimmed = std::collections::HashSet::new();
         for written in batch {
             let key = &written.key;
-            pipe.zremrangebyrank(key, 0, -keep - 1).ignore();
+            if trimmed.insert(key.as_str()) {
+                pipe.zremrangebyrank(key, 0, -keep - 1).ignore();
+            }
             for (member, score) in &written.members {
                 pipe.zadd(key, member, *score).ignore();
             }
