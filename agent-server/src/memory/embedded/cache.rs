@@ -153,7 +153,7 @@ impl SessionMemory {
             return;
         };
         if fact.text != restated.text {
-            self.index.remove(pk);
+            // `insert` replaces what `pk` held.
             self.index.insert(pk, &restated.text);
             fact.text = restated.text;
         }

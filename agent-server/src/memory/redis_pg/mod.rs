@@ -317,6 +317,19 @@ impl Inner {
         deadline.run(POSTGRES, longterm::client(&self.pg)).await
     }
 
+    /// Runs `op` on a pooled connection within `deadline`, then gives the connection back (see
+    /// [`Inner::release`]).
+    async fn on_pg<T>(
+        &self,
+        deadline: Deadline,
+        op: impl AsyncFnOnce(&deadpool_postgres::Object) -> Result<T, MemoryError>,
+    ) -> Result<T, MemoryError> {
+        let client = self.pg_client(deadline).await?;
+        let result = deadline.run(POSTGRES, op(&client)).await;
+        Self::release(client, &result);
+        result
+    }
+
     /// A connection that failed as unavailable may be half-dead (a timed-out statement may still be
     /// queued on it): close it instead of returning it to the pool.
     fn release<T>(client: deadpool_postgres::Object, result: &Result<T, MemoryError>) {
@@ -369,14 +382,9 @@ impl Inner {
     async fn recall_batch(self: Arc<Self>, jobs: Vec<Job<RecallRead, RecallRows>>) {
         let deadline = Deadline::new(self.timeout);
         let reads: Vec<&RecallRead> = jobs.iter().map(|job| &job.request).collect();
-        let read = async {
-            let client = self.pg_client(deadline).await?;
-            let rows = deadline
-                .run(POSTGRES, longterm::recall(&client, &reads))
-                .await;
-            Inner::release(client, &rows);
-            rows
-        };
+        let read = self.on_pg(deadline, async |client| {
+            longterm::recall(client, &reads).await
+        });
         match read.await {
             Ok(rows) => {
                 for (job, rows) in jobs.into_iter().zip(rows) {
@@ -443,11 +451,14 @@ impl Inner {
             .filter(|(_, seq)| seq.is_some())
             .flat_map(|((session, turn), _)| turn.restate.iter().map(|r| (session.as_str(), r.id)))
             .collect();
-        let stored = deadline
-            .run(POSTGRES, longterm::current_keyed(&tx, &keys))
-            .await?;
-        let restatable = deadline
-            .run(POSTGRES, longterm::restatable(&tx, &restated))
+        // Both reads at once: pipelined on the one connection, one round trip.
+        let (stored, restatable) = deadline
+            .run(POSTGRES, async {
+                tokio::try_join!(
+                    longterm::current_keyed(&tx, &keys),
+                    longterm::restatable(&tx, &restated)
+                )
+            })
             .await?;
         let mut facts = longterm::FactWrites::new(stored, restatable);
         let mut outcomes = Vec::with_capacity(turns.len());
@@ -537,8 +548,7 @@ impl Inner {
             *count += 1;
             if let Some(seq) = *seq {
                 for (index, item) in turn.items.iter().enumerate() {
-                    // As `working::encode` orders the member.
-                    let order = (item.at.timestamp_millis(), seq, index.min(0xffff));
+                    let order = working::order(seq, index, item);
                     added.push((order, Arc::new(item.clone())));
                 }
             }
@@ -611,14 +621,9 @@ impl Inner {
             self.recent.forget(session);
         }
         let deadline = Deadline::new(self.timeout);
-        let bumped = async {
-            let client = self.pg_client(deadline).await?;
-            let result = deadline
-                .run(POSTGRES, longterm::bump_turn_seq(&client, sessions))
-                .await;
-            Inner::release(client, &result);
-            result
-        };
+        let bumped = self.on_pg(deadline, async |client| {
+            longterm::bump_turn_seq(client, sessions).await
+        });
         if let Err(e) = bumped.await {
             tracing::error!(
                 sessions = sessions.len(),
@@ -742,20 +747,16 @@ impl MemoryStore for RedisPostgresStore {
             pool_size,
         };
         let rows = self.recalls.submit(read).await?;
-        let mut working = match inner
-            .recent
-            .get(session.as_str(), rows.epoch, rows.turn_seq)
-        {
+        let (epoch, turn_seq) = (rows.epoch, rows.turn_seq);
+        let items = match inner.recent.get(session.as_str(), epoch, turn_seq) {
             Some(items) => items,
             None => {
                 let (set, expires) = deadline.run(REDIS, inner.working.read_set(session)).await?;
-                let (epoch, turn_seq) = (rows.epoch, rows.turn_seq);
-                inner
-                    .recent
-                    .fill(session.as_str(), epoch, turn_seq, set, expires)
+                let recent = &inner.recent;
+                recent.fill(session.as_str(), epoch, turn_seq, set, expires)
             }
         };
-        working.retain(|item| inner.memory.is_live(item.at, query.now));
+        let working = recent::live(items, &inner.memory, query.now);
 
         let half_life = inner.memory.recency_half_life;
         let mut facts: Vec<Recalled> = rows
@@ -774,7 +775,7 @@ impl MemoryStore for RedisPostgresStore {
         });
         facts.truncate(query.limit);
         Ok(MemoryContext {
-            working: working.into(),
+            working,
             facts,
             standing: rows.standing,
             epoch: rows.epoch,
@@ -813,14 +814,9 @@ impl MemoryStore for RedisPostgresStore {
     ) -> Result<Snapshot, MemoryError> {
         let inner = &self.inner;
         let deadline = Deadline::new(inner.timeout);
-        let facts = async {
-            let client = inner.pg_client(deadline).await?;
-            let facts = deadline
-                .run(POSTGRES, longterm::all_facts(&client, session))
-                .await;
-            Inner::release(client, &facts);
-            facts
-        };
+        let facts = inner.on_pg(deadline, async |client| {
+            longterm::all_facts(client, session).await
+        });
         let working = deadline.run(REDIS, inner.working.read(session, now, &inner.memory));
         let (facts, working) = tokio::try_join!(facts, working)?;
         Ok(Snapshot { working, facts })

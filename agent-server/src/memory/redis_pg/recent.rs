@@ -31,9 +31,10 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use chrono::{DateTime, Utc};
 use lru::LruCache;
 
-use crate::memory::WorkingItem;
+use crate::memory::{MemoryConfig, WorkingItem, WorkingMemory};
 
 /// Where an item sits in its session's sorted set, which orders by score (the item's time in
 /// milliseconds) and then by member, whose fixed-width hex prefix is the turn number and the
@@ -59,6 +60,24 @@ pub(super) struct CommittedTurns {
     pub expires: Option<Instant>,
 }
 
+/// The items of `items` live at `now`, as recall hands them out: a shared range of the list
+/// when they are its newest (as they are, since the list is in time order, unless items of one
+/// millisecond straddle the cutoff), else a list of their own.
+pub(super) fn live(
+    items: Arc<Vec<Arc<WorkingItem>>>,
+    config: &MemoryConfig,
+    now: DateTime<Utc>,
+) -> WorkingMemory {
+    let is_live = |item: &Arc<WorkingItem>| config.is_live(item.at, now);
+    let first = items.iter().position(is_live).unwrap_or(items.len());
+    if items[first..].iter().all(is_live) {
+        let end = items.len();
+        WorkingMemory::shared(items, first..end)
+    } else {
+        items.iter().filter(|item| is_live(item)).cloned().collect()
+    }
+}
+
 /// Committed working memory of recently used sessions; see the module documentation.
 pub(super) struct RecentWorking {
     inner: Mutex<Lru>,
@@ -78,8 +97,12 @@ struct Entry {
     epoch: u64,
     /// The session's `turn_seq` this entry is current for.
     turn_seq: u64,
-    /// The newest `capacity` items of committed turns, in the set's order.
-    items: Vec<Placed>,
+    /// The places of `items` in the set.
+    orders: Vec<Order>,
+    /// The newest `capacity` items of committed turns, in the set's order: handed out shared,
+    /// as the embedded cache does (see [`WorkingMemory`]), so a hit costs one reference count
+    /// rather than one per item.
+    items: Arc<Vec<Arc<WorkingItem>>>,
     /// When Redis drops the key at the latest, if nothing writes it again.
     expires: Instant,
 }
@@ -116,13 +139,13 @@ impl RecentWorking {
         session: &str,
         epoch: u64,
         turn_seq: u64,
-    ) -> Option<Vec<Arc<WorkingItem>>> {
+    ) -> Option<Arc<Vec<Arc<WorkingItem>>>> {
         let mut lru = self.lock();
         let entry = lru.sessions.get(session)?;
         if entry.epoch != epoch || entry.turn_seq != turn_seq || entry.expires <= Instant::now() {
             return None;
         }
-        Some(entry.items.iter().map(|(_, item)| item.clone()).collect())
+        Some(entry.items.clone())
     }
 
     /// Remembers what Redis held for the session when recall read `(epoch, turn_seq)` from
@@ -135,12 +158,9 @@ impl RecentWorking {
         turn_seq: u64,
         mut read: Vec<Placed>,
         expires: Instant,
-    ) -> Vec<Arc<WorkingItem>> {
+    ) -> Arc<Vec<Arc<WorkingItem>>> {
         read.retain(|((_, turn, _), _)| *turn <= turn_seq);
-        read.sort_unstable_by_key(|(order, _)| *order);
-        let newest = read.len().saturating_sub(self.capacity);
-        read.drain(..newest);
-        let items: Vec<Arc<WorkingItem>> = read.iter().map(|(_, item)| item.clone()).collect();
+        let (orders, items) = self.newest(read);
 
         let mut lru = self.lock();
         let later = lru
@@ -151,7 +171,8 @@ impl RecentWorking {
             let entry = Entry {
                 epoch,
                 turn_seq,
-                items: read,
+                orders,
+                items: items.clone(),
                 expires,
             };
             self.put(&mut lru, session, entry);
@@ -181,10 +202,10 @@ impl RecentWorking {
         {
             return;
         }
-        entry.items.extend(added);
-        entry.items.sort_by_key(|(order, _)| *order);
-        let newest = entry.items.len().saturating_sub(self.capacity);
-        entry.items.drain(..newest);
+        let kept = std::mem::take(&mut entry.orders)
+            .into_iter()
+            .zip(Arc::unwrap_or_clone(std::mem::take(&mut entry.items)));
+        (entry.orders, entry.items) = self.newest(kept.chain(added).collect());
         entry.turn_seq = last;
         entry.expires = entry.expires.max(expires.unwrap_or(entry.expires));
         self.put(&mut lru, session, entry);
@@ -201,6 +222,14 @@ impl RecentWorking {
     fn usage(&self) -> (usize, usize) {
         let lru = self.lock();
         (lru.sessions.len(), lru.total)
+    }
+
+    /// The newest `capacity` of `placed`, in the set's order.
+    fn newest(&self, mut placed: Vec<Placed>) -> (Vec<Order>, Arc<Vec<Arc<WorkingItem>>>) {
+        placed.sort_by_key(|(order, _)| *order);
+        let older = placed.len().saturating_sub(self.capacity);
+        let (orders, items) = placed.drain(older..).unzip();
+        (orders, Arc::new(items))
     }
 
     fn take(&self, lru: &mut Lru, session: &str) -> Option<Entry> {
@@ -229,8 +258,6 @@ impl RecentWorking {
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
-
-    use chrono::{DateTime, Utc};
 
     use super::*;
     use crate::memory::TurnRole;
@@ -360,6 +387,45 @@ mod tests {
         recent.committed("s", late);
         assert!(recent.get("s", 0, 4).is_none());
         assert_eq!(recent.usage(), (0, 0));
+    }
+
+    #[test]
+    fn live_items_are_handed_out_as_a_shared_range_when_they_are_the_newest() {
+        let config = MemoryConfig {
+            working_ttl: Duration::from_secs(60),
+            ..MemoryConfig::default()
+        };
+        let items: Arc<Vec<Arc<WorkingItem>>> = Arc::new(
+            [0, 30_000, 70_000]
+                .map(|ms| placed(ms, 1, 0).1)
+                .into_iter()
+                .collect(),
+        );
+        // At 80 s the item of 0 s has expired: the other two, sharing the list.
+        let working = live(items.clone(), &config, at(80_000));
+        assert_eq!(working.len(), 2);
+        assert_eq!(working[0].at, at(30_000));
+        assert!(Arc::ptr_eq(&working[0], &items[1]), "shared, not copied");
+        // Nothing live, everything live.
+        assert!(live(items.clone(), &config, at(200_000)).is_empty());
+        assert_eq!(live(items.clone(), &config, at(50_000)).len(), 3);
+
+        // Out of time order within a millisecond (the set orders by ms, then turn): an expired
+        // item after a live one is still left out.
+        let straddling: Arc<Vec<Arc<WorkingItem>>> = Arc::new(vec![
+            Arc::new(WorkingItem::new(
+                TurnRole::User,
+                "later",
+                at(0) + Duration::from_micros(900),
+            )),
+            Arc::new(WorkingItem::new(
+                TurnRole::User,
+                "earlier",
+                at(0) + Duration::from_micros(100),
+            )),
+        ]);
+        let cutoff = at(60_000) + Duration::from_micros(500);
+        assert_eq!(texts(&live(straddling, &config, cutoff)), ["later"]);
     }
 
     #[test]

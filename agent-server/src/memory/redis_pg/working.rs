@@ -23,7 +23,7 @@ use protocol::SessionId;
 use redis::AsyncCommands;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
-use super::recent::Placed;
+use super::recent::{Order, Placed};
 use crate::memory::{MemoryConfig, MemoryError, WorkingItem};
 
 pub(super) const DEPENDENCY: &str = "redis";
@@ -150,13 +150,13 @@ impl Working {
         // backend); either way nothing held can expire sooner than a write's TTL would.
         let ttl = u64::try_from(ttl_ms)
             .map(Duration::from_millis)
-            .unwrap_or(Duration::from_secs(self.key_ttl_secs.unsigned_abs()));
+            .unwrap_or(self.key_ttl());
         let placed = members
             .iter()
             .map(|member| {
                 let (turn, index) = order_prefix(member)?;
                 let item = decode(member)?;
-                Ok(((item.at.timestamp_millis(), turn, index), Arc::new(item)))
+                Ok((order(turn, index, &item), Arc::new(item)))
             })
             .collect::<Result<_, MemoryError>>()?;
         Ok((placed, started + ttl))
@@ -180,7 +180,7 @@ impl Working {
             .enumerate()
             .map(|(index, item)| {
                 let member = encode(turn_seq, index, item)?;
-                Ok((member, item.at.timestamp_millis() as f64))
+                Ok((member, order(turn_seq, index, item).0 as f64))
             })
             .collect::<Result<_, MemoryError>>()?;
         Ok(Written {
@@ -254,12 +254,22 @@ impl Working {
     }
 }
 
+/// Where the member of item `index` of turn `turn_seq` sits in its set: the score (the item's
+/// time in milliseconds), then the member's prefix ([`encode`]). Every place that orders items as
+/// Redis does goes through here.
+pub(super) fn order(turn_seq: u64, index: usize, item: &WorkingItem) -> Order {
+    (item.at.timestamp_millis(), turn_seq, index.min(MAX_INDEX))
+}
+
+/// The largest position the member prefix's four hex digits hold.
+const MAX_INDEX: usize = 0xffff;
+
 fn encode(turn_seq: u64, index: usize, item: &WorkingItem) -> Result<String, MemoryError> {
     let json = serde_json::to_string(item).map_err(|e| MemoryError::Backend {
         dependency: DEPENDENCY,
         reason: format!("cannot encode a working-memory item: {e}"),
     })?;
-    Ok(format!("{turn_seq:016x}{:04x}{json}", index.min(0xffff)))
+    Ok(format!("{turn_seq:016x}{:04x}{json}", index.min(MAX_INDEX)))
 }
 
 /// The turn number and position a member's prefix holds (see [`encode`]).
