@@ -1244,6 +1244,78 @@ async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
     }
 }
 
+/// Turns of one session that share a batch trim its set once, before any of them adds: a batch
+/// that rolls back (its items compensated) then leaves exactly what readers saw. Trimmed before
+/// each turn, the batch's later turns removed committed items for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rolled_back_batch_of_one_sessions_turns_leaves_what_readers_saw() {
+    let harness = Harness::new().await;
+    reject_poison_at_commit(&harness).await;
+    let s = session();
+    let kept: Vec<String> = (0..8).map(|i| format!("kept {i}")).collect();
+    for text in &kept {
+        let turn = TurnWrite {
+            items: vec![user(text)],
+            ..TurnWrite::default()
+        };
+        harness.commit_turn(&s, turn).await.unwrap();
+    }
+    // Sixteen at once: all but the first queue behind it and share a batch, which fails at
+    // COMMIT (and is then written turn by turn, each failing alone).
+    let doomed = (0..16).map(|i| harness.commit_turn(&s, turn(&format!("doomed {i}"), "poison")));
+    for result in futures_util::future::join_all(doomed).await {
+        assert!(result.is_err(), "a poisoned turn was stored");
+    }
+    let snapshot = harness.snapshot(&s, t0()).await.unwrap();
+    let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(working, kept);
+}
+
+/// A reset whose COMMIT fails after it cleared Redis leaves the epoch as it was, so it moves the
+/// turn number on by itself: another server must not keep serving the cleared items.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_that_did_not_commit_leaves_no_server_serving_cleared_items() {
+    let harness = Harness::new().await;
+    let other = harness.twin().await;
+    let s = session();
+    let said = TurnWrite {
+        items: vec![user("one")],
+        ..TurnWrite::default()
+    };
+    harness.commit_turn(&s, said).await.unwrap();
+    assert_eq!(
+        working_texts(&other.recall(&s, query("x")).await.unwrap()),
+        ["one"]
+    );
+    harness
+        .db
+        .client()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION refuse_reset() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.epoch <> OLD.epoch THEN RAISE EXCEPTION 'reset refused'; END IF;
+                 RETURN NULL;
+             END $$;
+             CREATE CONSTRAINT TRIGGER refuse_reset AFTER UPDATE ON agentwall_sessions
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_reset();",
+        )
+        .await
+        .unwrap();
+    let before = turn_seq(&harness, &s).await;
+    harness.reset(&s).await.expect_err("the COMMIT is refused");
+    assert_eq!(turn_seq(&harness, &s).await, before + 1);
+    assert!(
+        other
+            .recall(&s, query("x"))
+            .await
+            .unwrap()
+            .working
+            .is_empty(),
+        "what Redis holds now: the reset cleared it"
+    );
+}
+
 /// A session this server wrote last is recalled from memory, without Redis: shown by deleting
 /// the key behind its back (nothing in the contract does that, which is why it shows the cache).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
