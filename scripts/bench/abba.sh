@@ -8,18 +8,23 @@
 # on CPU 1 (part h pins it there too, through its `judge` helper). With
 # BENCH_BACKEND=redis+postgres each run uses the redis+postgres backend of the services that
 # scripts/test-services.sh started, on a fresh database (dropped after the run) and an emptied
-# Redis, and also prints the share of the facts table's updates that Postgres made HOT.
+# Redis, and also prints the share of the facts table's updates that Postgres made HOT. With
+# BENCH_UPSTREAM=1 the servers run in upstream mode, as in bench-load.sh's part d: their model is a
+# bare_server (16 chunks per reply) on CPU 0 beside them, the turns are streamed at 16 connections,
+# and each run also prints the time to first token (TTFT) p50 and p99.
 #
 #   scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 #   BENCH_WHOLE_MACHINE=1 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 #   BENCH_BACKEND=redis+postgres scripts/test-services.sh run \
 #     scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
+#   BENCH_UPSTREAM=1 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/bench/lib.sh
 [ $# -eq 2 ] || { echo "usage: $0 AGENT_SERVER_A AGENT_SERVER_B" >&2; exit 2; }
 cargo build --release --quiet -p judge-client --bin judge
 port=${BENCH_PORT:-18320}
+upstream_port=$((port + 1))
 seconds=${BENCH_SECONDS:-8}
 if [ "${BENCH_WHOLE_MACHINE:-0}" = 1 ]; then
   server_cpu=() workers=2
@@ -28,9 +33,11 @@ else
 fi
 work=$(mktemp -d)
 server=
+upstream=
 database=
 cleanup() {
   [ -z "$server" ] || kill "$server" 2>/dev/null || true
+  [ -z "$upstream" ] || kill "$upstream" 2>/dev/null || true
   [ -z "$database" ] || psql -q "$AGENTWALL_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS $database" || true
   rm -rf "$work"
 }
@@ -45,6 +52,18 @@ case "$backend" in
     ;;
   *) echo "BENCH_BACKEND must be embedded or redis+postgres, not $backend" >&2; exit 2 ;;
 esac
+
+load=(--concurrency 64)
+model=()
+if [ "${BENCH_UPSTREAM:-0}" = 1 ]; then
+  cargo build --release --quiet -p agentwall --example bare_server
+  taskset -c 0 target/release/examples/bare_server --port "$upstream_port" --workers 1 \
+    --chunks 16 2>"$work/upstream.log" &
+  upstream=$!
+  wait_up "$upstream_port"
+  load=(--concurrency 16 --stream)
+  model=(--llm-base-url "http://127.0.0.1:$upstream_port/v1")
+fi
 
 # memory_flags RUN: sets `memory` to the server's memory flags for run RUN; for redis+postgres,
 # creates the run's database and empties Redis.
@@ -74,38 +93,43 @@ hot_share() {
   database=
 }
 
-# run BINARY: one measured run; its turns/s, p50 and p99 go to $work/result. Runs in this shell,
+# run BINARY: one measured run; its turns/s, p50, p99 and TTFT go to $work/result. Runs in this shell,
 # not a subshell, so that the EXIT trap can stop its server if anything fails.
 run() {
   rm -rf "$work/data"
   memory_flags "$2"
   sync
   sleep 1
-  "${server_cpu[@]}" "$1" --addr "127.0.0.1:$port" --workers "$workers" "${memory[@]}" \
+  "${server_cpu[@]}" "$1" --addr "127.0.0.1:$port" --workers "$workers" "${memory[@]}" "${model[@]}" \
     >"$work/server.log" 2>&1 &
   server=$!
   wait_up "$port"
   taskset -c 1 target/release/judge load --endpoint "http://127.0.0.1:$port" --threads 1 \
     --duration "${seconds}s" --warmup 1s --prompt-tokens 16 --output-tokens 16 --quiet \
-    --concurrency 64 --out "$work/judge" >"$work/judge.txt" 2>&1 || { cat "$work/judge.txt" >&2; exit 1; }
+    "${load[@]}" --out "$work/judge" >"$work/judge.txt" 2>&1 || { cat "$work/judge.txt" >&2; exit 1; }
   kill "$server"
   wait "$server" 2>/dev/null || true
   server=
   hot_share
   head -1 "$work/judge.txt" |
-    sed -E "s/.*: ([0-9.]+) req\/s.*latency p50\/p99 ([0-9.]+)\/([0-9.]+) ms.*/\1 \2 \3 $hot/" \
+    sed -E "s/.*: ([0-9.]+) req\/s.*latency p50\/p99 ([0-9.]+)\/([0-9.]+) ms, ttft ([^ ]+) ms.*/\1 \2 \3 \4 $hot/" \
       >"$work/result"
 }
 
-printf '%-8s %-40s %10s %8s %8s %6s\n' run binary turns/s "p50 ms" "p99 ms" HOT
+printf '%-8s %-40s %10s %8s %8s %12s %6s\n' run binary turns/s "p50 ms" "p99 ms" "TTFT p50/p99" HOT
 i=0
 for which in A B B A A B B A; do
   i=$((i + 1))
   if [ "$which" = A ]; then binary=$1; else binary=$2; fi
   run "$binary" "$i"
-  read -r rate p50 p99 hot <"$work/result"
-  printf '%-8s %-40s %10s %8s %8s %6s\n' "$i ($which)" "$binary" "$rate" "$p50" "$p99" "$hot" |
+  read -r rate p50 p99 ttft hot <"$work/result"
+  printf '%-8s %-40s %10s %8s %8s %12s %6s\n' "$i ($which)" "$binary" "$rate" "$p50" "$p99" "$ttft" "$hot" |
     tee -a "$work/runs.txt"
 done
-awk '$2 ~ /^\(A\)$/ {a += $4; na++} $2 ~ /^\(B\)$/ {b += $4; nb++}
-     END {printf "mean A %.0f turns/s, B %.0f turns/s, B/A %.3f\n", a/na, b/nb, (b/nb)/(a/na)}' "$work/runs.txt"
+awk '$2 ~ /^\(A\)$/ {a += $4; na++; split($7, t, "/"); ta += t[1]}
+     $2 ~ /^\(B\)$/ {b += $4; nb++; split($7, t, "/"); tb += t[1]}
+     END {
+       printf "mean A %.0f turns/s, B %.0f turns/s, B/A %.3f", a/na, b/nb, (b/nb)/(a/na)
+       if (ta > 0) printf "; mean TTFT p50 A %.3f ms, B %.3f ms", ta/na, tb/nb
+       printf "\n"
+     }' "$work/runs.txt"
