@@ -554,6 +554,42 @@ async fn the_first_chunk_goes_out_before_the_upstream_finishes() {
 }
 
 #[actix_web::test]
+async fn unchanged_chunks_reach_the_client_byte_for_byte_in_the_upstreams_order() {
+    // Spacing, key order, a vendor field and a number written `2.50`: re-serialising would change
+    // each of them.
+    let vendor = |i: usize| {
+        format!(
+            r#"{{"id": "up-c",  "object": "chat.completion.chunk", "created": 1, "model": "fake-model", "choices": [{{"index": 0, "delta": {{"content": "w{i} "}}, "finish_reason": null}}], "x_vendor": {{"z": 1, "a": 2.50}}}}"#
+        )
+    };
+    // A burst (sent together) and then one more after a pause.
+    let mut events: Vec<(Duration, String)> = (0..5).map(|i| (Duration::ZERO, vendor(i))).collect();
+    events.push((Duration::from_millis(50), vendor(5)));
+    events.push((Duration::ZERO, chunk(json!({}), Some("stop"))));
+    events.push((Duration::ZERO, "[DONE]".into()));
+    let (url, _) = fake_upstream(Script::Sse(events));
+    let app = spawn_app(&url, |_| {}).await;
+    let r = app
+        .chat(
+            "s-bytes",
+            json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]}),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.raw);
+    let events = sse_events(&r.raw);
+    let expected: Vec<String> = (0..6).map(vendor).collect();
+    assert_eq!(events[..6], expected[..], "{}", r.raw);
+    assert!(events[6].contains("\"stop\""), "{}", r.raw);
+    assert_eq!(events[7..], ["[DONE]"]);
+    let memory = app.memory("s-bytes").await;
+    assert_eq!(
+        memory["working_memory"][1]["text"], "w0 w1 w2 w3 w4 w5 ",
+        "{memory}"
+    );
+}
+
+#[actix_web::test]
 async fn a_stream_whose_turn_cannot_be_stored_ends_with_an_error_and_no_done() {
     let slow = vec![
         (

@@ -11,6 +11,7 @@ use std::convert::Infallible;
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
+use futures_util::StreamExt as _;
 use protocol::openai::{
     ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage, Choice, ChunkChoice,
     Delta, Extra, FunctionCallDelta, Role, ToolCall, ToolCallDelta,
@@ -108,28 +109,33 @@ pub async fn chat_completions(
         Some(upstream) => {
             // Errors up to the upstream's response head are still HTTP errors (429, 502, 504).
             let chunks = upstream.stream(turn.prompt()).await?;
-            Ok(relayed_stream(state.clone(), turn, chunks, include_usage))
+            Ok(relayed_stream(state.clone(), turn, chunks, include_usage).await)
         }
     }
 }
 
-/// Server-sent events relayed from an upstream stream. The response head goes out now; each
-/// upstream chunk is forwarded as soon as it arrives, by a local task on this worker.
-fn relayed_stream(
+/// Server-sent events relayed from an upstream stream, each upstream chunk forwarded as soon as
+/// it arrives by a local task on this worker. The response head waits for the first events, so
+/// that both go out in one write: the head alone carries no token, and a write of its own cost
+/// every streamed turn a system call and a wake-up of the client.
+async fn relayed_stream(
     state: web::Data<AppState>,
     turn: PreparedTurn,
     chunks: ChunkStream,
     include_usage: bool,
 ) -> HttpResponse {
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let (tx, mut rx) = mpsc::channel::<Bytes>(64);
     actix_web::rt::spawn(
         relay(state, turn, chunks, include_usage, tx).instrument(tracing::Span::current()),
     );
-    let body = futures_util::stream::unfold(rx, |mut rx| async move {
+    // The relay sends at least `[DONE]` or an error event, unless the client went away.
+    let first = rx.recv().await;
+    let rest = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await
             .map(|event| (Ok::<_, Infallible>(event), rx))
     });
+    let body = futures_util::stream::iter(first.map(Ok::<_, Infallible>)).chain(rest);
     HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("cache-control", "no-cache"))
@@ -138,10 +144,12 @@ fn relayed_stream(
 
 /// Relays one upstream stream to the client.
 ///
-/// Chunks pass through unchanged as they arrive, except the final ones (those with a
-/// `finish_reason`, and the usage chunk), which are held back. When the upstream stream ends, the
-/// turn (user text and the assembled reply) is committed to memory, and only then are the held
-/// chunks and `data: [DONE]` sent. So a client that saw `[DONE]` knows the turn is stored.
+/// Chunks pass through unchanged as they arrive (the upstream's own bytes), except the final ones
+/// (those with a `finish_reason`, and the usage chunk), which are held back. When the upstream
+/// stream ends, the turn (user text and the assembled reply) is committed to memory, and only
+/// then are the held chunks and `data: [DONE]` sent. So a client that saw `[DONE]` knows the
+/// turn is stored. Chunks that have already arrived when one is read are sent in one piece, so a
+/// burst of tokens costs one write, not one each.
 ///
 /// - If the commit fails, the client gets an SSE error event in OpenAI's error shape (what the
 ///   official SDKs raise as an API error) and **no `[DONE]`**: the turn was not stored.
@@ -162,58 +170,75 @@ async fn relay(
     let mut held = Vec::new();
     let mut finished = false;
     while let Some(item) = chunks.recv().await {
-        let mut chunk = match item {
-            Ok(chunk) => chunk,
-            Err(e) => {
-                let _ = tx.send(error_event(&ApiError::from(e))).await;
-                return;
+        let mut events = Vec::new();
+        let mut next = Some(item);
+        while let Some(item) = next {
+            let streamed = match item {
+                Ok(streamed) => streamed,
+                Err(e) => {
+                    push_error_event(&mut events, &ApiError::from(e));
+                    let _ = tx.send(Bytes::from(events)).await;
+                    return;
+                }
+            };
+            let mut chunk = streamed.chunk;
+            reply.observe(&chunk);
+            // Final: the chunk with the finish reason and everything after it, and usage chunks
+            // (servers differ: `choices: []`, or an empty delta).
+            finished |= chunk.choices.iter().any(|c| c.finish_reason.is_some());
+            if finished || chunk.usage.is_some() || chunk.choices.is_empty() {
+                // Without `include_usage`, usage is removed, and a chunk that carried nothing
+                // else is dropped.
+                let unwanted = !include_usage
+                    && chunk.usage.take().is_some()
+                    && chunk
+                        .choices
+                        .iter()
+                        .all(|c| c.finish_reason.is_none() && c.delta == Delta::default());
+                if !unwanted {
+                    held.push(chunk);
+                }
+            } else {
+                // Not final, so it has no usage to remove: the upstream's bytes go on as they are.
+                push_event(&mut events, streamed.data.as_bytes());
             }
-        };
-        reply.observe(&chunk);
-        // Final: the chunk with the finish reason and everything after it, and usage chunks
-        // (servers differ: `choices: []`, or an empty delta).
-        finished |= chunk.choices.iter().any(|c| c.finish_reason.is_some());
-        let is_final = finished || chunk.usage.is_some() || chunk.choices.is_empty();
-        if !include_usage && chunk.usage.take().is_some() {
-            let only_usage = chunk
-                .choices
-                .iter()
-                .all(|c| c.finish_reason.is_none() && c.delta == Delta::default());
-            if only_usage {
-                continue;
-            }
+            next = chunks.try_recv().ok();
         }
-        if is_final {
-            held.push(chunk);
-        } else if tx.send(event(&chunk)).await.is_err() {
+        if !events.is_empty() && tx.send(Bytes::from(events)).await.is_err() {
             return;
         }
     }
+    let mut events = Vec::new();
     if let Err(e) = state.agent.commit(turn, &reply.text()).await {
-        let _ = tx.send(error_event(&ApiError::from(e))).await;
+        push_error_event(&mut events, &ApiError::from(e));
+        let _ = tx.send(Bytes::from(events)).await;
         return;
     }
     for chunk in &held {
-        if tx.send(event(chunk)).await.is_err() {
-            return;
-        }
+        push_chunk_event(&mut events, chunk);
     }
-    let _ = tx.send(Bytes::from_static(b"data: [DONE]\n\n")).await;
+    events.extend_from_slice(b"data: [DONE]\n\n");
+    let _ = tx.send(Bytes::from(events)).await;
 }
 
-fn event(chunk: &ChatCompletionChunk) -> Bytes {
-    let mut line = b"data: ".to_vec();
-    serde_json::to_writer(&mut line, chunk).expect("chunks serialise");
-    line.extend_from_slice(b"\n\n");
-    Bytes::from(line)
+/// Appends one server-sent event carrying `data`.
+fn push_event(events: &mut Vec<u8>, data: &[u8]) {
+    events.extend_from_slice(b"data: ");
+    events.extend_from_slice(data);
+    events.extend_from_slice(b"\n\n");
 }
 
-fn error_event(e: &ApiError) -> Bytes {
+fn push_chunk_event(events: &mut Vec<u8>, chunk: &ChatCompletionChunk) {
+    events.extend_from_slice(b"data: ");
+    serde_json::to_writer(&mut *events, chunk).expect("chunks serialise");
+    events.extend_from_slice(b"\n\n");
+}
+
+fn push_error_event(events: &mut Vec<u8>, e: &ApiError) {
     tracing::error!(error = %e, "stream ended with an error");
-    let mut line = b"data: ".to_vec();
-    serde_json::to_writer(&mut line, &e.body()).expect("errors serialise");
-    line.extend_from_slice(b"\n\n");
-    Bytes::from(line)
+    events.extend_from_slice(b"data: ");
+    serde_json::to_writer(&mut *events, &e.body()).expect("errors serialise");
+    events.extend_from_slice(b"\n\n");
 }
 
 /// The reply a stream carried, for memory: its text, or a note of its tool calls.

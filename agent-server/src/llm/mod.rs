@@ -126,7 +126,16 @@ pub trait PassThrough: Send + Sync {
 }
 
 /// Chunks of a streamed completion, in arrival order.
-pub type ChunkStream = tokio::sync::mpsc::Receiver<Result<ChatCompletionChunk, LlmError>>;
+pub type ChunkStream = tokio::sync::mpsc::Receiver<Result<StreamedChunk, LlmError>>;
+
+/// One chunk of a streamed completion: parsed, and the `data` of its event as the upstream sent
+/// it, so that a relay passes an unchanged chunk on byte for byte instead of serialising it again.
+#[derive(Debug)]
+pub struct StreamedChunk {
+    pub chunk: ChatCompletionChunk,
+    /// The event's `data`, without surrounding whitespace; it parses to `chunk`.
+    pub data: String,
+}
 
 /// Rough token count for usage reporting where no tokenizer is at hand: words and punctuation
 /// marks, which tracks BPE counts of English text within a small factor.

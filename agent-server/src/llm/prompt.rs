@@ -9,12 +9,13 @@
 //! Working-memory turns the client also sent itself are left out, so nothing appears twice.
 
 use std::collections::HashSet;
+use std::fmt::Write as _;
 
 use protocol::openai::{ChatMessage, Role};
 
 use super::Prompt;
 use super::upstream::reply_text;
-use crate::memory::TurnRole;
+use crate::memory::{TextHasher, TurnRole};
 
 /// Used when no `--system-prompt-file` is given.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant with long-term memory. \
@@ -23,16 +24,14 @@ and say so when you do not know something rather than guessing.";
 
 /// The upstream request's messages for `prompt`.
 pub fn messages(system_prompt: &str, prompt: &Prompt<'_>) -> Vec<ChatMessage> {
-    let mut out =
-        Vec::with_capacity(prompt.request.messages.len() + prompt.memory.working.len() + 1);
+    let client = &prompt.request.messages;
+    let mut out = Vec::with_capacity(client.len() + prompt.memory.working.len() + 1);
     out.push(ChatMessage::system(system_message(system_prompt, prompt)));
     // As working memory holds them: text, or the note of an assistant message's tool calls.
-    let sent: HashSet<String> = prompt
-        .request
-        .messages
-        .iter()
-        .map(|m| reply_text(m).trim().to_owned())
-        .collect();
+    // Hashed with foldhash: every working item (64 by default) is looked up on every turn, and
+    // SipHash over their whole texts was a measurable share of an upstream turn.
+    let sent_texts: Vec<String> = client.iter().map(reply_text).collect();
+    let sent: HashSet<&str, TextHasher> = sent_texts.iter().map(|t| t.trim()).collect();
     for item in &prompt.memory.working {
         if sent.contains(item.text.trim()) {
             continue;
@@ -43,38 +42,43 @@ pub fn messages(system_prompt: &str, prompt: &Prompt<'_>) -> Vec<ChatMessage> {
         };
         out.push(ChatMessage::text(role, item.text.clone()));
     }
-    out.extend(prompt.request.messages.iter().cloned());
+    out.extend(client.iter().cloned());
     out
 }
 
 fn system_message(system_prompt: &str, prompt: &Prompt<'_>) -> String {
+    // `write!` to a String cannot fail.
     let mut text = system_prompt.trim().to_owned();
-    text.push_str(&format!(
+    let _ = write!(
+        text,
         "\n\nThe current date and time is {}.",
         prompt.now.format("%A %Y-%m-%d %H:%M UTC")
-    ));
+    );
     let memory = prompt.memory;
     if !memory.facts.is_empty() {
         text.push_str("\n\nWhat you remember about the user from earlier conversations (most relevant first):");
         for recalled in &memory.facts {
             let f = &recalled.fact;
-            text.push_str(&format!(
+            let _ = write!(
+                text,
                 "\n- {} (noted {})",
                 f.text,
                 f.observed_at.format("%Y-%m-%d")
-            ));
+            );
         }
     }
     if !memory.standing.is_empty() {
         text.push_str("\n\nStanding instructions and reminders the user gave you:");
         for f in &memory.standing {
-            text.push_str(&format!("\n- {}", f.text));
+            text.push_str("\n- ");
+            text.push_str(&f.text);
         }
     }
     if !prompt.must_say.is_empty() {
         text.push_str("\n\nBecause of those instructions your reply must include, in this order:");
         for o in prompt.must_say {
-            text.push_str(&format!("\n- {}", o.text()));
+            text.push_str("\n- ");
+            text.push_str(o.text());
         }
     }
     text

@@ -32,7 +32,9 @@ use tracing::field::Empty;
 use tracing::{Instrument as _, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use super::{ChatModel, ChunkStream, LlmError, ModelReply, PassThrough, Prompt, prompt};
+use super::{
+    ChatModel, ChunkStream, LlmError, ModelReply, PassThrough, Prompt, StreamedChunk, prompt,
+};
 use crate::telemetry::metrics;
 
 /// Largest upstream response body read (a whole completion, or an error body).
@@ -97,27 +99,55 @@ impl UpstreamModel {
     }
 
     /// The request sent upstream: the client's, with the agent's messages and our stream options.
+    ///
+    /// Built field by field rather than by cloning the client's request, whose messages would be
+    /// copied only to be replaced; a field added to the protocol type fails to compile here until
+    /// it is passed on.
     fn request(&self, prompt: &Prompt<'_>, stream: bool) -> ChatCompletionRequest {
-        let mut request = prompt.request.clone();
-        request.messages = prompt::messages(&self.config.system_prompt, prompt);
-        request.model = self
+        let ChatCompletionRequest {
+            model,
+            messages: _,
+            stream: _,
+            stream_options,
+            temperature,
+            top_p,
+            max_tokens,
+            max_completion_tokens,
+            tools,
+            tool_choice,
+            seed,
+            user,
+            extra,
+        } = prompt.request;
+        let model = self
             .config
             .model
-            .clone()
-            .or(request.model)
-            .filter(|m| !m.is_empty());
-        if stream {
-            request.stream = Some(true);
-            // Always ask for usage: spans and logs report it; the client gets the usage chunk
-            // only when it asked for it (see `http::chat`).
-            let mut options = request.stream_options.take().unwrap_or_default();
+            .as_ref()
+            .or(model.as_ref())
+            .filter(|m| !m.is_empty())
+            .cloned();
+        // Streamed, always ask for usage: spans and logs report it; the client gets the usage
+        // chunk only when it asked for it (see `http::chat`).
+        let stream_options = stream.then(|| {
+            let mut options = stream_options.clone().unwrap_or_default();
             options.include_usage = Some(true);
-            request.stream_options = Some(options);
-        } else {
-            request.stream = None;
-            request.stream_options = None;
+            options
+        });
+        ChatCompletionRequest {
+            model,
+            messages: prompt::messages(&self.config.system_prompt, prompt),
+            stream: stream.then_some(true),
+            stream_options,
+            temperature: *temperature,
+            top_p: *top_p,
+            max_tokens: *max_tokens,
+            max_completion_tokens: *max_completion_tokens,
+            tools: tools.clone(),
+            tool_choice: tool_choice.clone(),
+            seed: *seed,
+            user: user.clone(),
+            extra: extra.clone(),
         }
-        request
     }
 
     fn span(&self, request: &ChatCompletionRequest) -> Span {
@@ -526,11 +556,14 @@ async fn run_stream(
                 if data.is_empty() {
                     continue;
                 }
-                parse_chunk(data)
+                parse_chunk(data).map(|chunk| StreamedChunk {
+                    chunk,
+                    data: trimmed(event.data),
+                })
             }
         };
         match &item {
-            Ok(chunk) => seen.observe(chunk, trace_content),
+            Ok(streamed) => seen.observe(&streamed.chunk, trace_content),
             Err(e) => failure = Some(e.clone()),
         }
         if tx.send(item).await.is_err() || failure.is_some() {
@@ -550,6 +583,15 @@ async fn run_stream(
     if trace_content {
         let output = serde_json::json!([{"role": "assistant", "content": seen.content}]);
         span.record("gen_ai.output.messages", output.to_string());
+    }
+}
+
+/// `text` without surrounding whitespace, reusing its buffer when there is none (the usual case).
+fn trimmed(text: String) -> String {
+    if text.trim().len() == text.len() {
+        text
+    } else {
+        text.trim().to_owned()
     }
 }
 

@@ -26,6 +26,8 @@ pub mod lexical;
 pub mod ranking;
 pub mod redis_pg;
 
+pub(crate) use distinct::TextHasher;
+
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
