@@ -1,6 +1,5 @@
 use agent_server::config::Config;
 use agent_server::startup::Application;
-use agent_server::telemetry::Traces;
 use clap::Parser;
 
 /// mimalloc rather than glibc's malloc: a turn allocates many small strings (terms, facts,
@@ -12,8 +11,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[actix_web::main]
 async fn main() -> anyhow::Result<()> {
     let config = Config::parse();
-    let traces = Traces::for_upstream(config.llm_base_url.as_deref());
-    let telemetry = agent_server::telemetry::init(config.log_format, traces);
+    let telemetry = agent_server::telemetry::init(config.log_format);
     let result = run(config).await;
     if let Err(e) = &result {
         tracing::error!(error = %format!("{e:#}"), "agent-server failed");

@@ -8,13 +8,14 @@
 //!   batch processor on its own thread, so requests never wait for the collector. The standard
 //!   `OTEL_*` variables apply (`OTEL_SERVICE_NAME`, default `agent-server`;
 //!   `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_BSP_*`, `OTEL_SDK_DISABLED`,
-//!   `OTEL_TRACES_EXPORTER=none`). Without an endpoint but with an upstream model, spans still
-//!   get ids, so trace context still flows from the caller to the upstream model. With neither,
-//!   no OpenTelemetry span is made at all ([`Traces::Unused`]): nobody would receive one, and
-//!   building them was about 7 % of a builtin-model turn's CPU (docs/benchmarks.md).
+//!   `OTEL_TRACES_EXPORTER=none`). Without an endpoint no OpenTelemetry span is made at all:
+//!   nobody would receive one, and building them was about 7 % of a turn's CPU
+//!   (docs/benchmarks.md). Trace context still flows from the caller to the upstream model
+//!   ([`propagation`]).
 //! - **Metrics**: Prometheus collectors in [`metrics`], served by `GET /metrics`.
 
 mod log_fields;
+pub mod propagation;
 
 use std::io::IsTerminal;
 use std::sync::{LazyLock, OnceLock};
@@ -60,42 +61,21 @@ impl Telemetry {
 
 static INSTALLED: OnceLock<()> = OnceLock::new();
 
-/// Who could use this process's OpenTelemetry spans besides an OTLP exporter.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Traces {
-    /// An upstream model is called: its requests carry the trace context (`traceparent`), so
-    /// spans are made even when none is exported.
-    Propagated,
-    /// Nothing is called that could continue a trace: spans are made only if exported.
-    Unused,
-}
-
-impl Traces {
-    /// What a server calling `upstream` (its model's base URL, if any) needs.
-    pub fn for_upstream(upstream: Option<&str>) -> Self {
-        if upstream.is_some_and(|url| !url.trim().is_empty()) {
-            Self::Propagated
-        } else {
-            Self::Unused
-        }
-    }
-}
-
 /// Installs the global subscriber, propagator and tracer provider. Only the first call does
 /// anything (tests call it once per test); later calls return a no-op guard.
-pub fn init(format: LogFormat, traces: Traces) -> Telemetry {
+pub fn init(format: LogFormat) -> Telemetry {
     let mut installed = None;
-    INSTALLED.get_or_init(|| installed = Some(install(format, traces)));
+    INSTALLED.get_or_init(|| installed = Some(install(format)));
     Telemetry {
         provider: installed.flatten(),
     }
 }
 
-fn install(format: LogFormat, traces: Traces) -> Option<SdkTracerProvider> {
+fn install(format: LogFormat) -> Option<SdkTracerProvider> {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let (provider, export_error) = tracer_provider();
     let mut layers: Vec<Box<dyn Layer<Subscribers> + Send + Sync>> = Vec::new();
-    if traces == Traces::Propagated || exporter_configured() {
+    if exporter_configured() {
         let tracer = provider.tracer(SERVICE_NAME);
         // Spans for tracing are chosen by target, independently of RUST_LOG, so that quieter
         // logs do not lose traces.
@@ -266,20 +246,5 @@ impl Metrics {
         prometheus::TextEncoder::new()
             .encode_to_string(&self.registry.gather())
             .unwrap_or_else(|e| format!("# metrics could not be encoded: {e}\n"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn traces_are_kept_for_a_real_upstream_only() {
-        assert_eq!(
-            Traces::for_upstream(Some("http://127.0.0.1:8000/v1")),
-            Traces::Propagated
-        );
-        assert_eq!(Traces::for_upstream(Some("  ")), Traces::Unused);
-        assert_eq!(Traces::for_upstream(None), Traces::Unused);
     }
 }

@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use agent_server::config::{Config, LogFormat};
 use agent_server::startup::Application;
-use agent_server::telemetry::Traces;
 use awc::http::StatusCode;
 use bytes::Bytes;
 use futures_util::StreamExt as _;
@@ -142,7 +141,7 @@ struct TestApp {
 async fn spawn_app(base_url: &str, configure: impl FnOnce(&mut Config)) -> TestApp {
     // Installs the tracing subscriber and the W3C propagator once for this test binary, so
     // traceparent handling is exercised as in the binary.
-    let _ = agent_server::telemetry::init(LogFormat::Text, Traces::Propagated);
+    let _ = agent_server::telemetry::init(LogFormat::Text);
     let data = tempfile::tempdir().unwrap();
     let mut config = Config::for_tests(data.path());
     config.workers = Some(1);

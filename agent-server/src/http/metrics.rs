@@ -22,7 +22,7 @@ use tracing::Instrument as _;
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use crate::telemetry::metrics;
+use crate::telemetry::{metrics, propagation};
 
 /// Route label for requests that matched no route (keeps label cardinality bounded).
 const UNMATCHED: &str = "unmatched";
@@ -49,7 +49,7 @@ pub async fn observe(
     );
     let parent =
         opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(req.headers())));
-    let _ = span.set_parent(parent);
+    let _ = span.set_parent(parent.clone());
     if let Some(session) = req
         .headers()
         .get(SESSION_ID)
@@ -63,7 +63,7 @@ pub async fn observe(
     m.http_in_flight.inc();
     let in_flight = InFlight;
     let started = Instant::now();
-    let result = next.call(req).instrument(span.clone()).await;
+    let result = propagation::with_caller(parent, next.call(req).instrument(span.clone())).await;
     let status = match &result {
         Ok(response) => response.status(),
         Err(e) => e.as_response_error().status_code(),

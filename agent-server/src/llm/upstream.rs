@@ -30,12 +30,11 @@ use protocol::openai::{
 use tokio::sync::{mpsc, oneshot};
 use tracing::field::Empty;
 use tracing::{Instrument as _, Span};
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::{
     ChatModel, ChunkStream, LlmError, ModelReply, PassThrough, Prompt, StreamedChunk, prompt,
 };
-use crate::telemetry::metrics;
+use crate::telemetry::{metrics, propagation};
 
 /// Largest upstream response body read (a whole completion, or an error body).
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -198,7 +197,7 @@ impl UpstreamModel {
     /// the upstream's own spans (if it traces) continue the caller's trace under this call.
     fn call(&self, request: &ChatCompletionRequest, span: &Span) -> Call {
         let mut headers = HashMap::new();
-        let cx = span.context();
+        let cx = propagation::outgoing(span);
         opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut headers));
         if let Some(key) = &self.config.api_key {
             headers.insert("authorization".to_owned(), format!("Bearer {key}"));
