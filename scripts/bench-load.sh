@@ -12,7 +12,8 @@
 #       turns on all of those sessions (the session cache at its --memory-cache-items budget);
 #   (h) the whole machine: bare server and agent-server with 2 workers each, nothing pinned, the
 #       generator sharing both cores with them (how the issue's "this 2-core machine" targets
-#       read); non-streaming and streaming, 64 connections;
+#       read); non-streaming and streaming, 64 connections; and (d)'s upstream mode at 16
+#       connections, the bare server as the model;
 #   (g) trace export: agent-server exporting every span over OTLP/HTTP to a real Arize Phoenix
 #       (.venv/phoenix, installed by scripts/phoenix-trace-check.sh), and exporting a 10 % sample
 #       of traces (OTEL_TRACES_SAMPLER=parentbased_traceidratio), vs not exporting.
@@ -42,6 +43,7 @@ sampled_port=${BENCH_SAMPLED_PORT:-18098}
 untraced_port=${BENCH_UNTRACED_PORT:-18099}
 machine_bare_port=${BENCH_MACHINE_BARE_PORT:-18100}
 machine_agent_port=${BENCH_MACHINE_AGENT_PORT:-18101}
+machine_upstream_port=${BENCH_MACHINE_UPSTREAM_PORT:-18102}
 
 cargo build --release --quiet -p agent-server -p judge-client -p agentwall --bins --example bare_server
 out=runs/bench-load-$(date -u +%Y%m%dT%H%M%SZ)
@@ -214,8 +216,14 @@ if [[ $parts == *h* ]]; then
   target/release/agent-server --addr "127.0.0.1:$machine_agent_port" --workers 2 \
     --data-dir "$out/machine-data" >"$out/machine-agent.log" 2>&1 &
   pids+=($!)
+  # Upstream mode as in (d), on the whole machine: the bare server is the model.
+  target/release/agent-server --addr "127.0.0.1:$machine_upstream_port" --workers 2 \
+    --data-dir "$out/machine-upstream-data" \
+    --llm-base-url "http://127.0.0.1:$machine_bare_port/v1" >"$out/machine-upstream.log" 2>&1 &
+  pids+=($!)
   wait_up "$machine_bare_port"
   wait_up "$machine_agent_port"
+  wait_up "$machine_upstream_port"
   pinned_client_cpu=$client_cpu
   client_cpu=""
   for rep in $(seq "$repeats"); do
@@ -223,6 +231,8 @@ if [[ $parts == *h* ]]; then
     judge "h-agent-judge-$rep" "$machine_agent_port" --concurrency 64
     judge "h-bare-stream-judge-$rep" "$machine_bare_port" --concurrency 64 --stream
     judge "h-agent-stream-judge-$rep" "$machine_agent_port" --concurrency 64 --stream
+    judge "h-direct-judge-$rep" "$machine_bare_port" --concurrency 16 --stream
+    judge "h-upstream-judge-$rep" "$machine_upstream_port" --concurrency 16 --stream
   done
   client_cpu=$pinned_client_cpu
 fi

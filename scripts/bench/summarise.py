@@ -202,6 +202,8 @@ ttft_overhead("(d) upstream mode, streaming, c=16: time to first token (ms, medi
               "d-direct-judge", "d-agent-judge")
 ttft_overhead("(d) upstream mode, streaming, open loop at 200 req/s: time to first token",
               "d-direct-rate-judge", "d-agent-rate-judge")
+ttft_overhead("(h) upstream mode on the whole machine, streaming, c=16: time to first token",
+              "h-direct-judge", "h-upstream-judge")
 
 
 def rss_kib(name):
