@@ -5,7 +5,9 @@ use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use agent_server::memory::embedded::{APPLICATION_ID, EmbeddedStore, SCHEMA_VERSION};
+use agent_server::memory::embedded::{
+    APPLICATION_ID, EmbeddedStore, SCHEMA_VERSION, WAL_AUTOCHECKPOINT_FRAMES,
+};
 use agent_server::memory::ranking::Terms;
 use agent_server::memory::{
     MemoryConfig, MemoryError, MemoryStore, NewFact, RecallQuery, Restatement, TurnRole, TurnWrite,
@@ -147,6 +149,40 @@ async fn data_survives_closing_and_reopening_the_file() {
         .await
         .unwrap();
     assert_eq!(ctx.epoch, 2, "epochs survive a restart");
+}
+
+/// The log is copied into the database file as it fills, while the store is open, so it stays
+/// near its checkpoint size however much is written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_write_ahead_log_is_checkpointed_while_the_store_is_open() {
+    let dir = TempDir::new().unwrap();
+    let path = db_path(&dir);
+    let store = EmbeddedStore::open(&path, conformance::config())
+        .await
+        .unwrap();
+    // About 1.6 times the checkpoint size in facts of 4 KiB, 50 per write.
+    let page = 4096 + 24;
+    let limit = u64::from(WAL_AUTOCHECKPOINT_FRAMES) * page;
+    let written = limit * 8 / 5;
+    let text = "bees ".repeat(800);
+    let s = session("wal");
+    for _ in 0..written / (50 * 4096) {
+        let facts = (0..50).map(|_| fact(None, &text, t0())).collect();
+        store.inject(&s, facts).await.unwrap();
+    }
+    let size = |suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        std::fs::metadata(name).map_or(0, |m| m.len())
+    };
+    let (database, log) = (size(""), size("-wal"));
+    // One write past the limit, plus the frames of the write that crossed it.
+    assert!(log <= limit + 200 * page, "log of {log} bytes");
+    assert!(
+        database >= written / 2,
+        "the database file holds {database} bytes of {written} written"
+    );
+    drop(store);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

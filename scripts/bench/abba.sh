@@ -126,10 +126,10 @@ for which in A B B A A B B A; do
   printf '%-8s %-40s %10s %8s %8s %12s %6s\n' "$i ($which)" "$binary" "$rate" "$p50" "$p99" "$ttft" "$hot" |
     tee -a "$work/runs.txt"
 done
-awk '$2 ~ /^\(A\)$/ {a += $4; na++; split($7, t, "/"); ta += t[1]}
+awk -v upstream="${BENCH_UPSTREAM:-0}" '$2 ~ /^\(A\)$/ {a += $4; na++; split($7, t, "/"); ta += t[1]}
      $2 ~ /^\(B\)$/ {b += $4; nb++; split($7, t, "/"); tb += t[1]}
      END {
        printf "mean A %.0f turns/s, B %.0f turns/s, B/A %.3f", a/na, b/nb, (b/nb)/(a/na)
-       if (ta > 0) printf "; mean TTFT p50 A %.3f ms, B %.3f ms", ta/na, tb/nb
+       if (upstream == 1) printf "; mean TTFT p50 A %.3f ms, B %.3f ms", ta/na, tb/nb
        printf "\n"
      }' "$work/runs.txt"

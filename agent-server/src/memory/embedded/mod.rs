@@ -47,7 +47,7 @@ use deadpool_sqlite::{Hook, HookError, InteractError, Pool, PoolError, Runtime};
 use protocol::SessionId;
 use protocol::control::DependencyHealth;
 
-pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, SCHEMA_VERSION};
+pub use schema::{APPLICATION_ID, BUSY_TIMEOUT, SCHEMA_VERSION, WAL_AUTOCHECKPOINT_FRAMES};
 
 use self::cache::{SessionCache, SharedSession};
 use self::writer::WriterContext;
@@ -275,6 +275,7 @@ fn open_writer(path: &Path) -> Result<Connection, MemoryError> {
     let mut conn = Connection::open(path).map_err(sqlite_error)?;
     schema::configure_connection(&mut conn).map_err(sqlite_error)?;
     schema::migrate(&mut conn)?;
+    schema::configure_writer(&conn).map_err(sqlite_error)?;
     Ok(conn)
 }
 
