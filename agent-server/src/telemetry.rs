@@ -195,7 +195,8 @@ impl Metrics {
         };
         let http_duration = histogram(
             "http_request_duration_seconds",
-            "Time from request to response head, by route pattern, method and status.",
+            "Time from request to response head (for a relayed upstream stream, to its first \
+             events), by route pattern, method and status.",
             &["route", "method", "status"],
         );
         let memory_duration = histogram(

@@ -176,8 +176,12 @@ async fn the_write_ahead_log_is_checkpointed_while_the_store_is_open() {
         std::fs::metadata(name).map_or(0, |m| m.len())
     };
     let (database, log) = (size(""), size("-wal"));
-    // One write past the limit, plus the frames of the write that crossed it.
-    assert!(log <= limit + 200 * page, "log of {log} bytes");
+    // Filled up to the interval (the file is reused, not shrunk, while open), and no further
+    // than the frames of the write that crossed it.
+    assert!(
+        (limit * 9 / 10..=limit + 200 * page).contains(&log),
+        "log of {log} bytes"
+    );
     assert!(
         database >= written / 2,
         "the database file holds {database} bytes of {written} written"

@@ -588,6 +588,58 @@ async fn unchanged_chunks_reach_the_client_byte_for_byte_in_the_upstreams_order(
     );
 }
 
+/// The JSON of each event, its `data:` lines joined as an SSE client joins them.
+fn sse_data(raw: &str) -> Vec<String> {
+    raw.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            e.lines()
+                .filter_map(|l| l.strip_prefix("data: "))
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .collect()
+}
+
+#[actix_web::test]
+async fn events_over_several_lines_stay_events_and_usage_nulls_go_unless_asked_for() {
+    // An event whose JSON spans two `data:` lines, and a chunk with `"usage": null` as OpenAI
+    // writes it in every chunk once usage is asked for.
+    let two_lines = "{\"id\": \"up-c\", \"object\": \"chat.completion.chunk\", \"created\": 1, \"model\": \"m\",\ndata: \"choices\": [{\"index\": 0, \"delta\": {\"content\": \"one \"}, \"finish_reason\": null}]}";
+    let usage_null = r#"{"id":"up-c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"two"},"finish_reason":null}],"usage":null}"#;
+    let events = vec![
+        (Duration::ZERO, two_lines.to_owned()),
+        (Duration::ZERO, usage_null.to_owned()),
+        (Duration::ZERO, chunk(json!({}), Some("stop"))),
+        (Duration::ZERO, "[DONE]".into()),
+    ];
+    let (url, _) = fake_upstream(Script::Sse(events));
+    let app = spawn_app(&url, |_| {}).await;
+    for include_usage in [false, true] {
+        let r = app
+            .chat(
+                "s-lines",
+                json!({"stream": true, "stream_options": {"include_usage": include_usage},
+                    "messages": [{"role": "user", "content": "hi"}]}),
+                &[],
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.raw);
+        let data = sse_data(&r.raw);
+        let first: Value = serde_json::from_str(&data[0]).expect("the two lines are one event");
+        assert_eq!(first["choices"][0]["delta"]["content"], "one ");
+        assert_eq!(data[0], two_lines.replace("\ndata: ", "\n"));
+        let second: Value = serde_json::from_str(&data[1]).unwrap();
+        assert_eq!(second["choices"][0]["delta"]["content"], "two");
+        if include_usage {
+            assert_eq!(data[1], usage_null, "asked for: unchanged");
+        } else {
+            assert!(second.get("usage").is_none(), "not asked for: {}", data[1]);
+        }
+        assert_eq!(data.last().unwrap(), "[DONE]");
+    }
+}
+
 #[actix_web::test]
 async fn a_stream_whose_turn_cannot_be_stored_ends_with_an_error_and_no_done() {
     let slow = vec![

@@ -340,14 +340,20 @@ async fn the_index_follows_the_run_directories() {
     let sim = s.wait_over(&id).await;
     assert_eq!(sim["state"], "finished", "{sim}");
     let run_id = sim["run_id"].as_str().unwrap().to_owned();
-    // The index follows the simulation's end right after it (the run's task writes it).
+    // The index follows the simulation's end right after it (the run's task writes it): the
+    // simulation's row first, then its run's, by a sync; wait for both.
     for _ in 0..100 {
         let indexed: String = pg
             .query_one("SELECT state FROM simulations WHERE id = $1", &[&id])
             .await
             .unwrap()
             .get(0);
-        if indexed == "finished" {
+        let run_indexed = pg
+            .query_opt("SELECT 1 FROM runs WHERE id = $1", &[&run_id])
+            .await
+            .unwrap()
+            .is_some();
+        if indexed == "finished" && run_indexed {
             break;
         }
         actix_rt::time::sleep(Duration::from_millis(100)).await;

@@ -128,7 +128,7 @@ async fn relayed_stream(
     actix_web::rt::spawn(
         relay(state, turn, chunks, include_usage, tx).instrument(tracing::Span::current()),
     );
-    // The relay sends at least `[DONE]` or an error event, unless the client went away.
+    // The relay sends at least `[DONE]` or an error event; `None` only if its task died.
     let first = rx.recv().await;
     let rest = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv()
@@ -144,8 +144,9 @@ async fn relayed_stream(
 
 /// Relays one upstream stream to the client.
 ///
-/// Chunks pass through unchanged as they arrive (the upstream's own bytes), except the final ones
-/// (those with a `finish_reason`, and the usage chunk), which are held back. When the upstream
+/// Chunks pass through unchanged as they arrive (the upstream's own bytes, unless they carry a
+/// `usage` the client did not ask for), except the final ones (those with a `finish_reason`, and
+/// the usage chunk), which are held back. When the upstream
 /// stream ends, the turn (user text and the assembled reply) is committed to memory, and only
 /// then are the held chunks and `data: [DONE]` sent. So a client that saw `[DONE]` knows the
 /// turn is stored. Chunks that have already arrived when one is read are sent in one piece, so a
@@ -198,9 +199,13 @@ async fn relay(
                 if !unwanted {
                     held.push(chunk);
                 }
+            } else if include_usage || !streamed.data.contains("\"usage\"") {
+                // Not final, so it carries no usage: the upstream's bytes go on as they are.
+                push_event(&mut events, &streamed.data);
             } else {
-                // Not final, so it has no usage to remove: the upstream's bytes go on as they are.
-                push_event(&mut events, streamed.data.as_bytes());
+                // `"usage": null`, as OpenAI writes it in every chunk once usage is asked for
+                // (this server always asks): the client did not ask, so it is left out.
+                push_chunk_event(&mut events, &chunk);
             }
             next = chunks.try_recv().ok();
         }
@@ -221,11 +226,15 @@ async fn relay(
     let _ = tx.send(Bytes::from(events)).await;
 }
 
-/// Appends one server-sent event carrying `data`.
-fn push_event(events: &mut Vec<u8>, data: &[u8]) {
-    events.extend_from_slice(b"data: ");
-    events.extend_from_slice(data);
-    events.extend_from_slice(b"\n\n");
+/// Appends one server-sent event carrying `data`, one `data:` field per line: an upstream may
+/// spread an event's JSON over several lines.
+fn push_event(events: &mut Vec<u8>, data: &str) {
+    for line in data.split('\n') {
+        events.extend_from_slice(b"data: ");
+        events.extend_from_slice(line.trim_end_matches('\r').as_bytes());
+        events.push(b'\n');
+    }
+    events.push(b'\n');
 }
 
 fn push_chunk_event(events: &mut Vec<u8>, chunk: &ChatCompletionChunk) {

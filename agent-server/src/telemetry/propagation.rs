@@ -7,7 +7,10 @@
 //! when spans were built and dropped: the caller's trace id, flags and `tracestate` (a new
 //! sampled trace when the caller sent none) under a new span id standing for the model call. The
 //! caller's context reaches the call through a task-local set around each request by
-//! `http::metrics`, because the handler runs inside that future and the call is made from it.
+//! `http::metrics`, because the handler runs inside that future and the call is made from it; a
+//! call made from a task of its own would start a new trace. A new trace is always marked
+//! sampled, whatever `OTEL_TRACES_SAMPLER` says: nothing here records spans to sample, and the
+//! upstream decides for its own.
 
 use std::future::Future;
 
