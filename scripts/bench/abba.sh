@@ -9,9 +9,10 @@
 # BENCH_BACKEND=redis+postgres each run uses the redis+postgres backend of the services that
 # scripts/test-services.sh started, on a fresh database (dropped after the run) and an emptied
 # Redis, and also prints the share of the facts table's updates that Postgres made HOT. With
-# BENCH_UPSTREAM=1 the servers run in upstream mode, as in bench-load.sh's part d: their model is a
-# bare_server (16 chunks per reply) on CPU 0 beside them, the turns are streamed at 16 connections,
-# and each run also prints the time to first token (TTFT) p50 and p99.
+# BENCH_UPSTREAM=1 the servers run in upstream mode, as in bench-load.sh's parts d and h: their
+# model is a bare_server (16 chunks per reply) placed and sized as they are (CPU 0 and 1 worker, or
+# unpinned with 2), the turns are streamed at 16 connections, and each run also prints the time to
+# first token (TTFT) p50 and p99.
 #
 #   scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 #   BENCH_WHOLE_MACHINE=1 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
@@ -57,8 +58,8 @@ load=(--concurrency 64)
 model=()
 if [ "${BENCH_UPSTREAM:-0}" = 1 ]; then
   cargo build --release --quiet -p agentwall --example bare_server
-  taskset -c 0 target/release/examples/bare_server --port "$upstream_port" --workers 1 \
-    --chunks 16 2>"$work/upstream.log" &
+  "${server_cpu[@]}" target/release/examples/bare_server --port "$upstream_port" \
+    --workers "$workers" --chunks 16 2>"$work/upstream.log" &
   upstream=$!
   wait_up "$upstream_port"
   load=(--concurrency 16 --stream)
