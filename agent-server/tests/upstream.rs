@@ -641,6 +641,44 @@ async fn events_over_several_lines_stay_events_and_usage_nulls_go_unless_asked_f
 }
 
 #[actix_web::test]
+async fn a_stream_that_breaks_off_is_an_error_and_stores_nothing() {
+    // Two tokens, then the body ends: no finish reason, no `[DONE]`.
+    let events = vec![
+        (
+            Duration::ZERO,
+            chunk(json!({"role": "assistant", "content": "I am "}), None),
+        ),
+        (Duration::ZERO, chunk(json!({"content": "cut"}), None)),
+    ];
+    let (url, _) = fake_upstream(Script::Sse(events));
+    let app = spawn_app(&url, |_| {}).await;
+    let r = app
+        .chat(
+            "s-cut",
+            json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]}),
+            &[],
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.raw);
+    let events = sse_events(&r.raw);
+    assert!(events[0].contains("I am "), "{}", r.raw);
+    let last: Value = serde_json::from_str(events.last().unwrap()).unwrap();
+    assert!(
+        last["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ended before its last chunk")),
+        "{}",
+        r.raw
+    );
+    assert!(!events.iter().any(|e| e == "[DONE]"), "{}", r.raw);
+    let memory = app.memory("s-cut").await;
+    assert!(
+        memory["working_memory"].as_array().unwrap().is_empty(),
+        "{memory}"
+    );
+}
+
+#[actix_web::test]
 async fn a_stream_whose_turn_cannot_be_stored_ends_with_an_error_and_no_done() {
     let slow = vec![
         (

@@ -542,7 +542,14 @@ async fn run_stream(
             Err(_) => Err(LlmError::Timeout {
                 after: call.timeout,
             }),
-            Ok(None) => break,
+            // A body that ends without `[DONE]` is complete only if a finish reason came: else
+            // the upstream broke off, and the truncated reply must not be stored as a whole one.
+            Ok(None) if !seen.finish.is_empty() => break,
+            Ok(None) => Err(LlmError::BadResponse {
+                reason:
+                    "the event stream ended before its last chunk (no finish_reason, no [DONE])"
+                        .to_owned(),
+            }),
             Ok(Some(Err(e))) => Err(LlmError::BadResponse {
                 reason: format!("the event stream broke off: {e}"),
             }),
