@@ -1180,6 +1180,26 @@ async fn reject_poison_at_commit(harness: &Harness) {
         .unwrap();
 }
 
+/// Makes Postgres refuse, as it is written, a fact with the body "poison": the batch fails
+/// before its COMMIT.
+async fn reject_poison_at_write(harness: &Harness) {
+    harness
+        .db
+        .client()
+        .await
+        .batch_execute(
+            "CREATE FUNCTION reject_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.body = 'poison' THEN RAISE EXCEPTION 'poisoned fact'; END IF;
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER reject_poison BEFORE INSERT ON agentwall_facts
+                 FOR EACH ROW EXECUTE FUNCTION reject_poison();",
+        )
+        .await
+        .unwrap();
+}
+
 /// The session row's turn number, which `recent.rs` entries are current for.
 async fn turn_seq(harness: &Harness, s: &SessionId) -> i64 {
     harness
@@ -1236,6 +1256,77 @@ async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
         before + 1,
         "the rolled-back batch's number came back, and the compensation took one"
     );
+    for server in [&*harness, &other] {
+        assert_eq!(
+            working_texts(&server.recall(&s, query("x")).await.unwrap()),
+            ["fine"]
+        );
+    }
+}
+
+/// Postgres refusing a batch's writes: nothing of the batch stays in working memory, on any
+/// server, and the batch's other turns are written alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_refused_by_postgres_leave_no_working_items() {
+    let harness = Harness::new().await;
+    let other = harness.twin().await;
+    reject_poison_at_write(&harness).await;
+    let s = session();
+    harness
+        .commit_turn(&s, turn("fine", "Fine."))
+        .await
+        .unwrap();
+    assert_eq!(
+        working_texts(&other.recall(&s, query("x")).await.unwrap()),
+        ["fine"]
+    );
+    for round in 0..3 {
+        let err = harness
+            .commit_turn(&s, turn(&format!("doomed {round}"), "poison"))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                MemoryError::Backend {
+                    dependency: "postgres",
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+    }
+    // Batches of a poisoned turn and good ones: the good ones are stored, the poisoned not.
+    let sessions: Vec<SessionId> = (0..8).map(|_| session()).collect();
+    let turns = sessions.iter().enumerate().map(|(i, s)| {
+        let text = if i == 3 {
+            "poison".to_owned()
+        } else {
+            format!("Fact {i}.")
+        };
+        harness.commit_turn(s, turn(&format!("item {i}"), &text))
+    });
+    let results = futures_util::future::join_all(turns).await;
+    for (i, (s, result)) in sessions.iter().zip(results).enumerate() {
+        let working: Vec<String> = harness
+            .snapshot(s, t0())
+            .await
+            .unwrap()
+            .working
+            .iter()
+            .map(|w| w.text.clone())
+            .collect();
+        if i == 3 {
+            assert!(result.is_err() && working.is_empty(), "{working:?}");
+        } else {
+            result.unwrap();
+            assert_eq!(working, [format!("item {i}")]);
+        }
+    }
+    let snapshot = harness.snapshot(&s, t0()).await.unwrap();
+    let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(working, ["fine"]);
+    assert_eq!(fact_texts(&snapshot), ["Fine."]);
     for server in [&*harness, &other] {
         assert_eq!(
             working_texts(&server.recall(&s, query("x")).await.unwrap()),
