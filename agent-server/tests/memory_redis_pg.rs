@@ -1160,42 +1160,40 @@ async fn redis_keys_are_namespaced_and_carry_a_real_ttl() {
     assert!(!exists, "reset deletes the key");
 }
 
-/// Makes Postgres refuse, at COMMIT, a transaction that stored a fact with the body "poison": a
-/// deferred constraint fails after the Redis write, which is the compensation path.
-async fn reject_poison_at_commit(harness: &Harness) {
-    harness
-        .db
-        .client()
-        .await
-        .batch_execute(
-            "CREATE FUNCTION reject_poison() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN
-                 IF NEW.body = 'poison' THEN RAISE EXCEPTION 'poisoned fact'; END IF;
-                 RETURN NULL;
-             END $$;
-             CREATE CONSTRAINT TRIGGER reject_poison AFTER INSERT ON agentwall_facts
-                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION reject_poison();",
-        )
-        .await
-        .unwrap();
+/// When Postgres refuses a fact with the body "poison".
+#[derive(Clone, Copy)]
+enum Refusal {
+    /// At COMMIT (a deferred constraint): after the batch's Redis write, which is the
+    /// compensation path.
+    AtCommit,
+    /// As the fact is written: the batch fails before its COMMIT.
+    AtWrite,
 }
 
-/// Makes Postgres refuse, as it is written, a fact with the body "poison": the batch fails
-/// before its COMMIT.
-async fn reject_poison_at_write(harness: &Harness) {
+/// Makes Postgres refuse a transaction that stores a fact with the body "poison".
+async fn reject_poison(harness: &Harness, when: Refusal) {
+    let trigger = match when {
+        Refusal::AtCommit => {
+            "CREATE CONSTRAINT TRIGGER reject_poison AFTER INSERT ON agentwall_facts
+                 DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION reject_poison();"
+        }
+        Refusal::AtWrite => {
+            "CREATE TRIGGER reject_poison BEFORE INSERT ON agentwall_facts
+                 FOR EACH ROW EXECUTE FUNCTION reject_poison();"
+        }
+    };
     harness
         .db
         .client()
         .await
-        .batch_execute(
+        .batch_execute(&format!(
             "CREATE FUNCTION reject_poison() RETURNS trigger LANGUAGE plpgsql AS $$
              BEGIN
                  IF NEW.body = 'poison' THEN RAISE EXCEPTION 'poisoned fact'; END IF;
                  RETURN NEW;
              END $$;
-             CREATE TRIGGER reject_poison BEFORE INSERT ON agentwall_facts
-                 FOR EACH ROW EXECUTE FUNCTION reject_poison();",
-        )
+             {trigger}"
+        ))
         .await
         .unwrap();
 }
@@ -1222,7 +1220,7 @@ async fn turn_seq(harness: &Harness, s: &SessionId) -> i64 {
 async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
     let harness = Harness::new().await;
     let other = harness.twin().await;
-    reject_poison_at_commit(&harness).await;
+    reject_poison(&harness, Refusal::AtCommit).await;
     let s = session();
     harness
         .commit_turn(&s, turn("fine", "Fine."))
@@ -1270,7 +1268,7 @@ async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
 async fn writes_refused_by_postgres_leave_no_working_items() {
     let harness = Harness::new().await;
     let other = harness.twin().await;
-    reject_poison_at_write(&harness).await;
+    reject_poison(&harness, Refusal::AtWrite).await;
     let s = session();
     harness
         .commit_turn(&s, turn("fine", "Fine."))
@@ -1341,7 +1339,7 @@ async fn writes_refused_by_postgres_leave_no_working_items() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rolled_back_batch_of_one_sessions_turns_leaves_what_readers_saw() {
     let harness = Harness::new().await;
-    reject_poison_at_commit(&harness).await;
+    reject_poison(&harness, Refusal::AtCommit).await;
     let s = session();
     let kept: Vec<String> = (0..8).map(|i| format!("kept {i}")).collect();
     for text in &kept {
@@ -1451,7 +1449,7 @@ async fn a_session_this_server_wrote_last_is_recalled_without_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_bad_turn_in_a_batch_fails_alone() {
     let harness = Harness::new().await;
-    reject_poison_at_commit(&harness).await;
+    reject_poison(&harness, Refusal::AtCommit).await;
     for round in 0..3 {
         let sessions: Vec<SessionId> = (0..16).map(|_| session()).collect();
         let poisoned = 5 + round;
