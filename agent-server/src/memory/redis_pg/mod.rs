@@ -572,15 +572,13 @@ impl Inner {
         }
     }
 
-    /// Whether transaction `xid` committed, asked on a fresh connection with its own budget.
+    /// Whether transaction `xid` committed, asked on a fresh connection with its own budget (a
+    /// connection on which the question timed out is closed, as every other).
     async fn commit_outcome(&self, xid: i64) -> Option<bool> {
         let deadline = Deadline::new(self.timeout);
-        let asked = async {
-            let client = self.pg_client(deadline).await?;
-            deadline
-                .run(POSTGRES, longterm::committed(&client, xid))
-                .await
-        };
+        let asked = self.on_pg(deadline, async |client| {
+            longterm::committed(client, xid).await
+        });
         match asked.await {
             Ok(outcome) => outcome,
             Err(e) => {
