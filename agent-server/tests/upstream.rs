@@ -678,6 +678,45 @@ async fn a_stream_that_breaks_off_is_an_error_and_stores_nothing() {
     );
 }
 
+/// Behind a model that takes a while before its first token, the client still gets the response
+/// head as soon as the upstream's.
+#[actix_web::test]
+async fn the_response_head_does_not_wait_for_a_slow_first_token() {
+    let events = vec![
+        (
+            Duration::from_millis(1500),
+            chunk(json!({"role": "assistant", "content": "Late"}), None),
+        ),
+        (Duration::ZERO, chunk(json!({}), Some("stop"))),
+        (Duration::ZERO, "[DONE]".into()),
+    ];
+    let (url, _) = fake_upstream(Script::Sse(events));
+    let app = spawn_app(&url, |_| {}).await;
+    let started = Instant::now();
+    let mut response = app
+        .client
+        .post(format!("{}/v1/chat/completions", app.address))
+        .insert_header(("x-session-id", "s-head"))
+        .insert_header(("content-type", "application/json"))
+        .send_body(
+            json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]}).to_string(),
+        )
+        .await
+        .unwrap();
+    let head_at = started.elapsed();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(
+        head_at < Duration::from_millis(1000),
+        "head after {head_at:?}"
+    );
+    let body = response.body().await.unwrap();
+    let body = String::from_utf8_lossy(&body);
+    assert!(
+        body.contains("Late") && body.ends_with("data: [DONE]\n\n"),
+        "{body}"
+    );
+}
+
 #[actix_web::test]
 async fn a_stream_whose_turn_cannot_be_stored_ends_with_an_error_and_no_done() {
     let slow = vec![

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
+use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
@@ -114,10 +115,15 @@ pub async fn chat_completions(
     }
 }
 
+/// How long the response head may wait for the first events of a relayed stream, to go out in
+/// the same write. An upstream that streams at once (the head alone cost every streamed turn a
+/// system call and a wake-up of the client) sends them well within this; behind a model that
+/// thinks before its first token, the head goes out on its own after this, as before.
+const HEAD_WAITS_FOR_EVENTS: Duration = Duration::from_millis(5);
+
 /// Server-sent events relayed from an upstream stream, each upstream chunk forwarded as soon as
-/// it arrives by a local task on this worker. The response head waits for the first events, so
-/// that both go out in one write: the head alone carries no token, and a write of its own cost
-/// every streamed turn a system call and a wake-up of the client.
+/// it arrives by a local task on this worker; the head waits for the first events for up to
+/// [`HEAD_WAITS_FOR_EVENTS`].
 async fn relayed_stream(
     state: web::Data<AppState>,
     turn: PreparedTurn,
@@ -128,8 +134,12 @@ async fn relayed_stream(
     actix_web::rt::spawn(
         relay(state, turn, chunks, include_usage, tx).instrument(tracing::Span::current()),
     );
-    // The relay sends at least `[DONE]` or an error event; `None` only if its task died.
-    let first = rx.recv().await;
+    // `None` if the wait ran out (`recv` is cancel-safe: nothing is lost), or if the relay's task
+    // died, which leaves the body empty.
+    let first = tokio::time::timeout(HEAD_WAITS_FOR_EVENTS, rx.recv())
+        .await
+        .ok()
+        .flatten();
     let rest = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await
