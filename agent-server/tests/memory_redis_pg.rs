@@ -1198,6 +1198,34 @@ async fn reject_poison(harness: &Harness, when: Refusal) {
         .unwrap();
 }
 
+/// A session with one stored turn ("fine", fact "Fine."), which `other` has recalled.
+async fn one_fine_turn_seen_by(harness: &Harness, other: &RedisPostgresStore) -> SessionId {
+    let s = session();
+    harness
+        .commit_turn(&s, turn("fine", "Fine."))
+        .await
+        .unwrap();
+    assert_eq!(
+        working_texts(&other.recall(&s, query("x")).await.unwrap()),
+        ["fine"]
+    );
+    s
+}
+
+/// `s` holds its fine turn only, and both servers recall exactly that.
+async fn assert_only_the_fine_turn(harness: &Harness, other: &RedisPostgresStore, s: &SessionId) {
+    let snapshot = harness.snapshot(s, t0()).await.unwrap();
+    let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
+    assert_eq!(working, ["fine"]);
+    assert_eq!(fact_texts(&snapshot), ["Fine."]);
+    for server in [&**harness, other] {
+        assert_eq!(
+            working_texts(&server.recall(s, query("x")).await.unwrap()),
+            ["fine"]
+        );
+    }
+}
+
 /// The session row's turn number, which `recent.rs` entries are current for.
 async fn turn_seq(harness: &Harness, s: &SessionId) -> i64 {
     harness
@@ -1221,15 +1249,7 @@ async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
     let harness = Harness::new().await;
     let other = harness.twin().await;
     reject_poison(&harness, Refusal::AtCommit).await;
-    let s = session();
-    harness
-        .commit_turn(&s, turn("fine", "Fine."))
-        .await
-        .unwrap();
-    assert_eq!(
-        working_texts(&other.recall(&s, query("x")).await.unwrap()),
-        ["fine"]
-    );
+    let s = one_fine_turn_seen_by(&harness, &other).await;
     let before = turn_seq(&harness, &s).await;
     let err = harness
         .commit_turn(&s, turn("doomed", "poison"))
@@ -1245,21 +1265,12 @@ async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
         ),
         "{err:?}"
     );
-    let snapshot = harness.snapshot(&s, t0()).await.unwrap();
-    let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
-    assert_eq!(working, ["fine"]);
-    assert_eq!(fact_texts(&snapshot), ["Fine."]);
+    assert_only_the_fine_turn(&harness, &other, &s).await;
     assert_eq!(
         turn_seq(&harness, &s).await,
         before + 1,
         "the rolled-back batch's number came back, and the compensation took one"
     );
-    for server in [&*harness, &other] {
-        assert_eq!(
-            working_texts(&server.recall(&s, query("x")).await.unwrap()),
-            ["fine"]
-        );
-    }
 }
 
 /// Postgres refusing a batch's writes: nothing of the batch stays in working memory, on any
@@ -1269,15 +1280,7 @@ async fn writes_refused_by_postgres_leave_no_working_items() {
     let harness = Harness::new().await;
     let other = harness.twin().await;
     reject_poison(&harness, Refusal::AtWrite).await;
-    let s = session();
-    harness
-        .commit_turn(&s, turn("fine", "Fine."))
-        .await
-        .unwrap();
-    assert_eq!(
-        working_texts(&other.recall(&s, query("x")).await.unwrap()),
-        ["fine"]
-    );
+    let s = one_fine_turn_seen_by(&harness, &other).await;
     for round in 0..3 {
         let err = harness
             .commit_turn(&s, turn(&format!("doomed {round}"), "poison"))
@@ -1294,43 +1297,9 @@ async fn writes_refused_by_postgres_leave_no_working_items() {
             "{err:?}"
         );
     }
-    // Batches of a poisoned turn and good ones: the good ones are stored, the poisoned not.
-    let sessions: Vec<SessionId> = (0..8).map(|_| session()).collect();
-    let turns = sessions.iter().enumerate().map(|(i, s)| {
-        let text = if i == 3 {
-            "poison".to_owned()
-        } else {
-            format!("Fact {i}.")
-        };
-        harness.commit_turn(s, turn(&format!("item {i}"), &text))
-    });
-    let results = futures_util::future::join_all(turns).await;
-    for (i, (s, result)) in sessions.iter().zip(results).enumerate() {
-        let working: Vec<String> = harness
-            .snapshot(s, t0())
-            .await
-            .unwrap()
-            .working
-            .iter()
-            .map(|w| w.text.clone())
-            .collect();
-        if i == 3 {
-            assert!(result.is_err() && working.is_empty(), "{working:?}");
-        } else {
-            result.unwrap();
-            assert_eq!(working, [format!("item {i}")]);
-        }
-    }
-    let snapshot = harness.snapshot(&s, t0()).await.unwrap();
-    let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
-    assert_eq!(working, ["fine"]);
-    assert_eq!(fact_texts(&snapshot), ["Fine."]);
-    for server in [&*harness, &other] {
-        assert_eq!(
-            working_texts(&server.recall(&s, query("x")).await.unwrap()),
-            ["fine"]
-        );
-    }
+    // A batch of a poisoned turn and good ones: the good ones are stored, the poisoned not.
+    a_poisoned_turn_fails_alone(&harness, 0).await;
+    assert_only_the_fine_turn(&harness, &other, &s).await;
 }
 
 /// Turns of one session that share a batch trim its set once, before any of them adds: a batch
@@ -1451,38 +1420,44 @@ async fn one_bad_turn_in_a_batch_fails_alone() {
     let harness = Harness::new().await;
     reject_poison(&harness, Refusal::AtCommit).await;
     for round in 0..3 {
-        let sessions: Vec<SessionId> = (0..16).map(|_| session()).collect();
-        let poisoned = 5 + round;
-        let turns = sessions.iter().enumerate().map(|(i, s)| {
-            let text = if i == poisoned {
-                "poison".to_owned()
-            } else {
-                format!("Fact {i}.")
-            };
-            harness.commit_turn(s, turn(&format!("item {i}"), &text))
-        });
-        let results = futures_util::future::join_all(turns).await;
-        for (i, (s, result)) in sessions.iter().zip(results).enumerate() {
-            let snapshot = harness.snapshot(s, t0()).await.unwrap();
-            let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
-            if i == poisoned {
-                assert!(
-                    result.is_err(),
-                    "round {round}: the poisoned turn was stored"
-                );
-                assert!(
-                    working.is_empty() && snapshot.facts.is_empty(),
-                    "{snapshot:?}"
-                );
-            } else {
-                result.unwrap_or_else(|e| {
-                    panic!("round {round}: turn {i} failed with the poisoned one: {e}")
-                });
-                let item = format!("item {i}");
-                let fact = format!("Fact {i}.");
-                assert_eq!(working, [item.as_str()]);
-                assert_eq!(fact_texts(&snapshot), [fact.as_str()]);
-            }
+        a_poisoned_turn_fails_alone(&harness, round).await;
+    }
+}
+
+/// Sixteen turns of new sessions at once (so they share batches), the one at `5 + round`
+/// poisoned: it alone fails, and every other is stored whole.
+async fn a_poisoned_turn_fails_alone(harness: &Harness, round: usize) {
+    let sessions: Vec<SessionId> = (0..16).map(|_| session()).collect();
+    let poisoned = 5 + round;
+    let turns = sessions.iter().enumerate().map(|(i, s)| {
+        let text = if i == poisoned {
+            "poison".to_owned()
+        } else {
+            format!("Fact {i}.")
+        };
+        harness.commit_turn(s, turn(&format!("item {i}"), &text))
+    });
+    let results = futures_util::future::join_all(turns).await;
+    for (i, (s, result)) in sessions.iter().zip(results).enumerate() {
+        let snapshot = harness.snapshot(s, t0()).await.unwrap();
+        let working: Vec<&str> = snapshot.working.iter().map(|w| w.text.as_str()).collect();
+        if i == poisoned {
+            assert!(
+                result.is_err(),
+                "round {round}: the poisoned turn was stored"
+            );
+            assert!(
+                working.is_empty() && snapshot.facts.is_empty(),
+                "{snapshot:?}"
+            );
+        } else {
+            result.unwrap_or_else(|e| {
+                panic!("round {round}: turn {i} failed with the poisoned one: {e}")
+            });
+            let item = format!("item {i}");
+            let fact = format!("Fact {i}.");
+            assert_eq!(working, [item.as_str()]);
+            assert_eq!(fact_texts(&snapshot), [fact.as_str()]);
         }
     }
 }

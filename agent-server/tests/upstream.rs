@@ -170,12 +170,31 @@ struct Reply {
 }
 
 impl TestApp {
-    async fn chat(&self, session: &str, body: Value, headers: &[(&str, &str)]) -> Reply {
-        let mut req = self
-            .client
+    fn chat_request(&self, session: &str) -> awc::ClientRequest {
+        self.client
             .post(format!("{}/v1/chat/completions", self.address))
             .insert_header(("content-type", "application/json"))
-            .insert_header(("x-session-id", session));
+            .insert_header(("x-session-id", session))
+    }
+
+    /// A streamed "hi", returned as soon as its response head arrives.
+    async fn open_stream(
+        &self,
+        session: &str,
+    ) -> awc::ClientResponse<
+        impl futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>>,
+    > {
+        self.chat_request(session)
+            .send_body(
+                json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]})
+                    .to_string(),
+            )
+            .await
+            .unwrap()
+    }
+
+    async fn chat(&self, session: &str, body: Value, headers: &[(&str, &str)]) -> Reply {
+        let mut req = self.chat_request(session);
         for h in headers {
             req = req.insert_header(*h);
         }
@@ -510,16 +529,7 @@ async fn the_first_chunk_goes_out_before_the_upstream_finishes() {
     let (url, _) = fake_upstream(Script::Sse(tool_call_stream(Duration::from_millis(1500))));
     let app = spawn_app(&url, |_| {}).await;
     let started = Instant::now();
-    let mut response = app
-        .client
-        .post(format!("{}/v1/chat/completions", app.address))
-        .insert_header(("x-session-id", "s-first"))
-        .insert_header(("content-type", "application/json"))
-        .send_body(
-            json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]}).to_string(),
-        )
-        .await
-        .unwrap();
+    let mut response = app.open_stream("s-first").await;
     assert_eq!(response.status(), StatusCode::OK);
     let first = response.next().await.unwrap().unwrap();
     let first_at = started.elapsed();
@@ -693,16 +703,7 @@ async fn the_response_head_does_not_wait_for_a_slow_first_token() {
     let (url, _) = fake_upstream(Script::Sse(events));
     let app = spawn_app(&url, |_| {}).await;
     let started = Instant::now();
-    let mut response = app
-        .client
-        .post(format!("{}/v1/chat/completions", app.address))
-        .insert_header(("x-session-id", "s-head"))
-        .insert_header(("content-type", "application/json"))
-        .send_body(
-            json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]}).to_string(),
-        )
-        .await
-        .unwrap();
+    let mut response = app.open_stream("s-head").await;
     let head_at = started.elapsed();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(

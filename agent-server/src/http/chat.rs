@@ -215,7 +215,7 @@ async fn relay(
             } else {
                 // `"usage": null`, as OpenAI writes it in every chunk once usage is asked for
                 // (this server always asks): the client did not ask, so it is left out.
-                push_chunk_event(&mut events, &chunk);
+                push_json_event(&mut events, &chunk);
             }
             next = chunks.try_recv().ok();
         }
@@ -230,7 +230,7 @@ async fn relay(
         return;
     }
     for chunk in &held {
-        push_chunk_event(&mut events, chunk);
+        push_json_event(&mut events, chunk);
     }
     events.extend_from_slice(b"data: [DONE]\n\n");
     let _ = tx.send(Bytes::from(events)).await;
@@ -247,17 +247,16 @@ fn push_event(events: &mut Vec<u8>, data: &str) {
     events.push(b'\n');
 }
 
-fn push_chunk_event(events: &mut Vec<u8>, chunk: &ChatCompletionChunk) {
+/// Appends one server-sent event carrying `value` as JSON.
+fn push_json_event(events: &mut Vec<u8>, value: &impl serde::Serialize) {
     events.extend_from_slice(b"data: ");
-    serde_json::to_writer(&mut *events, chunk).expect("chunks serialise");
+    serde_json::to_writer(&mut *events, value).expect("chunks and error bodies serialise");
     events.extend_from_slice(b"\n\n");
 }
 
 fn push_error_event(events: &mut Vec<u8>, e: &ApiError) {
     tracing::error!(error = %e, "stream ended with an error");
-    events.extend_from_slice(b"data: ");
-    serde_json::to_writer(&mut *events, &e.body()).expect("errors serialise");
-    events.extend_from_slice(b"\n\n");
+    push_json_event(events, &e.body());
 }
 
 /// The reply a stream carried, for memory: its text, or a note of its tool calls.

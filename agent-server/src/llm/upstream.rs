@@ -554,7 +554,7 @@ async fn run_stream(
                 reason: format!("the event stream broke off: {e}"),
             }),
             Ok(Some(Ok(event))) => {
-                let data = event.data.trim();
+                let data = trimmed(event.data);
                 if data == "[DONE]" {
                     drain(&mut events).await;
                     break;
@@ -562,10 +562,7 @@ async fn run_stream(
                 if data.is_empty() {
                     continue;
                 }
-                parse_chunk(data).map(|chunk| StreamedChunk {
-                    chunk,
-                    data: trimmed(event.data),
-                })
+                parse_chunk(&data).map(|chunk| StreamedChunk { chunk, data })
             }
         };
         match &item {
@@ -594,10 +591,11 @@ async fn run_stream(
 
 /// `text` without surrounding whitespace, reusing its buffer when there is none (the usual case).
 fn trimmed(text: String) -> String {
-    if text.trim().len() == text.len() {
+    let trimmed = text.trim();
+    if trimmed.len() == text.len() {
         text
     } else {
-        text.trim().to_owned()
+        trimmed.to_owned()
     }
 }
 
