@@ -717,6 +717,74 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
     assert_eq!(fact_count("large-session").await, 5_000);
 }
 
+/// A group commit finds the facts it restates, retires or replaces through an index, whatever
+/// the statistics say, so a batch costs what its own sessions hold, not what the table holds.
+/// Checked on the generic plan of each statement (what a prepared statement settles on after a
+/// few runs), on a table without statistics (as every fresh database is until autovacuum's
+/// first `ANALYZE`; the plain joins of `unnest(...)` these statements once were scanned the
+/// whole table there) and after `ANALYZE`.
+#[tokio::test]
+async fn a_group_commit_finds_facts_through_an_index_with_or_without_statistics() {
+    let harness = Harness::new().await;
+    for s in 0..8 {
+        let session = SessionId::parse(&format!("lookup-{s}")).unwrap();
+        let facts = (0..100)
+            .map(|i| NewFact {
+                kind: FactKind::Fact,
+                key: (i % 4 == 0).then(|| format!("key-{i}")),
+                text: format!("Note {i} of session {s}: the tide comes in at {i} past."),
+                data: None,
+                observed_at: t0(),
+                importance: 0.5,
+                source: FactSource::Injected,
+            })
+            .collect();
+        harness.store.inject(&session, facts).await.unwrap();
+    }
+    let client = harness.db.client().await;
+    client
+        .batch_execute("SET plan_cache_mode = force_generic_plan")
+        .await
+        .unwrap();
+    for analyzed in [false, true] {
+        if analyzed {
+            client.batch_execute("ANALYZE").await.unwrap();
+        }
+        for (name, sql) in agent_server::memory::redis_pg::fact_lookup_statements() {
+            let prepared = format!("{name}_{analyzed}");
+            client
+                .batch_execute(&format!("PREPARE {prepared} AS {sql}"))
+                .await
+                .unwrap_or_else(|e| panic!("prepare {name}: {e}"));
+            let nulls = vec!["NULL"; highest_parameter(sql)].join(", ");
+            let plan: Vec<String> = client
+                .query(&format!("EXPLAIN EXECUTE {prepared}({nulls})"), &[])
+                .await
+                .unwrap()
+                .iter()
+                .map(|row| row.get(0))
+                .collect();
+            let plan = plan.join("\n");
+            assert!(
+                !plan.contains("Seq Scan"),
+                "{name} (analyzed: {analyzed}) scans a whole table:\n{plan}"
+            );
+        }
+    }
+}
+
+/// The highest `$n` in `sql`: how many parameters it takes.
+fn highest_parameter(sql: &str) -> usize {
+    sql.split('$')
+        .skip(1)
+        .filter_map(|after| {
+            let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
 /// A migration that cannot run names itself and says what to do, and leaves nothing behind: here
 /// the role may create tables but not extensions, so version 3's CREATE EXTENSION is refused.
 #[tokio::test]

@@ -400,12 +400,35 @@ impl<'a> FactWrites<'a> {
     }
 }
 
+/// The statements of a group commit that find facts by id or key, by name. Each must reach them
+/// through an index whatever the statistics say, or a batch would cost as much as the whole table
+/// (a test checks their generic plans, which prepared statements settle on). A plain join of
+/// `unnest(...)` with the table let the planner scan the table while it had no statistics yet:
+/// every fresh database for its first minute, until autovacuum's first `ANALYZE`.
+pub(super) const FACT_LOOKUPS: [(&str, &str); 5] = [
+    ("current_keyed", CURRENT_KEYED_SQL),
+    ("restatable", RESTATABLE_SQL),
+    ("retire", RETIRE_SQL),
+    ("restate", RESTATE_SQL),
+    ("restate_text", RESTATE_TEXT_SQL),
+];
+
 /// A stored unkeyed fact, as [`FactWrites`] needs it to resolve restatements.
 pub(super) struct StoredUnkeyed {
     pub session: String,
     pub id: Uuid,
     pub text: String,
 }
+
+/// [`restatable`]'s statement: one probe of the primary key per id, as in [`CURRENT_KEYED_SQL`]
+/// (the `LIMIT 1` keeps the planner from turning it back into a join).
+const RESTATABLE_SQL: &str = "SELECT f.session_id, f.id, f.body
+    FROM unnest($1::text[], $2::uuid[]) AS r(session_id, id)
+    CROSS JOIN LATERAL (
+        SELECT * FROM agentwall_facts AS f
+        WHERE f.id = r.id AND f.session_id = r.session_id
+          AND f.kind = 'fact' AND f.fact_key IS NULL
+        LIMIT 1) AS f";
 
 /// Which of `ids` (`(session, id)`) are stored unkeyed facts of their session, with their text:
 /// the facts a restatement changes in place (see [`Restatement`]).
@@ -416,15 +439,7 @@ pub(super) async fn restatable(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    let stmt = tx
-        .prepare_cached(
-            "SELECT f.session_id, f.id, f.body
-             FROM unnest($1::text[], $2::uuid[]) AS r(session_id, id)
-             JOIN agentwall_facts AS f ON f.id = r.id AND f.session_id = r.session_id
-             WHERE f.kind = 'fact' AND f.fact_key IS NULL",
-        )
-        .await
-        .map_err(pg_error)?;
+    let stmt = tx.prepare_cached(RESTATABLE_SQL).await.map_err(pg_error)?;
     let sessions: Vec<&str> = ids.iter().map(|(s, _)| *s).collect();
     let uuids: Vec<Uuid> = ids.iter().map(|(_, id)| *id).collect();
     let rows = tx
@@ -450,6 +465,17 @@ pub(super) struct CurrentKeyed {
     pub observed_at: DateTime<Utc>,
 }
 
+/// [`current_keyed`]'s statement: one index probe per key (LATERAL ... LIMIT 1); a join let the
+/// planner pick a scan of the whole table from statistics taken while it was still small.
+const CURRENT_KEYED_SQL: &str =
+    "SELECT f.session_id, f.fact_key, f.id, f.observed_at, f.observed_ns
+    FROM unnest($1::text[], $2::text[]) AS k(session_id, fact_key)
+    CROSS JOIN LATERAL (
+        SELECT * FROM agentwall_facts AS f
+        WHERE f.session_id = k.session_id AND f.fact_key = k.fact_key
+          AND f.fact_key IS NOT NULL
+        LIMIT 1) AS f";
+
 /// The stored current fact (id and observation time) of each keyed `(session, key)` given.
 pub(super) async fn current_keyed(
     tx: &deadpool_postgres::Transaction<'_>,
@@ -459,17 +485,7 @@ pub(super) async fn current_keyed(
         return Ok(Vec::new());
     }
     let stmt = tx
-        .prepare_cached(
-            // One index probe per key (LATERAL ... LIMIT 1): a join let the planner pick a scan
-            // of the whole table from statistics taken while it was still small.
-            "SELECT f.session_id, f.fact_key, f.id, f.observed_at, f.observed_ns
-             FROM unnest($1::text[], $2::text[]) AS k(session_id, fact_key)
-             CROSS JOIN LATERAL (
-                 SELECT * FROM agentwall_facts AS f
-                 WHERE f.session_id = k.session_id AND f.fact_key = k.fact_key
-                   AND f.fact_key IS NOT NULL
-                 LIMIT 1) AS f",
-        )
+        .prepare_cached(CURRENT_KEYED_SQL)
         .await
         .map_err(pg_error)?;
     let sessions: Vec<&str> = keys.iter().map(|(s, _)| *s).collect();
@@ -496,6 +512,12 @@ pub(super) async fn current_keyed(
         .collect()
 }
 
+/// [`apply_fact_writes`]'s retirements. The `ANY` repeats the join's ids for the planner: it
+/// reads them through the primary key (an `UPDATE` or `DELETE` cannot take a `LATERAL` probe).
+const RETIRE_SQL: &str = "DELETE FROM agentwall_facts AS f
+    USING unnest($1::text[], $2::uuid[]) AS r(session_id, id)
+    WHERE f.session_id = r.session_id AND f.id = r.id AND f.id = ANY($2::uuid[])";
+
 /// Applies a batch's [`FactWrites`]: its retirements in one `DELETE`, its restatements in place,
 /// then its rows in one `INSERT` that replaces the current fact of a key (which `FactWrites`
 /// decided it may).
@@ -504,14 +526,7 @@ pub(super) async fn apply_fact_writes(
     writes: FactWrites<'_>,
 ) -> Result<(), MemoryError> {
     if !writes.retire.is_empty() {
-        let stmt = tx
-            .prepare_cached(
-                "DELETE FROM agentwall_facts AS f
-                 USING unnest($1::text[], $2::uuid[]) AS r(session_id, id)
-                 WHERE f.session_id = r.session_id AND f.id = r.id",
-            )
-            .await
-            .map_err(pg_error)?;
+        let stmt = tx.prepare_cached(RETIRE_SQL).await.map_err(pg_error)?;
         let sessions: Vec<&str> = writes.retire.iter().map(|(s, _)| *s).collect();
         let ids: Vec<Uuid> = writes.retire.iter().map(|(_, id)| *id).collect();
         tx.execute(&stmt, &[&sessions, &ids])
@@ -581,6 +596,22 @@ pub(super) async fn apply_fact_writes(
     Ok(())
 }
 
+/// [`update_facts`]'s restatements that keep their text.
+const RESTATE_SQL: &str = "UPDATE agentwall_facts AS f SET observed_at = r.observed_at,
+      observed_ns = r.observed_ns, importance = r.importance, source = r.source
+    FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
+                $5::text[]) AS r(id, observed_at, observed_ns, importance, source)
+    WHERE f.id = r.id AND f.id = ANY($1::uuid[])";
+
+/// [`update_facts`]'s restatements that change their text.
+const RESTATE_TEXT_SQL: &str =
+    "UPDATE agentwall_facts AS f SET body = r.body, observed_at = r.observed_at,
+      observed_ns = r.observed_ns, importance = r.importance, source = r.source
+    FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
+                $5::text[], $6::text[])
+         AS r(id, observed_at, observed_ns, importance, source, body)
+    WHERE f.id = r.id AND f.id = ANY($1::uuid[])";
+
 /// Restates facts in place: their time, importance and source, and their text only where it
 /// changed. Those that keep their text change no indexed column, so Postgres updates them HOT
 /// (a new version on the same page, no new index entries) when the page has room: no new
@@ -592,16 +623,7 @@ async fn update_facts(
 ) -> Result<(), MemoryError> {
     let (same, changed): (Vec<_>, Vec<_>) = updates.iter().partition(|(_, u)| u.text.is_none());
     if !same.is_empty() {
-        let stmt = tx
-            .prepare_cached(
-                "UPDATE agentwall_facts AS f SET observed_at = r.observed_at,
-                   observed_ns = r.observed_ns, importance = r.importance, source = r.source
-                 FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
-                             $5::text[]) AS r(id, observed_at, observed_ns, importance, source)
-                 WHERE f.id = r.id",
-            )
-            .await
-            .map_err(pg_error)?;
+        let stmt = tx.prepare_cached(RESTATE_SQL).await.map_err(pg_error)?;
         let c = UpdateColumns::of(&same);
         tx.execute(&stmt, &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources])
             .await
@@ -609,14 +631,7 @@ async fn update_facts(
     }
     if !changed.is_empty() {
         let stmt = tx
-            .prepare_cached(
-                "UPDATE agentwall_facts AS f SET body = r.body, observed_at = r.observed_at,
-                   observed_ns = r.observed_ns, importance = r.importance, source = r.source
-                 FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
-                             $5::text[], $6::text[])
-                      AS r(id, observed_at, observed_ns, importance, source, body)
-                 WHERE f.id = r.id",
-            )
+            .prepare_cached(RESTATE_TEXT_SQL)
             .await
             .map_err(pg_error)?;
         let c = UpdateColumns::of(&changed);

@@ -99,6 +99,13 @@ pub fn recall_statement() -> &'static str {
     &longterm::RECALL_SQL
 }
 
+/// The statements of a group commit that find facts by id or key, by name, for plan checks:
+/// each reads its ids or keys from `$1` and `$2` arrays (see `longterm::FACT_LOOKUPS`).
+#[doc(hidden)]
+pub fn fact_lookup_statements() -> &'static [(&'static str, &'static str)] {
+    &longterm::FACT_LOOKUPS
+}
+
 /// How to reach the two services.
 #[derive(Clone)]
 pub struct RedisPostgresConfig {
