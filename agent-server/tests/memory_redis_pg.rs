@@ -717,15 +717,24 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
     assert_eq!(fact_count("large-session").await, 5_000);
 }
 
-/// A group commit finds the facts it restates, retires or replaces through an index, whatever
-/// the statistics say, so a batch costs what its own sessions hold, not what the table holds.
-/// Checked on the generic plan of each statement (what a prepared statement settles on after a
-/// few runs), on a table without statistics (as every fresh database is until autovacuum's
-/// first `ANALYZE`; the plain joins of `unnest(...)` these statements once were scanned the
-/// whole table there) and after `ANALYZE`.
+/// A group commit finds the facts it restates, retires or replaces, and recall the sessions it
+/// reads, through an index whatever the statistics say, so a batch costs what its own sessions
+/// hold, not what the tables hold. Checked on the generic plan of each statement (what a
+/// prepared statement settles on after a few runs), on tables without statistics (as every
+/// fresh database is until autovacuum's first `ANALYZE`; the plain joins of `unnest(...)` these
+/// statements once were scanned whole tables there) and after `ANALYZE`.
 #[tokio::test]
-async fn a_group_commit_finds_facts_through_an_index_with_or_without_statistics() {
+async fn batches_find_rows_through_an_index_with_or_without_statistics() {
     let harness = Harness::new().await;
+    let client = harness.db.client().await;
+    // Other sessions' rows, enough that reading them all costs more than an index.
+    client
+        .batch_execute(
+            "INSERT INTO agentwall_sessions (session_id)
+             SELECT 'other-' || n FROM generate_series(1, 2000) AS n",
+        )
+        .await
+        .unwrap();
     for s in 0..8 {
         let session = SessionId::parse(&format!("lookup-{s}")).unwrap();
         let facts = (0..100)
@@ -741,7 +750,6 @@ async fn a_group_commit_finds_facts_through_an_index_with_or_without_statistics(
             .collect();
         harness.store.inject(&session, facts).await.unwrap();
     }
-    let client = harness.db.client().await;
     client
         .batch_execute("SET plan_cache_mode = force_generic_plan")
         .await
@@ -750,7 +758,9 @@ async fn a_group_commit_finds_facts_through_an_index_with_or_without_statistics(
         if analyzed {
             client.batch_execute("ANALYZE").await.unwrap();
         }
-        for (name, sql) in agent_server::memory::redis_pg::fact_lookup_statements() {
+        let recall = ("recall", agent_server::memory::redis_pg::recall_statement());
+        let statements = agent_server::memory::redis_pg::fact_lookup_statements();
+        for &(name, sql) in statements.iter().chain([&recall]) {
             let prepared = format!("{name}_{analyzed}");
             client
                 .batch_execute(&format!("PREPARE {prepared} AS {sql}"))

@@ -765,6 +765,10 @@ const SEARCH_FROM_FACTS: i64 = 256;
 ///   The match is written against `to_tsquery(...)` itself, not the joined `t`, so that it is a
 ///   restriction of the table, which the planner answers with the index.
 ///
+/// The sessions' rows are read through the primary key, whatever the statistics say: the `ANY`
+/// repeats the join's ids for the planner, which otherwise scanned every session's row while
+/// the table had no statistics (a fresh database, until autovacuum's first `ANALYZE`).
+///
 /// Either way a recall's cost depends on its own session only. Candidates are ranked and cut to
 /// the pool before they are numbered, so only `pool` rows are sorted in full (a top-N heap).
 pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
@@ -772,7 +776,8 @@ pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
         "SELECT q.ord, coalesce(s.epoch, 0) AS epoch, coalesce(s.turn_seq, 0) AS turn_seq, facts.*
          FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY
               AS q(session_id, tsquery, pool, ord)
-         LEFT JOIN agentwall_sessions AS s ON s.session_id = q.session_id
+         LEFT JOIN agentwall_sessions AS s
+                ON s.session_id = q.session_id AND s.session_id = ANY($1::text[])
          LEFT JOIN LATERAL (
              (SELECT 1 AS part,
                      row_number() OVER (ORDER BY observed_at, observed_ns, seq) AS pos,
