@@ -596,14 +596,14 @@ pub(super) async fn apply_fact_writes(
     Ok(())
 }
 
-/// [`update_facts`]'s restatements that keep their text.
+/// [`update_facts`]'s restatements that keep their text (the `ANY` as in [`RETIRE_SQL`]).
 const RESTATE_SQL: &str = "UPDATE agentwall_facts AS f SET observed_at = r.observed_at,
       observed_ns = r.observed_ns, importance = r.importance, source = r.source
     FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
                 $5::text[]) AS r(id, observed_at, observed_ns, importance, source)
     WHERE f.id = r.id AND f.id = ANY($1::uuid[])";
 
-/// [`update_facts`]'s restatements that change their text.
+/// [`update_facts`]'s restatements that change their text (the `ANY` as in [`RETIRE_SQL`]).
 const RESTATE_TEXT_SQL: &str =
     "UPDATE agentwall_facts AS f SET body = r.body, observed_at = r.observed_at,
       observed_ns = r.observed_ns, importance = r.importance, source = r.source
