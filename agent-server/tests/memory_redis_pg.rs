@@ -1329,20 +1329,7 @@ async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
     reject_poison(&harness, Refusal::AtCommit).await;
     let s = one_fine_turn_seen_by(&harness, &other).await;
     let before = turn_seq(&harness, &s).await;
-    let err = harness
-        .commit_turn(&s, turn("doomed", "poison"))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            MemoryError::Backend {
-                dependency: "postgres",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    a_poisoned_turn_is_refused_by_postgres(&harness, &s, "doomed").await;
     assert_only_the_fine_turn(&harness, &other, &s).await;
     assert_eq!(
         turn_seq(&harness, &s).await,
@@ -1360,20 +1347,7 @@ async fn writes_refused_by_postgres_leave_no_working_items() {
     reject_poison(&harness, Refusal::AtWrite).await;
     let s = one_fine_turn_seen_by(&harness, &other).await;
     for round in 0..3 {
-        let err = harness
-            .commit_turn(&s, turn(&format!("doomed {round}"), "poison"))
-            .await
-            .unwrap_err();
-        assert!(
-            matches!(
-                err,
-                MemoryError::Backend {
-                    dependency: "postgres",
-                    ..
-                }
-            ),
-            "{err:?}"
-        );
+        a_poisoned_turn_is_refused_by_postgres(&harness, &s, &format!("doomed {round}")).await;
     }
     // A batch of a poisoned turn and good ones: the good ones are stored, the poisoned not.
     a_poisoned_turn_fails_alone(&harness, 0).await;
@@ -1500,6 +1474,24 @@ async fn one_bad_turn_in_a_batch_fails_alone() {
     for round in 0..3 {
         a_poisoned_turn_fails_alone(&harness, round).await;
     }
+}
+
+/// Commits a turn saying `item` whose fact is the poison, and checks that Postgres refused it.
+async fn a_poisoned_turn_is_refused_by_postgres(harness: &Harness, s: &SessionId, item: &str) {
+    let err = harness
+        .commit_turn(s, turn(item, "poison"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MemoryError::Backend {
+                dependency: "postgres",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
 }
 
 /// Sixteen turns of new sessions at once (so they share batches), the one at `5 + round`

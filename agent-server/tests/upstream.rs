@@ -185,12 +185,14 @@ impl TestApp {
         impl futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>>,
     > {
         self.chat_request(session)
-            .send_body(
-                json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]})
-                    .to_string(),
-            )
+            .send_body(streamed_hi().to_string())
             .await
             .unwrap()
+    }
+
+    /// A streamed "hi", read to its end.
+    async fn say_streamed(&self, session: &str) -> Reply {
+        self.chat(session, streamed_hi(), &[]).await
     }
 
     async fn chat(&self, session: &str, body: Value, headers: &[(&str, &str)]) -> Reply {
@@ -238,6 +240,11 @@ impl TestApp {
             .unwrap();
         String::from_utf8_lossy(&r.body().limit(1 << 24).await.unwrap()).into_owned()
     }
+}
+
+/// The body of a streamed chat turn saying "hi".
+fn streamed_hi() -> Value {
+    json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]})
 }
 
 fn error_of(reply: &Reply, status: u16) -> (String, String) {
@@ -297,13 +304,7 @@ async fn a_slow_upstream_is_a_504() {
         started.elapsed()
     );
     // Streams too: the response head never came, so it is still an HTTP 504.
-    let r = app
-        .chat(
-            "s-504",
-            json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]}),
-            &[],
-        )
-        .await;
+    let r = app.say_streamed("s-504").await;
     assert_eq!(error_of(&r, 504).0, "upstream_timeout");
 }
 
@@ -356,13 +357,7 @@ async fn garbage_and_upstream_errors_are_502_with_the_upstreams_message() {
         (Duration::ZERO, "not json".into()),
     ]));
     let app = spawn_app(&url, |_| {}).await;
-    let r = app
-        .chat(
-            "s-g",
-            json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]}),
-            &[],
-        )
-        .await;
+    let r = app.say_streamed("s-g").await;
     let events = sse_events(&r.raw);
     assert!(
         events.last().unwrap().contains("upstream_bad_response"),
@@ -578,13 +573,7 @@ async fn unchanged_chunks_reach_the_client_byte_for_byte_in_the_upstreams_order(
     events.push((Duration::ZERO, "[DONE]".into()));
     let (url, _) = fake_upstream(Script::Sse(events));
     let app = spawn_app(&url, |_| {}).await;
-    let r = app
-        .chat(
-            "s-bytes",
-            json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]}),
-            &[],
-        )
-        .await;
+    let r = app.say_streamed("s-bytes").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.raw);
     let events = sse_events(&r.raw);
     let expected: Vec<String> = (0..6).map(vendor).collect();
@@ -662,13 +651,7 @@ async fn a_stream_that_breaks_off_is_an_error_and_stores_nothing() {
     ];
     let (url, _) = fake_upstream(Script::Sse(events));
     let app = spawn_app(&url, |_| {}).await;
-    let r = app
-        .chat(
-            "s-cut",
-            json!({"stream": true, "messages": [{"role": "user", "content": "hi"}]}),
-            &[],
-        )
-        .await;
+    let r = app.say_streamed("s-cut").await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.raw);
     let events = sse_events(&r.raw);
     assert!(events[0].contains("I am "), "{}", r.raw);
