@@ -3,8 +3,9 @@
 # shared machine, plainly alternating runs favoured whichever binary ran first in each pair. Each
 # run starts its server on a fresh data directory pinned to CPU 0 (`sync` and 1 s of rest before
 # it), and `judge load` on CPU 1 sends 16-token turns at 64 connections for 8 s after 1 s of
-# warm-up. Prints each run, then the mean turns/s of each binary. With BENCH_WHOLE_MACHINE=1 the
-# server runs unpinned with 2 workers instead, as in bench-load.sh's part h; the generator stays
+# warm-up. Prints each run, then the mean and median turns/s of each binary; BENCH_ROUNDS=N
+# repeats the eight runs N times. With BENCH_WHOLE_MACHINE=1 the server runs unpinned with 2
+# workers instead, as in bench-load.sh's part h; the generator stays
 # on CPU 1 (part h pins it there too, through its `judge` helper). With
 # BENCH_BACKEND=redis+postgres each run uses the redis+postgres backend of the services that
 # scripts/test-services.sh started, on a fresh database (dropped after the run) and an emptied
@@ -118,8 +119,10 @@ run() {
 }
 
 printf '%-8s %-40s %10s %8s %8s %12s %6s\n' run binary turns/s "p50 ms" "p99 ms" "TTFT p50/p99" HOT
+rounds=${BENCH_ROUNDS:-1}
+order=$(for _ in $(seq "$rounds"); do printf 'A B B A A B B A '; done)
 i=0
-for which in A B B A A B B A; do
+for which in $order; do
   i=$((i + 1))
   if [ "$which" = A ]; then binary=$1; else binary=$2; fi
   run "$binary" "$i"
@@ -127,10 +130,20 @@ for which in A B B A A B B A; do
   printf '%-8s %-40s %10s %8s %8s %12s %6s\n' "$i ($which)" "$binary" "$rate" "$p50" "$p99" "$ttft" "$hot" |
     tee -a "$work/runs.txt"
 done
-awk -v upstream="${BENCH_UPSTREAM:-0}" '$2 ~ /^\(A\)$/ {a += $4; na++; split($7, t, "/"); ta += t[1]}
-     $2 ~ /^\(B\)$/ {b += $4; nb++; split($7, t, "/"); tb += t[1]}
+# Means and medians of each binary's runs: on this shared machine a run now and then lands in a
+# slow spell, which moves a mean more than a median.
+awk -v upstream="${BENCH_UPSTREAM:-0}" '$2 ~ /^\(A\)$/ {a[++na] = $4; split($7, t, "/"); ta += t[1]}
+     $2 ~ /^\(B\)$/ {b[++nb] = $4; split($7, t, "/"); tb += t[1]}
+     function mean(v, n,   s, k) { for (k = 1; k <= n; k++) s += v[k]; return s / n }
+     function median(v, n,   k, j, x) {
+       for (k = 2; k <= n; k++) { x = v[k]; for (j = k - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+       return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+     }
      END {
-       printf "mean A %.0f turns/s, B %.0f turns/s, B/A %.3f", a/na, b/nb, (b/nb)/(a/na)
+       ma = mean(a, na); mb = mean(b, nb)
+       printf "mean A %.0f turns/s, B %.0f turns/s, B/A %.3f", ma, mb, mb / ma
+       da = median(a, na); db = median(b, nb)
+       printf "; median A %.0f, B %.0f, B/A %.3f", da, db, db / da
        if (upstream == 1) printf "; mean TTFT p50 A %.3f ms, B %.3f ms", ta/na, tb/nb
        printf "\n"
      }' "$work/runs.txt"
