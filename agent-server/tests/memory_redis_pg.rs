@@ -1276,8 +1276,12 @@ async fn reject_poison(harness: &Harness, when: Refusal) {
         .unwrap();
 }
 
-/// A session with one stored turn ("fine", fact "Fine."), which `other` has recalled.
-async fn one_fine_turn_seen_by(harness: &Harness, other: &RedisPostgresStore) -> SessionId {
+/// Two servers on one database whose Postgres refuses the poison `when` (see [`reject_poison`]),
+/// and a session with one stored turn ("fine", fact "Fine.") that the second server has recalled.
+async fn two_servers_refusing_poison(when: Refusal) -> (Harness, RedisPostgresStore, SessionId) {
+    let harness = Harness::new().await;
+    let other = harness.twin().await;
+    reject_poison(&harness, when).await;
     let s = session();
     harness
         .commit_turn(&s, turn("fine", "Fine."))
@@ -1287,7 +1291,7 @@ async fn one_fine_turn_seen_by(harness: &Harness, other: &RedisPostgresStore) ->
         working_texts(&other.recall(&s, query("x")).await.unwrap()),
         ["fine"]
     );
-    s
+    (harness, other, s)
 }
 
 /// `s` holds its fine turn only, and both servers recall exactly that.
@@ -1324,10 +1328,7 @@ async fn turn_seq(harness: &Harness, s: &SessionId) -> i64 {
 /// working memory it read while the failed batch's items were in Redis.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
-    let harness = Harness::new().await;
-    let other = harness.twin().await;
-    reject_poison(&harness, Refusal::AtCommit).await;
-    let s = one_fine_turn_seen_by(&harness, &other).await;
+    let (harness, other, s) = two_servers_refusing_poison(Refusal::AtCommit).await;
     let before = turn_seq(&harness, &s).await;
     a_poisoned_turn_is_refused_by_postgres(&harness, &s, "doomed").await;
     assert_only_the_fine_turn(&harness, &other, &s).await;
@@ -1342,10 +1343,7 @@ async fn a_commit_rejected_by_postgres_leaves_no_working_items() {
 /// server, and the batch's other turns are written alone.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_refused_by_postgres_leave_no_working_items() {
-    let harness = Harness::new().await;
-    let other = harness.twin().await;
-    reject_poison(&harness, Refusal::AtWrite).await;
-    let s = one_fine_turn_seen_by(&harness, &other).await;
+    let (harness, other, s) = two_servers_refusing_poison(Refusal::AtWrite).await;
     for round in 0..3 {
         a_poisoned_turn_is_refused_by_postgres(&harness, &s, &format!("doomed {round}")).await;
     }
