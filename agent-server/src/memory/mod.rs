@@ -508,6 +508,7 @@ pub fn normalize_key(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     #[test]
     fn a_working_item_knows_its_words_and_equality_ignores_whether_it_worked_them_out() {
@@ -586,25 +587,52 @@ mod tests {
             );
         }
 
-        /// The same at the edge: items written within a few µs of expiring at `now`.
+        /// And at full precision: `at > live_after(now)` on the times themselves, as the
+        /// redis+postgres backend compares its items' nanosecond times.
+        #[test]
+        fn live_after_decides_as_is_live_to_the_nanosecond(
+            at_secs in -8_000_000_000_000_i64..8_000_000_000_000,
+            at_ns in 0_u32..1_000_000_000,
+            now_ns in proptest::num::i64::ANY,
+            ttl in proptest::prop_oneof![
+                (0_u64..10_000_000, 0_u32..1_000_000_000)
+                    .prop_map(|(secs, nanos)| Duration::new(secs, nanos)),
+                proptest::num::u64::ANY.prop_map(Duration::from_secs),
+            ],
+        ) {
+            let config = MemoryConfig {
+                working_ttl: ttl,
+                ..MemoryConfig::default()
+            };
+            let at = DateTime::from_timestamp(at_secs, at_ns).unwrap();
+            let now = DateTime::from_timestamp_nanos(now_ns);
+            let cutoff = config.live_after(now);
+            proptest::prop_assert_eq!(config.is_live(at, now), cutoff.is_none_or(|c| at > c));
+        }
+
+        /// The same at the edge: items written within a few nanoseconds, or whole µs, of
+        /// expiring at `now`, compared both ways.
         #[test]
         fn live_after_decides_as_is_live_at_the_edge(
             now_ns in -4_000_000_000_000_000_000_i64..4_000_000_000_000_000_000,
-            ttl_secs in 0_u64..100_000_000,
-            delta_us in -3_i64..3,
+            ttl_ns in 0_i64..100_000_000_000_000_000,
+            delta in -3_i64..3,
         ) {
             let config = MemoryConfig {
-                working_ttl: Duration::from_secs(ttl_secs),
+                working_ttl: Duration::from_nanos(ttl_ns.unsigned_abs()),
                 ..MemoryConfig::default()
             };
             let now = DateTime::from_timestamp_nanos(now_ns);
-            let at_us = now_ns.div_euclid(1000) - (ttl_secs as i64) * 1_000_000 + delta_us;
+            let cutoff = config.live_after(now);
+
+            let at = DateTime::from_timestamp_nanos(now_ns - ttl_ns + delta);
+            proptest::prop_assert_eq!(config.is_live(at, now), delta > 0);
+            proptest::prop_assert_eq!(config.is_live(at, now), cutoff.is_none_or(|c| at > c));
+
+            let at_us = (now_ns - ttl_ns).div_euclid(1000) + delta;
             let at = DateTime::from_timestamp_micros(at_us).unwrap();
-            let cutoff = config.live_after(now).map(|c| c.timestamp_micros());
-            proptest::prop_assert_eq!(
-                config.is_live(at, now),
-                cutoff.is_none_or(|c| at_us > c)
-            );
+            let cutoff_us = cutoff.map(|c| c.timestamp_micros());
+            proptest::prop_assert_eq!(config.is_live(at, now), cutoff_us.is_none_or(|c| at_us > c));
         }
     }
 }

@@ -68,7 +68,10 @@ pub(super) fn live(
     config: &MemoryConfig,
     now: DateTime<Utc>,
 ) -> WorkingMemory {
-    let is_live = |item: &Arc<WorkingItem>| config.is_live(item.at, now);
+    // One subtraction per recall rather than a checked addition per item (`live_after` decides
+    // as `is_live` does): per item, that was about 5 % of the server's CPU time per turn.
+    let cutoff = config.live_after(now);
+    let is_live = |item: &Arc<WorkingItem>| cutoff.is_none_or(|c| item.at > c);
     let first = items.iter().position(is_live).unwrap_or(items.len());
     if items[first..].iter().all(is_live) {
         let end = items.len();
