@@ -40,7 +40,7 @@ database=
 cleanup() {
   [ -z "$server" ] || kill "$server" 2>/dev/null || true
   [ -z "$upstream" ] || kill "$upstream" 2>/dev/null || true
-  [ -z "$database" ] || psql -q "$AGENTWALL_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS $database" || true
+  drop_database || true
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -74,11 +74,7 @@ memory_flags() {
     memory=(--data-dir "$work/data")
     return
   fi
-  database="abba_$$_$1"
-  psql -q "$AGENTWALL_TEST_DATABASE_URL" -c "CREATE DATABASE $database"
-  redis-cli -u "$AGENTWALL_TEST_REDIS_URL" FLUSHDB >/dev/null
-  memory=(--redis-url "$AGENTWALL_TEST_REDIS_URL"
-    --database-url "${AGENTWALL_TEST_DATABASE_URL%/*}/$database")
+  fresh_redis_pg "abba_$$_$1"
 }
 
 # hot_share: sets `hot` to, for redis+postgres, the share of the facts table's updates that were
@@ -91,8 +87,7 @@ hot_share() {
   hot=$(psql -At "${AGENTWALL_TEST_DATABASE_URL%/*}/$database" -c \
     "SELECT coalesce(round(100.0 * n_tup_hot_upd / nullif(n_tup_upd, 0)) || '%', 'none')
      FROM pg_stat_user_tables WHERE relname = 'agentwall_facts'")
-  psql -q "$AGENTWALL_TEST_DATABASE_URL" -c "DROP DATABASE $database"
-  database=
+  drop_database
 }
 
 # run BINARY: one measured run; its turns/s, p50, p99 and TTFT go to $work/result. Runs in this shell,

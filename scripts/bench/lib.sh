@@ -11,3 +11,23 @@ wait_up() {
   echo "server on port $1 did not start" >&2
   exit 1
 }
+
+# fresh_redis_pg NAME: a clean redis+postgres memory for one run: creates database NAME on the
+# server of $AGENTWALL_TEST_DATABASE_URL (an admin URL), empties the Redis database of
+# $AGENTWALL_TEST_REDIS_URL, sets `database` to NAME and `memory` to the agent-server flags that
+# use both. drop_database removes it again; call it from the EXIT trap too, while `database` is
+# set.
+fresh_redis_pg() {
+  : "${AGENTWALL_TEST_REDIS_URL:?run under scripts/test-services.sh (needs its Redis)}"
+  : "${AGENTWALL_TEST_DATABASE_URL:?set it to a Postgres admin URL (scripts/test-services.sh sets one)}"
+  database=$1
+  psql -q "$AGENTWALL_TEST_DATABASE_URL" -c "CREATE DATABASE $database"
+  redis-cli -u "$AGENTWALL_TEST_REDIS_URL" FLUSHDB >/dev/null
+  memory=(--redis-url "$AGENTWALL_TEST_REDIS_URL"
+    --database-url "${AGENTWALL_TEST_DATABASE_URL%/*}/$database")
+}
+
+drop_database() {
+  [ -z "${database:-}" ] || psql -q "$AGENTWALL_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS $database"
+  database=
+}

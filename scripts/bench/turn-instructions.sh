@@ -4,9 +4,13 @@
 # show. Each binary serves 1,000 and then 4,000 turns (`judge load --requests N --concurrency 16`,
 # 16-token prompts) from a fresh data directory; the difference over 3,000 turns is the cost of a
 # turn without the start-up (mostly compiling regexes). The kernel's share (WAL writes, fsync,
-# sockets) is not counted. Needs valgrind.
+# sockets) is not counted. Needs valgrind. With BENCH_BACKEND=redis+postgres the servers use the
+# redis+postgres backend instead of the embedded store, each run on a fresh database (dropped
+# after it) and an emptied Redis; Redis's and Postgres's own instructions are not counted.
 #
 #   scripts/bench/turn-instructions.sh target/release/agent-server /tmp/agent-server-base
+#   scripts/test-services.sh start && eval "$(scripts/test-services.sh env)"
+#   BENCH_BACKEND=redis+postgres scripts/bench/turn-instructions.sh target/release/agent-server
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/bench/lib.sh
@@ -14,9 +18,20 @@ source scripts/bench/lib.sh
 command -v valgrind >/dev/null || { echo "needs valgrind (apt-get install valgrind)" >&2; exit 2; }
 cargo build --release --quiet -p judge-client --bin judge
 port=${BENCH_PORT:-18310}
+backend=${BENCH_BACKEND:-embedded}
+case "$backend" in
+  embedded | redis+postgres) ;;
+  *) echo "BENCH_BACKEND must be embedded or redis+postgres, not $backend" >&2; exit 2 ;;
+esac
 work=$(mktemp -d)
 server=
-cleanup() { [ -z "$server" ] || kill "$server" 2>/dev/null || true; rm -rf "$work"; }
+database=
+memory=()
+cleanup() {
+  [ -z "$server" ] || kill "$server" 2>/dev/null || true
+  drop_database || true
+  rm -rf "$work"
+}
 trap cleanup EXIT
 
 # instructions BINARY TURNS: total instructions of one server process serving TURNS turns, into
@@ -25,8 +40,13 @@ instructions() {
   local dir="$work/run-$2"
   rm -rf "$dir"
   mkdir -p "$dir"
+  if [ "$backend" = embedded ]; then
+    memory=(--data-dir "$dir/data")
+  else
+    fresh_redis_pg "instructions_$$_$2"
+  fi
   valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" "$1" \
-    --addr "127.0.0.1:$port" --workers 1 --data-dir "$dir/data" >"$dir/server.log" 2>&1 &
+    --addr "127.0.0.1:$port" --workers 1 "${memory[@]}" >"$dir/server.log" 2>&1 &
   server=$!
   # Under valgrind a server takes a while to start.
   wait_up "$port" 60
@@ -36,6 +56,7 @@ instructions() {
   kill -INT "$server"
   wait "$server" 2>/dev/null || true
   server=
+  drop_database
   awk '/^(summary|totals):/ {print $2; exit}' "$dir/callgrind.out" >"$work/count"
 }
 

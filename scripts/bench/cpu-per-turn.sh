@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# CPU time per turn of agent-server and of Postgres, at a FIXED open-loop rate, for one or more
+# agent-server binaries run in turn (A B A B ... for BENCH_ROUNDS rounds).
+#
+# Wall-clock turns/s on this shared machine spreads by about 12 % between runs of one binary
+# (abba.sh); at a fixed rate every binary does the same work, so what it costs in CPU can be
+# compared directly. Each run uses the redis+postgres backend on a fresh database (dropped after
+# the run) and an emptied Redis; the server runs unpinned with 2 workers, `judge load` on CPU 1
+# sends constant arrivals of 16-token turns for 8 s, and the CPU time (user + system, from
+# /proc/PID/stat) of agent-server and of the Postgres cluster (its postmaster and every child
+# process: backends, WAL writer, checkpointer, autovacuum) is read over the 5 s from 2 s in, so
+# run nothing else against that cluster meanwhile.
+#
+#   scripts/test-services.sh start && eval "$(scripts/test-services.sh env)"
+#   export AGENTWALL_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres   # durable
+#   BENCH_RATE=6000 BENCH_ROUNDS=3 scripts/bench/cpu-per-turn.sh /tmp/agent-server-before \
+#     target/release/agent-server
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+source scripts/bench/lib.sh
+[ $# -ge 1 ] || { echo "usage: $0 AGENT_SERVER..." >&2; exit 2; }
+: "${AGENTWALL_TEST_REDIS_URL:?run under scripts/test-services.sh (needs its Redis)}"
+: "${AGENTWALL_TEST_DATABASE_URL:?set it to a Postgres admin URL (tests create one database each)}"
+cargo build --release --quiet -p judge-client --bin judge
+port=${BENCH_PORT:-18330}
+rate=${BENCH_RATE:-6000}
+rounds=${BENCH_ROUNDS:-1}
+tick=$(getconf CLK_TCK)
+work=$(mktemp -d)
+server=
+database=
+memory=()
+cleanup() {
+  [ -z "$server" ] || kill "$server" 2>/dev/null || true
+  drop_database || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# ticks PID...: user + system CPU time of the processes, in clock ticks (0 for one that is gone).
+ticks() {
+  local sum=0 pid
+  for pid in "$@"; do
+    sum=$((sum + $(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$sum"
+}
+
+printf '%-8s %-40s %10s %18s %18s\n' run binary turns/s "agent-server µs" "postgres µs"
+i=0
+for _ in $(seq "$rounds"); do
+  for binary in "$@"; do
+    i=$((i + 1))
+    fresh_redis_pg "cpu_$$_$i"
+    sync
+    sleep 1
+    "$binary" --addr "127.0.0.1:$port" --workers 2 "${memory[@]}" >"$work/server.log" 2>&1 &
+    server=$!
+    wait_up "$port"
+    taskset -c 1 target/release/judge load --endpoint "http://127.0.0.1:$port" --threads 1 \
+      --duration 8s --prompt-tokens 16 --output-tokens 16 --quiet --rate "$rate" \
+      --arrivals constant --out "$work/judge" >"$work/judge.txt" 2>&1 &
+    judge=$!
+    sleep 2
+    postmaster=$(head -1 "$(psql -At "$AGENTWALL_TEST_DATABASE_URL" -c 'SHOW data_directory')/postmaster.pid" 2>/dev/null || true)
+    [ -n "$postmaster" ] || { echo "cannot find the Postgres cluster's processes (is it on this machine?)" >&2; exit 1; }
+    mapfile -t postgres < <(echo "$postmaster"; pgrep -P "$postmaster")
+    agent0=$(ticks "$server") pg0=$(ticks "${postgres[@]}") t0=$(date +%s.%N)
+    sleep 5
+    agent1=$(ticks "$server") pg1=$(ticks "${postgres[@]}") t1=$(date +%s.%N)
+    wait "$judge" || { cat "$work/judge.txt" >&2; exit 1; }
+    kill "$server"
+    wait "$server" 2>/dev/null || true
+    server=
+    drop_database
+    achieved=$(head -1 "$work/judge.txt" | sed -E 's/.*achieved ([0-9.]+).*/\1/')
+    awk -v run="$i" -v bin="$binary" -v rate="$achieved" -v t0="$t0" -v t1="$t1" -v tick="$tick" \
+      -v agent=$((agent1 - agent0)) -v pg=$((pg1 - pg0)) 'BEGIN {
+        turns = rate * (t1 - t0)
+        printf "%-8s %-40s %10.0f %18.1f %18.1f\n", run, bin, rate, agent / tick * 1e6 / turns, pg / tick * 1e6 / turns
+      }'
+  done
+done
