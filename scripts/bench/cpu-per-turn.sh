@@ -26,16 +26,7 @@ port=${BENCH_PORT:-18330}
 rate=${BENCH_RATE:-6000}
 rounds=${BENCH_ROUNDS:-1}
 tick=$(getconf CLK_TCK)
-work=$(mktemp -d)
-server=
-database=
-memory=()
-cleanup() {
-  [ -z "$server" ] || kill "$server" 2>/dev/null || true
-  drop_database || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+start_work
 
 # ticks PID...: user + system CPU time of the processes, in clock ticks (0 for one that is gone).
 ticks() {

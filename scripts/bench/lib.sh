@@ -31,3 +31,20 @@ drop_database() {
   [ -z "${database:-}" ] || psql -q "$AGENTWALL_TEST_DATABASE_URL" -c "DROP DATABASE IF EXISTS $database"
   database=
 }
+
+# start_work: the state of a script's runs, cleaned up on exit: `work` (a new temporary directory,
+# removed), `server` (a server's PID while one runs, stopped), `database` (while set, dropped) and
+# `memory` (the server's memory flags).
+start_work() {
+  work=$(mktemp -d)
+  server=
+  database=
+  memory=()
+  trap stop_work EXIT
+}
+
+stop_work() {
+  [ -z "$server" ] || kill "$server" 2>/dev/null || true
+  drop_database || true
+  rm -rf "$work"
+}

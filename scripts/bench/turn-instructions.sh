@@ -23,16 +23,7 @@ case "$backend" in
   embedded | redis+postgres) ;;
   *) echo "BENCH_BACKEND must be embedded or redis+postgres, not $backend" >&2; exit 2 ;;
 esac
-work=$(mktemp -d)
-server=
-database=
-memory=()
-cleanup() {
-  [ -z "$server" ] || kill "$server" 2>/dev/null || true
-  drop_database || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+start_work
 
 # instructions BINARY TURNS: total instructions of one server process serving TURNS turns, into
 # $work/count. Runs in this shell, not a subshell, so that the EXIT trap can stop its server.
