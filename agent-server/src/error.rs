@@ -45,6 +45,9 @@ pub enum ApiError {
         path: String,
         allowed: &'static str,
     },
+    /// A bug: something that cannot fail did. Says what, for the server's log.
+    #[error("internal error: {0}; this is a bug, please report it with the server's log")]
+    Internal(&'static str),
     #[error(transparent)]
     Memory(#[from] MemoryError),
     #[error(transparent)]
@@ -106,6 +109,9 @@ impl ApiError {
                 "invalid_request_error",
                 "method_not_allowed",
             ),
+            ApiError::Internal(_) => {
+                row(S::INTERNAL_SERVER_ERROR, "server_error", "internal_error")
+            }
             ApiError::Memory(MemoryError::Unavailable { .. }) => row(
                 S::SERVICE_UNAVAILABLE,
                 "service_unavailable_error",

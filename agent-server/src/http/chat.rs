@@ -130,26 +130,50 @@ async fn relayed_stream(
     chunks: ChunkStream,
     include_usage: bool,
 ) -> HttpResponse {
-    let (tx, mut rx) = mpsc::channel::<Bytes>(64);
-    actix_web::rt::spawn(
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let relay = actix_web::rt::spawn(
         relay(state, turn, chunks, include_usage, tx).instrument(tracing::Span::current()),
     );
-    // `None` if the wait ran out (`recv` is cancel-safe: nothing is lost), or if the relay's task
-    // died, which leaves the body empty.
-    let first = tokio::time::timeout(HEAD_WAITS_FOR_EVENTS, rx.recv())
-        .await
-        .ok()
-        .flatten();
-    let rest = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv()
-            .await
-            .map(|event| (Ok::<_, Infallible>(event), rx))
-    });
-    let body = futures_util::stream::iter(first.map(Ok::<_, Infallible>)).chain(rest);
+    let body = relayed_events(rx, relay).await;
     HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("cache-control", "no-cache"))
         .streaming(body)
+}
+
+/// The body of a relayed stream: the relay's events as they come, the first ones waited for (up
+/// to [`HEAD_WAITS_FOR_EVENTS`]) so that they go out with the head.
+///
+/// If the relay's task panicked (a bug), the stream ends with an error event, as when a commit
+/// fails, instead of just stopping: without `[DONE]` or an error, a client could take the cut
+/// stream, or an empty 200, for a complete reply. A relay that stopped because the client went
+/// away needs nothing: this body is gone too.
+async fn relayed_events(
+    mut events: mpsc::Receiver<Bytes>,
+    relay: tokio::task::JoinHandle<()>,
+) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + 'static {
+    // `None` if the wait ran out (`recv` is cancel-safe: nothing is lost) or the relay ended.
+    let first = tokio::time::timeout(HEAD_WAITS_FOR_EVENTS, events.recv())
+        .await
+        .ok()
+        .flatten();
+    let rest = futures_util::stream::unfold(events, |mut events| async move {
+        events.recv().await.map(|event| (event, events))
+    });
+    let failure = futures_util::stream::once(async move {
+        let panicked = relay.await.is_err_and(|e| e.is_panic());
+        panicked.then(|| {
+            let mut events = Vec::new();
+            let e = ApiError::Internal("relaying the upstream stream failed");
+            push_error_event(&mut events, &e);
+            Bytes::from(events)
+        })
+    })
+    .filter_map(std::future::ready);
+    futures_util::stream::iter(first)
+        .chain(rest)
+        .chain(failure)
+        .map(Ok)
 }
 
 /// Relays one upstream stream to the client.
@@ -529,6 +553,42 @@ mod tests {
         fn stream_pieces_concatenate_to_the_reply(text in "\\PC{0,200}") {
             prop_assert_eq!(content_pieces(&text).concat(), text);
         }
+    }
+
+    /// The body `relayed_events` makes of what a relay task sends before it ends (or panics).
+    async fn relayed_body(sent: &'static [&'static str], panics: bool) -> Vec<String> {
+        let (tx, rx) = mpsc::channel::<Bytes>(8);
+        let relay = tokio::spawn(async move {
+            for event in sent {
+                tx.send(Bytes::from_static(event.as_bytes())).await.unwrap();
+            }
+            assert!(!panics, "a bug in the relay");
+        });
+        let body = relayed_events(rx, relay).await;
+        body.map(|event| String::from_utf8(event.unwrap().to_vec()).unwrap())
+            .collect()
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_relay_that_panics_ends_its_stream_with_an_error_event() {
+        let body = relayed_body(&["data: {\"a\":1}\n\n"], true).await;
+        assert_eq!(body.len(), 2, "{body:?}");
+        assert_eq!(body[0], "data: {\"a\":1}\n\n");
+        assert!(body[1].starts_with("data: {\"error\":"), "{body:?}");
+        assert!(body[1].contains("\"code\":\"internal_error\""), "{body:?}");
+
+        // Dying before its first event: the error is the whole body, not an empty 200.
+        let body = relayed_body(&[], true).await;
+        assert_eq!(body.len(), 1, "{body:?}");
+        assert!(body[0].contains("\"type\":\"server_error\""), "{body:?}");
+    }
+
+    #[tokio::test]
+    async fn a_relay_that_ends_leaves_its_events_as_they_are() {
+        let sent = &["data: {\"a\":1}\n\n", "data: [DONE]\n\n"];
+        assert_eq!(relayed_body(sent, false).await, sent);
+        assert!(relayed_body(&[], false).await.is_empty());
     }
 
     #[test]
