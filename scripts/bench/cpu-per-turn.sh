@@ -8,8 +8,9 @@
 # the run) and an emptied Redis; the server runs unpinned with 2 workers, `judge load` on CPU 1
 # sends constant arrivals of 16-token turns for 8 s, and the CPU time (user + system, from
 # /proc/PID/stat) of agent-server and of the Postgres cluster (its postmaster and every child
-# process: backends, WAL writer, checkpointer, autovacuum) is read over the 5 s from 2 s in, so
-# run nothing else against that cluster meanwhile.
+# process: backends, WAL writer, checkpointer, autovacuum), and Redis's (`INFO cpu`) with its
+# commands (`INFO commandstats`), are read over the 5 s from 2 s in, so run nothing else against
+# that cluster or that Redis meanwhile.
 #
 #   scripts/test-services.sh start && eval "$(scripts/test-services.sh env)"
 #   export AGENTWALL_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres   # durable
@@ -28,6 +29,14 @@ rounds=${BENCH_ROUNDS:-1}
 tick=$(getconf CLK_TCK)
 start_work
 
+# redis_usage: Redis's CPU seconds (user + system) and the commands it has run, on one line.
+redis_usage() {
+  redis-cli -u "$AGENTWALL_TEST_REDIS_URL" INFO all | tr -d '\r' | awk -F'[:=,]' '
+    $1 == "used_cpu_user" || $1 == "used_cpu_sys" { cpu += $2 }
+    $1 ~ /^cmdstat_/ && $1 != "cmdstat_info" { calls += $3 }
+    END { printf "%.6f %d\n", cpu, calls }'
+}
+
 # ticks PID...: user + system CPU time of the processes, in clock ticks (0 for one that is gone).
 ticks() {
   local sum=0 pid
@@ -37,7 +46,8 @@ ticks() {
   echo "$sum"
 }
 
-printf '%-8s %-40s %10s %18s %18s\n' run binary turns/s "agent-server µs" "postgres µs"
+printf '%-8s %-40s %8s %16s %12s %9s %15s\n' run binary turns/s "agent-server µs" "postgres µs" \
+  "redis µs" "redis commands"
 i=0
 for _ in $(seq "$rounds"); do
   for binary in "$@"; do
@@ -57,8 +67,10 @@ for _ in $(seq "$rounds"); do
     [ -n "$postmaster" ] || { echo "cannot find the Postgres cluster's processes (is it on this machine?)" >&2; exit 1; }
     mapfile -t postgres < <(echo "$postmaster"; pgrep -P "$postmaster")
     agent0=$(ticks "$server") pg0=$(ticks "${postgres[@]}") t0=$(date +%s.%N)
+    read -r redis_cpu0 redis_calls0 < <(redis_usage)
     sleep 5
     agent1=$(ticks "$server") pg1=$(ticks "${postgres[@]}") t1=$(date +%s.%N)
+    read -r redis_cpu1 redis_calls1 < <(redis_usage)
     wait "$judge" || { cat "$work/judge.txt" >&2; exit 1; }
     kill "$server"
     wait "$server" 2>/dev/null || true
@@ -66,9 +78,12 @@ for _ in $(seq "$rounds"); do
     drop_database
     achieved=$(head -1 "$work/judge.txt" | sed -E 's/.*achieved ([0-9.]+).*/\1/')
     awk -v run="$i" -v bin="$binary" -v rate="$achieved" -v t0="$t0" -v t1="$t1" -v tick="$tick" \
-      -v agent=$((agent1 - agent0)) -v pg=$((pg1 - pg0)) 'BEGIN {
+      -v agent=$((agent1 - agent0)) -v pg=$((pg1 - pg0)) -v redis="$redis_cpu0 $redis_cpu1" \
+      -v calls=$((redis_calls1 - redis_calls0)) 'BEGIN {
         turns = rate * (t1 - t0)
-        printf "%-8s %-40s %10.0f %18.1f %18.1f\n", run, bin, rate, agent / tick * 1e6 / turns, pg / tick * 1e6 / turns
+        split(redis, r, " ")
+        printf "%-8s %-40s %8.0f %16.1f %12.1f %9.1f %15.2f\n", run, bin, rate, agent / tick * 1e6 / turns,
+          pg / tick * 1e6 / turns, (r[2] - r[1]) * 1e6 / turns, calls / turns
       }'
   done
 done
