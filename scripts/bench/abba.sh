@@ -4,7 +4,8 @@
 # run starts its server on a fresh data directory pinned to CPU 0 (`sync` and 1 s of rest before
 # it), and `judge load` on CPU 1 sends 16-token turns at 64 connections for 8 s after 1 s of
 # warm-up. Prints each run, then the mean and median turns/s of each binary; BENCH_ROUNDS=N
-# repeats the eight runs N times, every second time as B A A B B A A B. With
+# repeats the eight runs N times, every second time as B A A B B A A B (an even N balances the
+# places). With
 # BENCH_WHOLE_MACHINE=1 the server runs unpinned with 2 workers instead, as in bench-load.sh's
 # part h; the generator stays on CPU 1 (part h pins it there too, through its `judge` helper). With
 # BENCH_BACKEND=redis+postgres each run uses the redis+postgres backend of the services that

@@ -33,18 +33,27 @@ drop_database() {
 }
 
 # start_work: the state of a script's runs, cleaned up on exit: `work` (a new temporary directory,
-# removed), `server` (a server's PID while one runs, stopped), `database` (while set, dropped) and
-# `memory` (the server's memory flags).
+# removed), `server` and `load` (the PIDs of a server and a load generator while they run,
+# stopped), `database` (while set, dropped, after the server has gone) and `memory` (the server's
+# memory flags).
 start_work() {
   work=$(mktemp -d)
   server=
+  load=
   database=
   memory=()
   trap stop_work EXIT
 }
 
+# stop_server: stops `server` and waits for it, so that its connections are closed.
+stop_server() {
+  [ -z "$server" ] || { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; } || true
+  server=
+}
+
 stop_work() {
-  [ -z "$server" ] || kill "$server" 2>/dev/null || true
+  [ -z "$load" ] || kill "$load" 2>/dev/null || true
+  stop_server
   drop_database || true
   rm -rf "$work"
 }

@@ -146,8 +146,9 @@ async fn relayed_stream(
 ///
 /// If the relay's task panicked (a bug), the stream ends with an error event, as when a commit
 /// fails, instead of just stopping: without `[DONE]` or an error, a client could take the cut
-/// stream, or an empty 200, for a complete reply. A relay that stopped because the client went
-/// away needs nothing: this body is gone too.
+/// stream, or an empty 200, for a complete reply. Whether the turn was stored depends on where it
+/// panicked (before or after the commit), as for a client that loses the connection. A relay
+/// that stopped because the client went away needs nothing: this body is gone too.
 async fn relayed_events(
     mut events: mpsc::Receiver<Bytes>,
     relay: tokio::task::JoinHandle<()>,
@@ -161,13 +162,18 @@ async fn relayed_events(
         events.recv().await.map(|event| (event, events))
     });
     let failure = futures_util::stream::once(async move {
-        let panicked = relay.await.is_err_and(|e| e.is_panic());
-        panicked.then(|| {
-            let mut events = Vec::new();
-            let e = ApiError::Internal("relaying the upstream stream failed");
-            push_error_event(&mut events, &e);
-            Bytes::from(events)
-        })
+        let panic = relay.await.err().and_then(|e| e.try_into_panic().ok())?;
+        // The panic's own message, for the log the error event points to.
+        let message = panic
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("(no message)");
+        tracing::error!(panic = message, "the relay of an upstream stream panicked");
+        let mut events = Vec::new();
+        let e = ApiError::Internal("relaying the upstream stream failed");
+        push_error_event(&mut events, &e);
+        Some(Bytes::from(events))
     })
     .filter_map(std::future::ready);
     futures_util::stream::iter(first)
