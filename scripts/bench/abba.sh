@@ -5,9 +5,9 @@
 # it), and `judge load` on CPU 1 sends 16-token turns at 64 connections for 8 s after 1 s of
 # warm-up. Prints each run, then the mean and median turns/s of each binary; BENCH_ROUNDS=N
 # repeats the eight runs N times, every second time as B A A B B A A B (an even N balances the
-# places). With
-# BENCH_WHOLE_MACHINE=1 the server runs unpinned with 2 workers instead, as in bench-load.sh's
-# part h; the generator stays on CPU 1 (part h pins it there too, through its `judge` helper). With
+# places). With BENCH_WHOLE_MACHINE=1 the server runs unpinned with 2 workers instead, as in
+# bench-load.sh's part h; the generator stays on CPU 1 (part h pins it there too, through its
+# `judge` helper). With
 # BENCH_BACKEND=redis+postgres each run uses the redis+postgres backend of the services that
 # scripts/test-services.sh started, on a fresh database (dropped after the run) and an emptied
 # Redis, and also prints the share of the facts table's updates that Postgres made HOT. With
@@ -34,15 +34,11 @@ if [ "${BENCH_WHOLE_MACHINE:-0}" = 1 ]; then
 else
   server_cpu=(taskset -c 0) workers=1
 fi
-work=$(mktemp -d)
-server=
+start_work
 upstream=
-database=
 cleanup() {
-  [ -z "$server" ] || kill "$server" 2>/dev/null || true
   [ -z "$upstream" ] || kill "$upstream" 2>/dev/null || true
-  drop_database || true
-  rm -rf "$work"
+  stop_work
 }
 trap cleanup EXIT
 
@@ -105,9 +101,7 @@ run() {
   taskset -c 1 target/release/judge load --endpoint "http://127.0.0.1:$port" --threads 1 \
     --duration "${seconds}s" --warmup 1s --prompt-tokens 16 --output-tokens 16 --quiet \
     "${load[@]}" --out "$work/judge" >"$work/judge.txt" 2>&1 || { cat "$work/judge.txt" >&2; exit 1; }
-  kill "$server"
-  wait "$server" 2>/dev/null || true
-  server=
+  stop_server
   hot_share
   head -1 "$work/judge.txt" |
     sed -E "s/.*: ([0-9.]+) req\/s.*latency p50\/p99 ([0-9.]+)\/([0-9.]+) ms, ttft ([^ ]+) ms.*/\1 \2 \3 \4 $hot/" \

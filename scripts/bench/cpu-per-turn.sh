@@ -74,15 +74,15 @@ for _ in $(seq "$rounds"); do
     taskset -c 1 target/release/judge load --endpoint "http://127.0.0.1:$port" --threads 1 \
       --duration "${seconds}s" --prompt-tokens 16 --output-tokens 16 --quiet --rate "$rate" \
       --arrivals constant --out "$work/judge" >"$work/judge.txt" 2>&1 &
-    load=$!
+    generator=$!
     sleep 2
     agent0=$(ticks "$server") pg0=$(postgres_ticks) t0=$(date +%s.%N)
     read -r redis_cpu0 redis_calls0 < <(redis_usage)
     sleep 5
     agent1=$(ticks "$server") pg1=$(postgres_ticks) t1=$(date +%s.%N)
     read -r redis_cpu1 redis_calls1 < <(redis_usage)
-    wait "$load" || { cat "$work/judge.txt" >&2; exit 1; }
-    load=
+    wait "$generator" || { cat "$work/judge.txt" >&2; exit 1; }
+    generator=
     stop_server
     drop_database
     # Turns answered, not sent: a server that falls behind the rate must not look cheaper.

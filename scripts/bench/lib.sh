@@ -32,27 +32,29 @@ drop_database() {
   database=
 }
 
-# start_work: the state of a script's runs, cleaned up on exit: `work` (a new temporary directory,
-# removed), `server` and `load` (the PIDs of a server and a load generator while they run,
-# stopped), `database` (while set, dropped, after the server has gone) and `memory` (the server's
-# memory flags).
+# start_work: the state of a script's runs, cleaned up on exit (stop_work): `work` (a new
+# temporary directory, removed), `server` and `generator` (the PIDs of a server and a load
+# generator while they run, stopped), `database` (while set, dropped, after the server has gone)
+# and `memory` (the server's memory flags). A script with more to clean up traps its own function,
+# which calls stop_work.
 start_work() {
   work=$(mktemp -d)
   server=
-  load=
+  generator=
   database=
   memory=()
   trap stop_work EXIT
 }
 
-# stop_server: stops `server` and waits for it, so that its connections are closed.
+# stop_server [SIGNAL]: stops `server` (with SIGTERM unless told) and waits for it, so that its
+# connections are closed and its output written.
 stop_server() {
-  [ -z "$server" ] || { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; } || true
+  [ -z "$server" ] || { kill -"${1:-TERM}" "$server" 2>/dev/null; wait "$server" 2>/dev/null; } || true
   server=
 }
 
 stop_work() {
-  [ -z "$load" ] || kill "$load" 2>/dev/null || true
+  [ -z "$generator" ] || kill "$generator" 2>/dev/null || true
   stop_server
   drop_database || true
   rm -rf "$work"

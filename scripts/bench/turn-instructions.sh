@@ -44,9 +44,7 @@ instructions() {
   target/release/judge load --endpoint "http://127.0.0.1:$port" --threads 1 --requests "$2" \
     --concurrency 16 --prompt-tokens 16 --output-tokens 16 --timeout 120s --quiet \
     --out "$dir/judge" >"$dir/judge.log" 2>&1
-  kill -INT "$server"
-  wait "$server" 2>/dev/null || true
-  server=
+  stop_server INT
   drop_database
   awk '/^(summary|totals):/ {print $2; exit}' "$dir/callgrind.out" >"$work/count"
 }

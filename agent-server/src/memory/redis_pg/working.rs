@@ -45,8 +45,8 @@ pub(super) struct Working {
 /// The exact members one turn added, so that they can be removed again.
 pub(super) struct Written {
     key: String,
-    /// Member and score.
-    members: Vec<(String, f64)>,
+    /// Score and member, as ZADD takes them.
+    members: Vec<(f64, String)>,
 }
 
 impl Working {
@@ -180,7 +180,7 @@ impl Working {
             .enumerate()
             .map(|(index, item)| {
                 let member = encode(turn_seq, index, item)?;
-                Ok((member, order(turn_seq, index, item).0 as f64))
+                Ok((order(turn_seq, index, item).0 as f64, member))
             })
             .collect::<Result<_, MemoryError>>()?;
         Ok(Written {
@@ -207,13 +207,8 @@ impl Working {
                 pipe.zremrangebyrank(key, 0, -keep - 1).ignore();
                 keys.push(key);
             }
-            let members: Vec<(f64, &str)> = written
-                .members
-                .iter()
-                .map(|(member, score)| (*score, member.as_str()))
-                .collect();
-            if !members.is_empty() {
-                pipe.zadd_multiple(key, &members).ignore();
+            if !written.members.is_empty() {
+                pipe.zadd_multiple(key, &written.members).ignore();
             }
         }
         for key in keys {
@@ -230,7 +225,7 @@ impl Working {
         }
         let mut pipe = redis::pipe();
         for written in batch.iter().filter(|w| !w.members.is_empty()) {
-            let members: Vec<&str> = written.members.iter().map(|(m, _)| m.as_str()).collect();
+            let members: Vec<&str> = written.members.iter().map(|(_, m)| m.as_str()).collect();
             pipe.zrem(&written.key, members).ignore();
         }
         let mut conn = self.conn();
