@@ -53,6 +53,8 @@ impl Application {
         }
         let mut server = HttpServer::new(move || {
             App::new()
+                // The last `wrap` runs first: a panic answered with a 500 is still observed.
+                .wrap(actix_web::middleware::from_fn(http::panics::answer_panics))
                 .wrap(actix_web::middleware::from_fn(http::metrics::observe))
                 .configure(|cfg| http::configure(cfg, state.clone()))
         })

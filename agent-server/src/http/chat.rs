@@ -164,11 +164,7 @@ async fn relayed_events(
     let failure = futures_util::stream::once(async move {
         let panic = relay.await.err().and_then(|e| e.try_into_panic().ok())?;
         // The panic's own message, for the log the error event points to.
-        let message = panic
-            .downcast_ref::<&str>()
-            .copied()
-            .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-            .unwrap_or("(no message)");
+        let message = super::panics::panic_message(&*panic);
         tracing::error!(panic = message, "the relay of an upstream stream panicked");
         let mut events = Vec::new();
         let e = ApiError::Internal("relaying the upstream stream failed");

@@ -9,6 +9,7 @@ pub mod control;
 pub mod health;
 pub mod metrics;
 pub mod openapi;
+pub mod panics;
 
 use actix_web::{HttpRequest, web};
 
