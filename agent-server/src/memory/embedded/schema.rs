@@ -178,9 +178,20 @@ pub(super) fn configure_connection(conn: &mut Connection) -> deadpool_sqlite::ru
 /// by a quarter (docs/benchmarks.md). Durability is unchanged: every commit still syncs the log.
 pub const WAL_AUTOCHECKPOINT_FRAMES: u32 = 10_000;
 
-/// What only the writer's connection needs: readers never write, so never checkpoint.
+/// The most the write-ahead log keeps on disk once a checkpoint has emptied it, in bytes.
+///
+/// The log grows past [`WAL_AUTOCHECKPOINT_FRAMES`] (about 40 MiB) while a reader holds an old
+/// snapshot, since no checkpoint may copy frames that reader still needs, and SQLite keeps a grown
+/// file at its largest size for reuse: one long read (a large session's snapshot) during a burst
+/// of turns would leave that much disk taken for good. With this limit the next restart of the
+/// log cuts the file back. Above the usual 40 MiB, so a steady server never truncates and regrows it.
+pub const WAL_SIZE_LIMIT_BYTES: i64 = 64 << 20;
+
+/// What only the writer's connection needs: readers never write, so never checkpoint, and never
+/// restart the log (which is when `journal_size_limit` applies).
 pub(super) fn configure_writer(conn: &Connection) -> deadpool_sqlite::rusqlite::Result<()> {
-    conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_FRAMES)
+    conn.pragma_update(None, "wal_autocheckpoint", WAL_AUTOCHECKPOINT_FRAMES)?;
+    conn.pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT_BYTES)
 }
 
 /// Brings the database to [`SCHEMA_VERSION`] and switches it to WAL mode; returns the version.
@@ -274,6 +285,58 @@ mod tests {
             .unwrap();
         conn.pragma_update(None, "user_version", version).unwrap();
         conn
+    }
+
+    /// A log grown past the limit by a reader that held an old snapshot is cut back to the
+    /// limit once the writer has checkpointed it and started it over.
+    #[test]
+    fn the_writer_cuts_a_grown_log_back_to_its_size_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("memory.sqlite3");
+        let mut writer = Connection::open(&path).unwrap();
+        configure_connection(&mut writer).unwrap();
+        migrate(&mut writer).unwrap();
+        configure_writer(&writer).unwrap();
+        writer
+            .execute_batch("CREATE TABLE ballast (b BLOB)")
+            .unwrap();
+        let wal_bytes = || {
+            std::fs::metadata(dir.path().join("memory.sqlite3-wal"))
+                .unwrap()
+                .len()
+        };
+
+        // A reader's snapshot from before the writes keeps every checkpoint from copying them.
+        let mut reader = Connection::open(&path).unwrap();
+        let snapshot = reader.transaction().unwrap();
+        let _: i64 = snapshot
+            .query_row("SELECT count(*) FROM ballast", [], |row| row.get(0))
+            .unwrap();
+        let mebibytes = (WAL_SIZE_LIMIT_BYTES >> 20) + 16;
+        for _ in 0..mebibytes {
+            writer
+                .execute("INSERT INTO ballast VALUES (zeroblob(1048576))", [])
+                .unwrap();
+        }
+        let grown = wal_bytes();
+        assert!(
+            grown > WAL_SIZE_LIMIT_BYTES as u64,
+            "the log grew to {grown} bytes only"
+        );
+        snapshot.commit().unwrap();
+
+        // The first commit checkpoints the whole log (no reader needs it now), the next starts
+        // the log over and, on committing, truncates the file.
+        for _ in 0..2 {
+            writer
+                .execute("INSERT INTO ballast VALUES (NULL)", [])
+                .unwrap();
+        }
+        let cut = wal_bytes();
+        assert!(
+            cut <= WAL_SIZE_LIMIT_BYTES as u64,
+            "the log is still {cut} bytes (it had grown to {grown})"
+        );
     }
 
     #[test]
