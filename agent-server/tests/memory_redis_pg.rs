@@ -1244,7 +1244,8 @@ enum Refusal {
     /// At COMMIT (a deferred constraint): after the batch's Redis write, which is the
     /// compensation path.
     AtCommit,
-    /// As the fact is written: the batch fails before its COMMIT.
+    /// As the fact is written: the batch fails before its COMMIT, while (or after) its Redis
+    /// write, which it then undoes.
     AtWrite,
 }
 

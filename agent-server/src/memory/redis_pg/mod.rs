@@ -21,11 +21,14 @@
 //!
 //! # Atomicity across the two stores
 //! A batch is written as: begin Postgres transaction → lock the session rows (in sorted order, so
-//! concurrent batches never deadlock) and check each turn's epoch → write facts and retirements
-//! → Redis MULTI/EXEC of the turns' working items → COMMIT. Postgres goes first because it is the
-//! only side that can hold a write open and undo it: when Redis fails, the transaction is rolled
-//! back and nothing was stored anywhere. The only window left is a COMMIT that fails after Redis
-//! applied the items. A COMMIT the server refused rolled back: the items are removed again (the
+//! concurrent batches never deadlock) and check each turn's epoch → at once, write facts and
+//! retirements, and the Redis MULTI/EXEC of the turns' working items → COMMIT. (At once because
+//! the batches of a busy server follow one another: the Redis write was the longest step of a
+//! batch, and now overlaps the Postgres ones.) Postgres opens first because it is the only side
+//! that can hold a write open and undo it: when either half fails, the items Redis may hold are
+//! removed while the session rows are still locked, the transaction is rolled back and nothing
+//! was stored anywhere. The only window left is a COMMIT that fails after Redis applied the
+//! items. A COMMIT the server refused rolled back: the items are removed again (the
 //! compensation). A COMMIT whose answer was lost is looked up with `txid_status` on a fresh
 //! connection: committed means success; aborted, or no answer, means compensation and an error.
 //! What remains possible, and is logged at error level:
@@ -441,70 +444,40 @@ impl Inner {
 
         let accepted = turn_numbers(turns, &locks)?;
 
-        let keys: Vec<(&str, &str)> = turns
-            .iter()
-            .zip(&accepted)
-            .filter(|(_, seq)| seq.is_some())
-            .flat_map(|((session, turn), _)| {
-                turn.facts
-                    .iter()
-                    .filter_map(|f| f.key.as_deref())
-                    .map(|key| (session.as_str(), key))
-            })
-            .collect();
-        let restated: Vec<(&str, Uuid)> = turns
-            .iter()
-            .zip(&accepted)
-            .filter(|(_, seq)| seq.is_some())
-            .flat_map(|((session, turn), _)| turn.restate.iter().map(|r| (session.as_str(), r.id)))
-            .collect();
-        // Both reads at once: pipelined on the one connection, one round trip.
-        let (stored, restatable) = deadline
-            .run(POSTGRES, async {
-                tokio::try_join!(
-                    longterm::current_keyed(&tx, &keys),
-                    longterm::restatable(&tx, &restated)
-                )
-            })
-            .await?;
-        let mut facts = longterm::FactWrites::new(stored, restatable);
-        let mut outcomes = Vec::with_capacity(turns.len());
+        // The working items need only their turn numbers: their Redis write runs while Postgres
+        // reads and writes the facts, instead of after (the rows stay locked until the COMMIT, so
+        // no other batch writes these sessions meanwhile). Under load this was the longest step
+        // of a batch, and the batches of a busy server follow one another.
         let mut written = Vec::new();
         for ((session, turn), seq) in turns.iter().zip(&accepted) {
-            let Some(seq) = *seq else {
-                // Nothing of it is written.
-                outcomes.push(Err(MemoryError::SessionReset));
-                continue;
-            };
-            // Retirements before restatements, as `TurnWrite` documents; the answer lists the
-            // new facts first.
-            let mut stored = facts.add(session.as_str(), &turn.facts);
-            facts.retire(session.as_str(), &turn.retire);
-            stored.extend(facts.restate(session.as_str(), &turn.restate));
-            outcomes.push(Ok(stored));
-            if !turn.items.is_empty() {
+            if let Some(seq) = *seq
+                && !turn.items.is_empty()
+            {
                 written.push(self.working.batch(session, seq, &turn.items)?);
             }
         }
-        deadline
-            .run(POSTGRES, longterm::apply_fact_writes(&tx, facts))
-            .await?;
-
         // Before the append: the key's TTL runs from a moment after this.
         let appended_at = std::time::Instant::now();
-        if !written.is_empty()
-            && let Err(e) = deadline.run(REDIS, self.working.append(&written)).await
-        {
-            // An unanswered EXEC may still have been applied: undo it before rolling back (the
-            // session rows stay locked, so no other batch writes these sessions meanwhile), and
-            // only then move the turn numbers on, which needs those locks.
-            if matches!(e, MemoryError::Unavailable { .. }) {
-                self.remove_items(&written).await;
-                let _ = tokio::time::timeout(self.timeout, tx.rollback()).await;
-                self.invalidate(&session_ids(turns)).await;
+        let append = async {
+            if written.is_empty() {
+                return Ok(());
             }
-            return Err(e);
-        }
+            deadline.run(REDIS, self.working.append(&written)).await
+        };
+        let facts = self.write_facts(&tx, deadline, turns, &accepted);
+        let (appended, facts) = tokio::join!(append, facts);
+        let outcomes = match (appended, facts) {
+            (Ok(()), Ok(outcomes)) => outcomes,
+            // Redis's error first: it says more about an outage. Whichever side failed, Redis may
+            // hold items of the batch (an unanswered EXEC may have been applied, one that failed
+            // partway applied the rest, and a failed Postgres write did not stop the EXEC).
+            (Err(e), _) | (Ok(()), Err(e)) => {
+                if !written.is_empty() {
+                    self.abandon(tx, turns, &written).await;
+                }
+                return Err(e);
+            }
+        };
 
         let committed = match tokio::time::timeout_at(deadline.at, tx.commit()).await {
             Ok(Ok(())) => {
@@ -536,6 +509,78 @@ impl Inner {
                 Err(e)
             }
         }
+    }
+
+    /// The long-term half of a batch, in its transaction: reads the facts its keys supersede and
+    /// the facts it restates (one round trip), works out each turn's outcome, and writes the
+    /// facts. One outcome per turn, in order; a turn refused for its epoch writes nothing.
+    async fn write_facts(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        deadline: Deadline,
+        turns: &[(&SessionId, &TurnWrite)],
+        accepted: &[Option<u64>],
+    ) -> Result<Vec<Result<Vec<StoredFact>, MemoryError>>, MemoryError> {
+        let keys: Vec<(&str, &str)> = turns
+            .iter()
+            .zip(accepted)
+            .filter(|(_, seq)| seq.is_some())
+            .flat_map(|((session, turn), _)| {
+                turn.facts
+                    .iter()
+                    .filter_map(|f| f.key.as_deref())
+                    .map(|key| (session.as_str(), key))
+            })
+            .collect();
+        let restated: Vec<(&str, Uuid)> = turns
+            .iter()
+            .zip(accepted)
+            .filter(|(_, seq)| seq.is_some())
+            .flat_map(|((session, turn), _)| turn.restate.iter().map(|r| (session.as_str(), r.id)))
+            .collect();
+        // Both reads at once: pipelined on the one connection, one round trip.
+        let (stored, restatable) = deadline
+            .run(POSTGRES, async {
+                tokio::try_join!(
+                    longterm::current_keyed(tx, &keys),
+                    longterm::restatable(tx, &restated)
+                )
+            })
+            .await?;
+        let mut facts = longterm::FactWrites::new(stored, restatable);
+        let mut outcomes = Vec::with_capacity(turns.len());
+        for ((session, turn), seq) in turns.iter().zip(accepted) {
+            if seq.is_none() {
+                // Nothing of it is written.
+                outcomes.push(Err(MemoryError::SessionReset));
+                continue;
+            }
+            // Retirements before restatements, as `TurnWrite` documents; the answer lists the
+            // new facts first.
+            let mut stored = facts.add(session.as_str(), &turn.facts);
+            facts.retire(session.as_str(), &turn.retire);
+            stored.extend(facts.restate(session.as_str(), &turn.restate));
+            outcomes.push(Ok(stored));
+        }
+        deadline
+            .run(POSTGRES, longterm::apply_fact_writes(tx, facts))
+            .await?;
+        Ok(outcomes)
+    }
+
+    /// Undoes a batch whose working items may be in Redis while its transaction is still open:
+    /// removes them while the session rows are still locked (no other batch writes these
+    /// sessions meanwhile), rolls back, and only then moves the turn numbers on (see
+    /// [`Inner::invalidate`]), which needs those locks.
+    async fn abandon(
+        &self,
+        tx: deadpool_postgres::Transaction<'_>,
+        turns: &[(&SessionId, &TurnWrite)],
+        written: &[working::Written],
+    ) {
+        self.remove_items(written).await;
+        let _ = tokio::time::timeout(self.timeout, tx.rollback()).await;
+        self.invalidate(&session_ids(turns)).await;
     }
 
     /// After a batch committed: brings the recent working memory (`recent.rs`) of each of its
