@@ -28,7 +28,11 @@ pub async fn answer_panics(
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     // Not a clone of the request: routing needs the only handle to it.
     let path = req.path().to_owned();
-    match AssertUnwindSafe(next.call(req)).catch_unwind().await {
+    // `call` itself runs in the guarded future too: routing and a service's setup happen there.
+    match AssertUnwindSafe(async move { next.call(req).await })
+        .catch_unwind()
+        .await
+    {
         Ok(result) => result,
         Err(panic) => {
             tracing::error!(

@@ -55,8 +55,8 @@
 //! that misses it reports its own dependency as unavailable. Postgres also gets the budget as
 //! `statement_timeout`/`lock_timeout`, so the server stops waiting when we do. Asking whether an
 //! unanswered COMMIT happened, and the compensation, get one more budget each, so a turn whose
-//! EXEC or COMMIT goes unanswered takes up to two or three times the timeout; a dependency that
-//! refuses connections fails an operation at once.
+//! EXEC or COMMIT goes unanswered, or whose fact writes fail after its EXEC, takes up to two or
+//! three times the timeout; a dependency that refuses connections fails an operation at once.
 
 mod batcher;
 mod longterm;
@@ -466,12 +466,13 @@ impl Inner {
         };
         let facts = self.write_facts(&tx, deadline, turns, &accepted);
         let (appended, facts) = tokio::join!(append, facts);
-        let outcomes = match (appended, facts) {
-            (Ok(()), Ok(outcomes)) => outcomes,
-            // Redis's error first: it says more about an outage. Whichever side failed, Redis may
-            // hold items of the batch (an unanswered EXEC may have been applied, one that failed
-            // partway applied the rest, and a failed Postgres write did not stop the EXEC).
-            (Err(e), _) | (Ok(()), Err(e)) => {
+        // Whichever side failed, Redis may hold items of the batch (an unanswered EXEC may have
+        // been applied, one that failed partway applied the rest, and a failed Postgres write did
+        // not stop the EXEC).
+        let outcomes = both_halves(appended, facts);
+        let outcomes = match outcomes {
+            Ok(outcomes) => outcomes,
+            Err(e) => {
                 if !written.is_empty() {
                     self.abandon(tx, turns, &written).await;
                 }
@@ -729,6 +730,21 @@ impl Inner {
 }
 
 /// The sessions of a batch, each once.
+/// A batch's outcome from its two halves, run at once: the Postgres half's value if both
+/// succeeded, else the error to report. When both failed, a Postgres outage wins: it names the
+/// dependency that is down, keeps `commit_batch` from retrying turn by turn, and makes
+/// `release` close the connection; otherwise Redis's error, an outage or not.
+fn both_halves<T>(
+    appended: Result<(), MemoryError>,
+    facts: Result<T, MemoryError>,
+) -> Result<T, MemoryError> {
+    match (appended, facts) {
+        (Ok(()), facts) => facts,
+        (Err(_), Err(e @ MemoryError::Unavailable { .. })) => Err(e),
+        (Err(e), _) => Err(e),
+    }
+}
+
 fn session_ids<'a>(turns: &[(&'a SessionId, &TurnWrite)]) -> Vec<&'a str> {
     let mut sessions: Vec<&str> = turns.iter().map(|(s, _)| s.as_str()).collect();
     sessions.sort_unstable();
@@ -915,7 +931,46 @@ fn redact(url: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::redact;
+    use super::{MemoryError, POSTGRES, REDIS, both_halves, redact};
+
+    #[test]
+    fn a_batch_reports_a_postgres_outage_first_then_redis() {
+        let outage = |dependency| MemoryError::Unavailable {
+            dependency,
+            reason: "down".into(),
+        };
+        let refused = |dependency| MemoryError::Backend {
+            dependency,
+            reason: "refused".into(),
+        };
+        // `MemoryError` has no `PartialEq`; its `Debug` names the variant, dependency and reason.
+        let failed = |appended, facts: Result<u8, MemoryError>| {
+            format!("{:?}", both_halves(appended, facts))
+        };
+        let is = |expected: Result<u8, MemoryError>| format!("{expected:?}");
+        assert_eq!(failed(Ok(()), Ok(7)), is(Ok(7)));
+        assert_eq!(
+            failed(Ok(()), Err(refused(POSTGRES))),
+            is(Err(refused(POSTGRES)))
+        );
+        assert_eq!(failed(Err(refused(REDIS)), Ok(7)), is(Err(refused(REDIS))));
+        assert_eq!(
+            failed(Err(outage(REDIS)), Err(outage(POSTGRES))),
+            is(Err(outage(POSTGRES)))
+        );
+        assert_eq!(
+            failed(Err(refused(REDIS)), Err(outage(POSTGRES))),
+            is(Err(outage(POSTGRES)))
+        );
+        assert_eq!(
+            failed(Err(outage(REDIS)), Err(refused(POSTGRES))),
+            is(Err(outage(REDIS)))
+        );
+        assert_eq!(
+            failed(Err(refused(REDIS)), Err(refused(POSTGRES))),
+            is(Err(refused(REDIS)))
+        );
+    }
 
     #[test]
     fn passwords_never_reach_logs() {
