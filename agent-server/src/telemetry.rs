@@ -19,6 +19,7 @@ pub mod propagation;
 
 use std::io::IsTerminal;
 use std::sync::{LazyLock, OnceLock};
+use std::time::Duration;
 
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig as _;
@@ -167,6 +168,12 @@ pub struct Metrics {
     /// Upstream model calls, by mode (`json`, `stream`) and outcome (`ok` or the error kind);
     /// for streams, until the last chunk.
     pub upstream_duration: HistogramVec,
+    /// How long each batch of a memory backend's batching ran (the group commit, batched
+    /// recalls), by backend and batch. Summed over time, the share of time the batcher was busy:
+    /// a batcher busy all the time is where a loaded server's turns queue.
+    pub batch_duration: HistogramVec,
+    /// How many jobs (turns, injects, recalls) each of those batches carried.
+    pub batch_size: HistogramVec,
 }
 
 /// The process's metrics.
@@ -209,6 +216,35 @@ impl Metrics {
             "Latency of each memory step against an external dependency (redis, postgres), by dependency and outcome.",
             &["dependency", "outcome"],
         );
+        let batch_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "memory_batch_duration_seconds",
+                "How long each batch of a memory backend ran (commit, recall, write), by backend and \
+                 batch; its rate is the share of time the batching was busy.",
+            )
+            // Finer than `latency`: a healthy batch takes a few milliseconds.
+            .buckets(vec![
+                0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.25, 1.0, 5.0,
+                30.0,
+            ]),
+            &["backend", "batch"],
+        )
+        .expect("valid histogram");
+        registry
+            .register(Box::new(batch_duration.clone()))
+            .expect("registered once");
+        let batch_size = HistogramVec::new(
+            HistogramOpts::new(
+                "memory_batch_size",
+                "Jobs (turns, injects, recalls) per batch of a memory backend, by backend and batch.",
+            )
+            .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]),
+            &["backend", "batch"],
+        )
+        .expect("valid histogram");
+        registry
+            .register(Box::new(batch_size.clone()))
+            .expect("registered once");
         let upstream_duration = histogram(
             "upstream_request_duration_seconds",
             "Latency of upstream model calls (streams: until the last chunk), by mode and outcome.",
@@ -238,8 +274,28 @@ impl Metrics {
             http_in_flight,
             memory_duration,
             dependency_duration,
+            batch_duration,
+            batch_size,
             upstream_duration,
         }
+    }
+
+    /// Records one batch of a memory backend: `jobs` served together in `took`.
+    pub fn observe_batch(&self, backend: &str, batch: &str, jobs: usize, took: Duration) {
+        let labels = [backend, batch];
+        self.batch_duration
+            .with_label_values(&labels)
+            .observe(took.as_secs_f64());
+        self.batch_size
+            .with_label_values(&labels)
+            .observe(jobs as f64);
+    }
+
+    /// How many batches, and jobs in them, this process has recorded for `backend`'s `batch`.
+    pub fn batches(&self, backend: &str, batch: &str) -> (u64, u64) {
+        let sizes = self.batch_size.with_label_values(&[backend, batch]);
+        // Sizes are whole numbers, far below 2^53: the float sum is exact.
+        (sizes.get_sample_count(), sizes.get_sample_sum() as u64)
     }
 
     /// The Prometheus text exposition of every collector.

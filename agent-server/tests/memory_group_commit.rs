@@ -133,6 +133,52 @@ async fn many_concurrent_commits_are_all_stored() {
     }
 }
 
+/// Every batch of the writer is counted, with its jobs, in `agentwall_memory_batch_size` and
+/// timed in `agentwall_memory_batch_duration_seconds` (backend `embedded`, batch `write`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_writers_batches_are_measured() {
+    let metrics = agent_server::telemetry::metrics();
+    let batches = || metrics.batches("embedded", "write");
+    let (batches_before, jobs_before) = batches();
+    let dir = TempDir::new().unwrap();
+    let store = open(&dir).await;
+    let lock = lock_writes(store.path());
+    let plug = plug_writer(&store).await;
+    let s = session("measured");
+    let writes = (0..5).map(|i| store.commit_turn(&s, turn(&format!("turn {i}"), None)));
+    let release = async {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        lock.execute_batch("COMMIT").unwrap();
+    };
+    let (written, ()) = tokio::join!(join_all(writes), release);
+    assert!(written.iter().all(Result::is_ok), "{written:?}");
+    plug.await.unwrap().unwrap();
+
+    // A batch is recorded just after its waiters are answered; other tests of this process
+    // only add to the counts.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while batches().1 < jobs_before + 6 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let (batches_after, jobs_after) = batches();
+    assert!(
+        jobs_after >= jobs_before + 6,
+        "the plug and 5 turns: {jobs_before} -> {jobs_after}"
+    );
+    assert!(
+        batches_after >= batches_before + 2,
+        "{batches_before} -> {batches_after}"
+    );
+    let timed = metrics
+        .batch_duration
+        .with_label_values(&["embedded", "write"])
+        .get_sample_count();
+    assert!(
+        timed >= batches_after,
+        "each batch is timed: {timed} of {batches_after}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reset_in_a_batch_rejects_only_its_sessions_turn() {
     let dir = TempDir::new().unwrap();

@@ -1600,6 +1600,60 @@ async fn time_in_each_dependency_is_measured() {
     );
 }
 
+/// The group commit's and the recalls' batches are counted, with their jobs, in
+/// `agentwall_memory_batch_size` and timed in `agentwall_memory_batch_duration_seconds`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batches_are_measured() {
+    let metrics = agent_server::telemetry::metrics();
+    let batches = |batch| metrics.batches("redis+postgres", batch);
+    let (commits_before, recalls_before) = (batches("commit"), batches("recall"));
+    let harness = Harness::new().await;
+    let s = session();
+    let turns = (0..6).map(|i| harness.commit_turn(&s, turn(&format!("turn {i}"), "A fact.")));
+    for result in futures_util::future::join_all(turns).await {
+        result.unwrap();
+    }
+    harness.recall(&s, query("fact")).await.unwrap();
+
+    // A batch is recorded just after its waiters are answered; other tests of this process
+    // only add to the counts.
+    let recorded =
+        || batches("commit").1 >= commits_before.1 + 6 && batches("recall").1 > recalls_before.1;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !recorded() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let (commits, recalls) = (batches("commit"), batches("recall"));
+    assert!(
+        commits.1 >= commits_before.1 + 6,
+        "6 turns: {commits_before:?} -> {commits:?}"
+    );
+    assert!(
+        commits.0 > commits_before.0,
+        "{commits_before:?} -> {commits:?}"
+    );
+    assert!(
+        recalls.1 > recalls_before.1,
+        "{recalls_before:?} -> {recalls:?}"
+    );
+    let timed = metrics
+        .batch_duration
+        .with_label_values(&["redis+postgres", "commit"])
+        .get_sample_count();
+    assert!(
+        timed >= commits.0,
+        "each batch is timed: {timed} of {}",
+        commits.0
+    );
+    let exposition = metrics.render();
+    assert!(
+        exposition.contains(
+            "agentwall_memory_batch_size_sum{backend=\"redis+postgres\",batch=\"commit\"}"
+        ),
+        "{exposition}"
+    );
+}
+
 #[tokio::test]
 async fn health_reports_each_dependency() {
     let harness = Harness::new().await;

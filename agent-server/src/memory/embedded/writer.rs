@@ -38,6 +38,7 @@ use super::cache::{SessionCache, SessionChange};
 use super::cursors::SessionCursors;
 use super::{DEPENDENCY, sqlite_error};
 use crate::memory::{MemoryConfig, MemoryError};
+use crate::telemetry::metrics;
 
 /// Most jobs per transaction. Bounds the time the first job of a batch waits for the last one, and
 /// the memory held in results until the commit; far above what 64 connections queue.
@@ -222,6 +223,7 @@ impl<T: Send> Job for Pending<T> {
 fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, context: WriterContext) {
     let mut cursors = SessionCursors::default();
     while let Ok(first) = queue.recv() {
+        let started = std::time::Instant::now();
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
             match queue.try_recv() {
@@ -247,9 +249,11 @@ fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, context: Write
             // the failed batch can be committed by the next one.
             let _ = conn.execute_batch("ROLLBACK");
         }
+        let size = batch.len();
         for job in batch {
             job.settle(&outcome, &context);
         }
+        metrics().observe_batch(DEPENDENCY, "write", size, started.elapsed());
     }
 }
 

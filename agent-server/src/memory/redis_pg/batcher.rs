@@ -24,11 +24,12 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::memory::MemoryError;
+use crate::telemetry::metrics;
 
 /// Most jobs per batch: bounds the statements' array sizes and how long the first job of a batch
 /// waits for the last; far above what 64 connections queue.
@@ -104,7 +105,7 @@ impl<Req: Send + 'static, Out: Send + 'static> Batcher<Req, Out> {
 
 fn stopped() -> MemoryError {
     MemoryError::Backend {
-        dependency: "redis+postgres",
+        dependency: super::BACKEND,
         reason: "the memory task failed".to_owned(),
     }
 }
@@ -130,12 +131,15 @@ async fn run<Req, Out, F, Fut>(
         if queue.recv_many(&mut jobs, MAX_BATCH).await == 0 {
             return;
         }
+        let size = jobs.len();
+        let started = Instant::now();
         let batch = handle(std::mem::replace(&mut jobs, Vec::with_capacity(MAX_BATCH)));
         let (done, finished) = oneshot::channel::<()>();
         tokio::spawn(async move {
             if let Err(e) = tokio::spawn(batch).await {
                 tracing::error!(error = %e, batch = what, "a memory batch failed; its requests got an error");
             }
+            metrics().observe_batch(super::BACKEND, what, size, started.elapsed());
             drop(slot);
             drop(done);
         });

@@ -85,6 +85,8 @@ use longterm::{RecallRead, RecallRows};
 use recent::RecentWorking;
 use working::Working;
 
+/// This backend's name, in metrics, health and errors that are its own.
+const BACKEND: &str = "redis+postgres";
 const REDIS: &str = working::DEPENDENCY;
 const POSTGRES: &str = longterm::DEPENDENCY;
 
@@ -271,7 +273,7 @@ impl RedisPostgresStore {
             .await
             .unwrap_or_else(|e| {
                 Err(MemoryError::Backend {
-                    dependency: "redis+postgres",
+                    dependency: BACKEND,
                     reason: format!("the memory task failed: {e}"),
                 })
             })
@@ -373,7 +375,7 @@ impl Inner {
                     let alone = self.write_batch(std::slice::from_ref(turn)).await;
                     outcomes.push(alone.and_then(|mut o| {
                         o.pop().unwrap_or(Err(MemoryError::Backend {
-                            dependency: "redis+postgres",
+                            dependency: BACKEND,
                             reason: "a batch of one write gave no outcome".to_owned(),
                         }))
                     }));
@@ -785,7 +787,7 @@ fn turn_numbers(
 #[async_trait]
 impl MemoryStore for RedisPostgresStore {
     fn backend(&self) -> &'static str {
-        "redis+postgres"
+        BACKEND
     }
 
     fn config(&self) -> &MemoryConfig {
