@@ -168,8 +168,8 @@ pub struct Metrics {
     /// Upstream model calls, by mode (`json`, `stream`) and outcome (`ok` or the error kind);
     /// for streams, until the last chunk.
     pub upstream_duration: HistogramVec,
-    /// How long each batch of a memory backend's batching ran (the group commit, batched
-    /// recalls), by backend and batch. Summed over time, the share of time the batcher was busy:
+    /// How long each batch of a memory backend's batching ran (redis+postgres's group commit and
+    /// batched recalls, the embedded writer's transactions), by backend and batch. Summed over time, the share of time the batcher was busy:
     /// a batcher busy all the time is where a loaded server's turns queue.
     pub batch_duration: HistogramVec,
     /// How many jobs (turns, injects, recalls) each of those batches carried.
