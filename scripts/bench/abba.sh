@@ -10,7 +10,9 @@
 # `judge` helper). With
 # BENCH_BACKEND=redis+postgres each run uses the redis+postgres backend of the services that
 # scripts/test-services.sh started, on a fresh database (dropped after the run) and an emptied
-# Redis, and also prints the share of the facts table's updates that Postgres made HOT. With
+# Redis, and also prints the share of the facts table's updates that Postgres made HOT. Each run
+# also prints BUSY, the share of its time in which a batch of the group commit (or of the embedded
+# writer) ran, read from the server's /metrics: near 100 % means batching ran back to back. With
 # BENCH_UPSTREAM=1 the servers run in upstream mode, as in bench-load.sh's parts d and h: their
 # model is a bare_server (16 chunks per reply) placed and sized as they are (CPU 0 and 1 worker, or
 # unpinned with 2), the turns are streamed at 16 connections, and each run also prints the time to
@@ -87,6 +89,19 @@ hot_share() {
   drop_database
 }
 
+# batch_busy SECONDS: sets `busy` to the share of the run's SECONDS (warm-up included) in which a
+# commit batch ran, from the server's `agentwall_memory_batch_duration_seconds` (redis+postgres's
+# group commit, the embedded writer): near 100 % means batching ran back to back. "-" for a build
+# without that metric.
+batch_busy() {
+  local batch=commit
+  [ "$backend" = embedded ] && batch=write
+  busy=$(curl -fsS "http://127.0.0.1:$port/metrics" 2>/dev/null | awk -v batch="$batch" -v took="$1" '
+    $1 ~ /^agentwall_memory_batch_duration_seconds_sum[{]/ && index($1, "batch=\"" batch "\"") {
+      printf "%.0f%%", 100 * $2 / took; found = 1 }
+    END { if (!found) print "-" }')
+}
+
 # run BINARY: one measured run; its turns/s, p50, p99 and TTFT go to $work/result. Runs in this shell,
 # not a subshell, so that the EXIT trap can stop its server if anything fails.
 run() {
@@ -98,17 +113,20 @@ run() {
     >"$work/server.log" 2>&1 &
   server=$!
   wait_up "$port"
+  local started
+  started=$(date +%s.%N)
   taskset -c 1 target/release/judge load --endpoint "http://127.0.0.1:$port" --threads 1 \
     --duration "${seconds}s" --warmup 1s --prompt-tokens 16 --output-tokens 16 --quiet \
     "${load[@]}" --out "$work/judge" >"$work/judge.txt" 2>&1 || { cat "$work/judge.txt" >&2; exit 1; }
+  batch_busy "$(echo "$(date +%s.%N) - $started" | bc)"
   stop_server
   hot_share
   head -1 "$work/judge.txt" |
-    sed -E "s/.*: ([0-9.]+) req\/s.*latency p50\/p99 ([0-9.]+)\/([0-9.]+) ms, ttft ([^ ]+) ms.*/\1 \2 \3 \4 $hot/" \
+    sed -E "s/.*: ([0-9.]+) req\/s.*latency p50\/p99 ([0-9.]+)\/([0-9.]+) ms, ttft ([^ ]+) ms.*/\1 \2 \3 \4 $hot $busy/" \
       >"$work/result"
 }
 
-printf '%-8s %-40s %10s %8s %8s %12s %6s\n' run binary turns/s "p50 ms" "p99 ms" "TTFT p50/p99" HOT
+printf '%-8s %-40s %10s %8s %8s %12s %6s %6s\n' run binary turns/s "p50 ms" "p99 ms" "TTFT p50/p99" HOT BUSY
 rounds=${BENCH_ROUNDS:-1}
 # Every second round swaps the places (B A A B B A A B): on a durable Postgres the runs in B's
 # places came out slower even with A and B the same binary (x0.88 over 8 runs), so one order alone
@@ -121,8 +139,8 @@ for which in $order; do
   i=$((i + 1))
   if [ "$which" = A ]; then binary=$1; else binary=$2; fi
   run "$binary" "$i"
-  read -r rate p50 p99 ttft hot <"$work/result"
-  printf '%-8s %-40s %10s %8s %8s %12s %6s\n' "$i ($which)" "$binary" "$rate" "$p50" "$p99" "$ttft" "$hot" |
+  read -r rate p50 p99 ttft hot busy <"$work/result"
+  printf '%-8s %-40s %10s %8s %8s %12s %6s %6s\n' "$i ($which)" "$binary" "$rate" "$p50" "$p99" "$ttft" "$hot" "$busy" |
     tee -a "$work/runs.txt"
 done
 # Means and medians of each binary's runs: on this shared machine a run now and then lands in a
