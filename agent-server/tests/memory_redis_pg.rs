@@ -650,7 +650,14 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
                 .await
                 .unwrap();
         }
-        for (session, searched) in [("large-session", true), ("small-session", false)] {
+        // The query as words for `to_tsquery`, or ready (`lexemes.rs`): the same plan.
+        let (words, ready) = (Some("lighthouse | 42"), Some("'lighthous' | '42'"));
+        for (session, searched, (words, ready)) in [
+            ("large-session", true, (words, None)),
+            ("large-session", true, (None, ready)),
+            ("small-session", false, (words, None)),
+            ("small-session", false, (None, ready)),
+        ] {
             let sql = format!(
                 "EXPLAIN (ANALYZE, FORMAT JSON) {}",
                 agent_server::memory::redis_pg::recall_statement()
@@ -658,7 +665,7 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
             let plan: serde_json::Value = client
                 .query_one(
                     &sql,
-                    &[&vec![session], &vec!["lighthouse | 42"], &vec![8_i64]],
+                    &[&vec![session], &vec![words], &vec![8_i64], &vec![ready]],
                 )
                 .await
                 .unwrap()
@@ -1597,6 +1604,61 @@ async fn time_in_each_dependency_is_measured() {
     assert!(
         exposition.contains("agentwall_memory_dependency_duration_seconds_count{dependency=\"postgres\",outcome=\"ok\"}"),
         "{exposition}"
+    );
+}
+
+/// Once its words' lexemes are known, a query goes to Postgres ready-made (`lexemes.rs`) instead
+/// of through `to_tsquery('english', ...)`: it must find and rank exactly the same facts, for
+/// stemmed words, words only Postgres takes for stopwords, numbers and non-ASCII letters.
+#[tokio::test]
+async fn ready_queries_find_and_rank_facts_exactly_as_to_tsquery_does() {
+    let harness = Harness::new().await;
+    let s = session();
+    let bodies = [
+        "I was running to the station",
+        "She runs every morning before work",
+        "The runner ran a marathon in 2024",
+        "Café au lait at the naïve bistro in Zürich",
+        "Über cool x86 machines and ARM64 boards",
+        "O'Neil's dogs were barking at the dog park",
+        "running running running all day long",
+        "ourselves and yourselves, once more, very further",
+    ];
+    for body in bodies {
+        harness.commit_turn(&s, turn(body, body)).await.unwrap();
+    }
+    // No word in two queries: the first recall of each has words to learn.
+    let queries = [
+        "running",
+        "runs dogs barking",
+        "café naïve zürich",
+        "über x86 arm64 2024",
+        "ourselves yourselves once very further",
+        "park morning marathon station",
+        "o neil",
+    ];
+    let ranked = |ctx: &agent_server::memory::MemoryContext| -> Vec<(String, f64)> {
+        ctx.facts
+            .iter()
+            .map(|r| (r.fact.text.clone(), r.score))
+            .collect()
+    };
+    for q in queries {
+        let known = harness.known_query_words();
+        let through_words = harness.recall(&s, query(q)).await.unwrap();
+        assert!(
+            harness.known_query_words() > known,
+            "{q:?}: no word learned"
+        );
+        let ready = harness.recall(&s, query(q)).await.unwrap();
+        assert_eq!(ranked(&ready), ranked(&through_words), "{q:?}");
+    }
+    let found = harness.recall(&s, query("running")).await.unwrap();
+    assert_eq!(
+        found.facts.len(),
+        3,
+        "running, runs and ran? {:?}",
+        ranked(&found)
     );
 }
 

@@ -746,8 +746,13 @@ pub(super) struct RecallRows {
 /// 0.3 ms.
 const SEARCH_FROM_FACTS: i64 = 256;
 
-/// The statement of [`recall`]. Parameters: `$1` session ids, `$2` tsqueries (NULL matches
-/// nothing), `$3` how many candidates each read takes at most.
+/// A read's tsquery: the ready one (`$4`, see `lexemes.rs`) when it has one, else its words run
+/// through `to_tsquery('english', ...)`; NULL (neither) matches nothing.
+const READ_QUERY: &str =
+    "coalesce(q.lexemes::tsquery, to_tsquery('english'::regconfig, q.tsquery))";
+
+/// The statement of [`recall`]. Parameters: `$1` session ids, `$2` words for `to_tsquery`, `$3`
+/// how many candidates each read takes at most, `$4` ready tsqueries (see [`READ_QUERY`]).
 ///
 /// One row per fact, `part` 1 for standing items (oldest first) and 2 for ranked candidates (best
 /// first), each with its position `pos`, tagged with the read's position `ord`; the LEFT JOIN
@@ -762,8 +767,8 @@ const SEARCH_FROM_FACTS: i64 = 256;
 /// - beyond, the index is searched with the session AND the query's words, so the cost follows
 ///   the session's matches, not its size. For a small session that search costs more than reading
 ///   it, when the query holds a word common in OTHER sessions: it walks that word's posting tree.
-///   The match is written against `to_tsquery(...)` itself, not the joined `t`, so that it is a
-///   restriction of the table, which the planner answers with the index.
+///   The match is written against the query's expression itself, not the joined `t`, so that it
+///   is a restriction of the table, which the planner answers with the index.
 ///
 /// The sessions' rows are read through the primary key, whatever the statistics say: the `ANY`
 /// repeats the join's ids for the planner, which otherwise scanned every session's row while
@@ -774,8 +779,8 @@ const SEARCH_FROM_FACTS: i64 = 256;
 pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT q.ord, coalesce(s.epoch, 0) AS epoch, coalesce(s.turn_seq, 0) AS turn_seq, facts.*
-         FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY
-              AS q(session_id, tsquery, pool, ord)
+         FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[]) WITH ORDINALITY
+              AS q(session_id, tsquery, pool, lexemes, ord)
          LEFT JOIN agentwall_sessions AS s
                 ON s.session_id = q.session_id AND s.session_id = ANY($1::text[])
          LEFT JOIN LATERAL (
@@ -793,14 +798,14 @@ pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
                     FROM (SELECT * FROM agentwall_facts
                           WHERE session_id = q.session_id AND kind = 'fact'
                           OFFSET 0) AS session_facts,
-                         to_tsquery('english'::regconfig, q.tsquery) AS t
+                         {READ_QUERY} AS t
                     WHERE coalesce(s.fact_count, 0) <= {SEARCH_FROM_FACTS} AND tsv @@ t
                     UNION ALL
                     SELECT {FACT_COLUMNS}, seq, ts_rank(tsv, t) AS rank
-                    FROM agentwall_facts, to_tsquery('english'::regconfig, q.tsquery) AS t
+                    FROM agentwall_facts, {READ_QUERY} AS t
                     WHERE coalesce(s.fact_count, 0) > {SEARCH_FROM_FACTS}
                       AND session_id = q.session_id AND kind = 'fact'
-                      AND tsv @@ to_tsquery('english'::regconfig, q.tsquery)
+                      AND tsv @@ {READ_QUERY}
                     ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC
                     LIMIT q.pool) AS best)
          ) AS facts ON true
@@ -811,8 +816,12 @@ pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
 /// One recall's read of Postgres.
 pub(super) struct RecallRead {
     pub session: SessionId,
-    /// `None` when the query has no content words.
+    /// The query's words for `to_tsquery`, OR-ed; `None` when it has none, or a ready query.
     pub tsquery: Option<String>,
+    /// The ready tsquery (`lexemes.rs`), if every word's lexeme is known.
+    pub lexemes: Option<String>,
+    /// The query's words whose lexemes are not known yet, to ask for with the batch.
+    pub unknown: Vec<String>,
     /// How many lexical candidates to return at most.
     pub pool_size: usize,
 }
@@ -828,12 +837,13 @@ pub(super) async fn recall(
     let stmt = client.prepare_cached(&RECALL_SQL).await.map_err(pg_error)?;
     let sessions: Vec<&str> = reads.iter().map(|r| r.session.as_str()).collect();
     let queries: Vec<Option<&str>> = reads.iter().map(|r| r.tsquery.as_deref()).collect();
+    let lexemes: Vec<Option<&str>> = reads.iter().map(|r| r.lexemes.as_deref()).collect();
     let pools: Vec<i64> = reads
         .iter()
         .map(|r| i64::try_from(r.pool_size).unwrap_or(i64::MAX))
         .collect();
     let rows = client
-        .query(&stmt, &[&sessions, &queries, &pools])
+        .query(&stmt, &[&sessions, &queries, &pools, &lexemes])
         .await
         .map_err(pg_error)?;
     let mut recalled: Vec<RecallRows> = reads
@@ -864,6 +874,28 @@ pub(super) async fn recall(
         }
     }
     Ok(recalled)
+}
+
+/// What `to_tsquery('english', word)` makes of each of `words`, as text (see `lexemes.rs`).
+pub(super) async fn stem(
+    client: &deadpool_postgres::Object,
+    words: &[String],
+) -> Result<Vec<(String, String)>, MemoryError> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT w, to_tsquery('english'::regconfig, w)::text FROM unnest($1::text[]) AS w",
+        )
+        .await
+        .map_err(pg_error)?;
+    let rows = client.query(&stmt, &[&words]).await.map_err(pg_error)?;
+    rows.iter()
+        .map(|row| {
+            Ok((
+                row.try_get(0).map_err(corrupt)?,
+                row.try_get(1).map_err(corrupt)?,
+            ))
+        })
+        .collect()
 }
 
 /// Every long-term item of the session, newest `observed_at` first.

@@ -59,6 +59,7 @@
 //! three times the timeout; a dependency that refuses connections fails an operation at once.
 
 mod batcher;
+mod lexemes;
 mod longterm;
 mod recent;
 mod working;
@@ -81,6 +82,7 @@ use super::{
     ResetCounts, Snapshot, StoredFact, TurnWrite, ranking,
 };
 use batcher::{Batcher, Job};
+use lexemes::{Lexemes, Query};
 use longterm::{RecallRead, RecallRows};
 use recent::RecentWorking;
 use working::Working;
@@ -98,7 +100,8 @@ const COMMITS_IN_FLIGHT: usize = 2;
 const RECALLS_IN_FLIGHT: usize = 2;
 
 /// The statement recall runs against Postgres, for plan checks and diagnosis: `EXPLAIN` it with
-/// `$1` session ids (`text[]`), `$2` tsqueries (`text[]`) and `$3` candidate counts (`bigint[]`).
+/// `$1` session ids (`text[]`), `$2` words for `to_tsquery` (`text[]`), `$3` candidate counts
+/// (`bigint[]`) and `$4` ready tsqueries (`text[]`; each read uses one of `$2` and `$4`).
 #[doc(hidden)]
 pub fn recall_statement() -> &'static str {
     &longterm::RECALL_SQL
@@ -194,6 +197,8 @@ struct Inner {
     working: Working,
     /// Committed working memory of recently used sessions, so that recall need not read Redis.
     recent: RecentWorking,
+    /// Lexemes of recent query words, so that recall can hand Postgres a ready tsquery.
+    lexemes: Lexemes,
     pg: deadpool_postgres::Pool,
 }
 
@@ -247,6 +252,7 @@ impl RedisPostgresStore {
             timeout: config.timeout,
             working,
             recent: RecentWorking::new(memory.working_capacity, config.cache_items),
+            lexemes: Lexemes::new(),
             pg,
         });
         Ok(Self {
@@ -260,6 +266,12 @@ impl RedisPostgresStore {
             }),
             inner,
         })
+    }
+
+    /// How many query words' lexemes this store knows (`lexemes.rs`), for tests and diagnosis.
+    #[doc(hidden)]
+    pub fn known_query_words(&self) -> usize {
+        self.inner.lexemes.len()
     }
 
     /// Runs a write in its own task: once started it finishes (or compensates) even if the caller
@@ -394,8 +406,28 @@ impl Inner {
     async fn recall_batch(self: Arc<Self>, jobs: Vec<Job<RecallRead, RecallRows>>) {
         let deadline = Deadline::new(self.timeout);
         let reads: Vec<&RecallRead> = jobs.iter().map(|job| &job.request).collect();
+        // Words whose lexemes are not known yet: asked in the same round trip, for later recalls
+        // (these use the words).
+        let mut unknown: Vec<String> = jobs
+            .iter()
+            .flat_map(|job| job.request.unknown.iter().cloned())
+            .collect();
+        unknown.sort_unstable();
+        unknown.dedup();
         let read = self.on_pg(deadline, async |client| {
-            longterm::recall(client, &reads).await
+            if unknown.is_empty() {
+                return longterm::recall(client, &reads).await;
+            }
+            let (recalled, stemmed) = tokio::join!(
+                longterm::recall(client, &reads),
+                longterm::stem(client, &unknown)
+            );
+            match stemmed {
+                Ok(stemmed) => self.lexemes.learn(stemmed),
+                // Only an optimisation is lost: the words are asked again next time.
+                Err(e) => tracing::debug!(error = %e, "cannot look up query words' lexemes"),
+            }
+            recalled
         });
         match read.await {
             Ok(rows) => {
@@ -802,9 +834,17 @@ impl MemoryStore for RedisPostgresStore {
         let inner = &self.inner;
         let deadline = Deadline::new(inner.timeout);
         // Only the shared content words reach to_tsquery, OR-ed: each is a run of alphanumeric
-        // characters, which the tsquery parser cannot read as an operator.
+        // characters, which the tsquery parser cannot read as an operator. When every word's
+        // lexeme is known, a ready tsquery goes instead (`lexemes.rs`).
         let terms = &query.terms;
-        let tsquery = (!terms.is_empty() && query.limit > 0).then(|| terms.join(" | "));
+        let (tsquery, lexemes, unknown) = if terms.is_empty() || query.limit == 0 {
+            (None, None, Vec::new())
+        } else {
+            match inner.lexemes.query(terms) {
+                Query::Ready(lexemes) => (None, lexemes, Vec::new()),
+                Query::Words { unknown } => (Some(terms.join(" | ")), None, unknown),
+            }
+        };
         let pool_size = ranking::candidate_pool(query.limit);
 
         // Postgres first: see "Resets racing turns" in the module documentation. The read joins
@@ -812,6 +852,8 @@ impl MemoryStore for RedisPostgresStore {
         let read = RecallRead {
             session: session.clone(),
             tsquery,
+            lexemes,
+            unknown,
             pool_size,
         };
         let rows = self.recalls.submit(read).await?;

@@ -1,0 +1,176 @@
+//! The full-text lexeme of each query word, as Postgres's `english` configuration makes it, kept
+//! in the process: recall can then hand Postgres a ready tsquery (`'lexeme' | 'lexeme'`), which
+//! it only parses, instead of words that `to_tsquery('english', ...)` runs through its parser and
+//! the Snowball stemmer once per recall. That was about 10 µs of Postgres's CPU per turn, of about
+//! 110 (docs/benchmarks.md, "Ready tsqueries").
+//!
+//! Exact by construction: the lexemes come from Postgres itself (`to_tsquery('english', word)`
+//! for each word, asked alongside a recall that still used the words), and a query is built from
+//! them only when every word gave one plain lexeme or none (a stopword). For query words, which
+//! are single alphanumeric runs (`ranking::query_terms`), `to_tsquery` works word by word and
+//! drops stopwords, so the OR of their lexemes is the query it would have built; a word that
+//! gives anything else (two lexemes, say) keeps its query on the `to_tsquery` path for good.
+//!
+//! Bounded: the least recently used words go first.
+
+use std::num::NonZeroUsize;
+use std::sync::{Mutex, MutexGuard};
+
+use lru::LruCache;
+
+/// Words kept; with their lexemes, a few MiB at most.
+const WORDS: NonZeroUsize = NonZeroUsize::new(65_536).expect("not zero");
+
+/// What `to_tsquery('english', word)` made of one word.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Lexeme {
+    /// A stopword: nothing.
+    Stop,
+    /// One plain lexeme, written as a tsquery operand (quoted, escaped).
+    Plain(String),
+    /// Anything else; a query with this word goes through `to_tsquery`.
+    Other,
+}
+
+impl Lexeme {
+    /// Reads `to_tsquery('english', word)::text`: empty for a stopword, `'lexeme'` for one plain
+    /// lexeme (quotes inside doubled), anything else for the rest.
+    pub(super) fn parse(tsquery: &str) -> Self {
+        if tsquery.is_empty() {
+            return Lexeme::Stop;
+        }
+        let plain = tsquery
+            .strip_prefix('\'')
+            .and_then(|rest| rest.strip_suffix('\''))
+            .filter(|inner| !inner.is_empty() && !inner.replace("''", "").contains('\''));
+        match plain {
+            Some(_) => Lexeme::Plain(tsquery.to_owned()),
+            None => Lexeme::Other,
+        }
+    }
+}
+
+/// How recall should ask for a query's candidates.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Query {
+    /// A ready tsquery, or `None` when every word is a stopword (nothing matches).
+    Ready(Option<String>),
+    /// Through `to_tsquery`; `unknown` are the words whose lexemes are not known yet.
+    Words { unknown: Vec<String> },
+}
+
+/// Lexemes of recently used query words; see the module documentation.
+pub(super) struct Lexemes {
+    words: Mutex<LruCache<String, Lexeme>>,
+}
+
+impl Lexemes {
+    pub(super) fn new() -> Self {
+        Self {
+            words: Mutex::new(LruCache::new(WORDS)),
+        }
+    }
+
+    /// Only a bug here can poison the lock; the cache stays usable (at worst a word is missing).
+    fn lock(&self) -> MutexGuard<'_, LruCache<String, Lexeme>> {
+        self.words
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How to query for `terms` (non-empty, as `ranking::query_terms` makes them).
+    pub(super) fn query(&self, terms: &[String]) -> Query {
+        let mut words = self.lock();
+        let mut ready = String::new();
+        let mut unknown = Vec::new();
+        let mut other = false;
+        for term in terms {
+            match words.get(term) {
+                Some(Lexeme::Stop) => {}
+                Some(Lexeme::Plain(lexeme)) => {
+                    if !ready.is_empty() {
+                        ready.push_str(" | ");
+                    }
+                    ready.push_str(lexeme);
+                }
+                Some(Lexeme::Other) => other = true,
+                None => unknown.push(term.clone()),
+            }
+        }
+        if other || !unknown.is_empty() {
+            return Query::Words { unknown };
+        }
+        Query::Ready((!ready.is_empty()).then_some(ready))
+    }
+
+    /// How many words' lexemes are known.
+    pub(super) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Keeps what Postgres made of each word (`to_tsquery('english', word)::text`).
+    pub(super) fn learn(&self, stemmed: impl IntoIterator<Item = (String, String)>) {
+        let mut words = self.lock();
+        for (word, tsquery) in stemmed {
+            words.put(word, Lexeme::parse(&tsquery));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    #[test]
+    fn to_tsquerys_text_is_read_as_a_stopword_one_plain_lexeme_or_other() {
+        assert_eq!(Lexeme::parse(""), Lexeme::Stop);
+        assert_eq!(Lexeme::parse("'run'"), Lexeme::Plain("'run'".into()));
+        assert_eq!(
+            Lexeme::parse("'o''neil'"),
+            Lexeme::Plain("'o''neil'".into())
+        );
+        assert_eq!(Lexeme::parse("'a' & 'b'"), Lexeme::Other);
+        assert_eq!(Lexeme::parse("'a' <-> 'b'"), Lexeme::Other);
+        assert_eq!(Lexeme::parse("'a' | 'b'"), Lexeme::Other);
+        assert_eq!(Lexeme::parse("'a':*"), Lexeme::Other);
+        assert_eq!(Lexeme::parse("''"), Lexeme::Other);
+        assert_eq!(Lexeme::parse("'"), Lexeme::Other);
+    }
+
+    #[test]
+    fn a_query_is_ready_only_when_every_word_is_known_and_plain() {
+        let lexemes = Lexemes::new();
+        let query = terms(&["running", "the", "dogs"]);
+        assert_eq!(
+            lexemes.query(&query),
+            Query::Words {
+                unknown: terms(&["running", "the", "dogs"])
+            }
+        );
+        lexemes.learn([
+            ("running".to_owned(), "'run'".to_owned()),
+            ("the".to_owned(), String::new()),
+        ]);
+        assert_eq!(
+            lexemes.query(&query),
+            Query::Words {
+                unknown: terms(&["dogs"])
+            }
+        );
+        lexemes.learn([("dogs".to_owned(), "'dog'".to_owned())]);
+        assert_eq!(
+            lexemes.query(&query),
+            Query::Ready(Some("'run' | 'dog'".into()))
+        );
+        assert_eq!(lexemes.query(&terms(&["the"])), Query::Ready(None));
+        lexemes.learn([("odd".to_owned(), "'od' & 'd'".to_owned())]);
+        assert_eq!(
+            lexemes.query(&terms(&["running", "odd"])),
+            Query::Words { unknown: vec![] }
+        );
+    }
+}
