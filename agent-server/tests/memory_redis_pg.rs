@@ -477,7 +477,7 @@ async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
     assert_eq!(
         versions,
-        [1, 2, 3, 4],
+        [1, 2, 3, 4, 5],
         "each migration recorded exactly once"
     );
 }
@@ -527,7 +527,7 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
     let indexes: Vec<(String, String)> = client
         .query(
             "SELECT indexname::text, indexdef FROM pg_indexes WHERE tablename = 'agentwall_facts'
@@ -719,6 +719,31 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
             .unwrap();
     }
     assert_eq!(fact_count("small-session").await, 21);
+    // A keyed fact replaced by a rule (a change of kind) no longer counts, and counts again when
+    // a fact replaces the rule; a restatement changes no count (migration 5's row trigger).
+    let keyed = |kind: FactKind, text: &str| TurnWrite {
+        items: vec![user(text)],
+        facts: vec![NewFact {
+            kind,
+            ..fact(Some("locker"), text)
+        }],
+        ..TurnWrite::default()
+    };
+    let rule = keyed(FactKind::Rule, "Always use locker 16.");
+    harness.store.commit_turn(&small, rule).await.unwrap();
+    assert_eq!(fact_count("small-session").await, 20);
+    let back = keyed(FactKind::Fact, "My locker is 18.");
+    harness.store.commit_turn(&small, back).await.unwrap();
+    assert_eq!(fact_count("small-session").await, 21);
+    client
+        .batch_execute(
+            "UPDATE agentwall_facts SET importance = 0.9 WHERE session_id = 'small-session';
+             UPDATE agentwall_facts SET kind = 'reminder'
+              WHERE session_id = 'small-session' AND fact_key = 'locker'",
+        )
+        .await
+        .unwrap();
+    assert_eq!(fact_count("small-session").await, 20);
     harness.store.reset(&small).await.unwrap();
     assert_eq!(fact_count("small-session").await, 0);
     assert_eq!(fact_count("large-session").await, 5_000);

@@ -37,6 +37,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "restate_in_place",
         include_str!("migrations/0004_restate_in_place.sql"),
     ),
+    (
+        5,
+        "count_kind_changes_by_row",
+        include_str!("migrations/0005_count_kind_changes_by_row.sql"),
+    ),
 ];
 
 /// Advisory-lock key that serialises migrations of one database across servers ("agentwal").
