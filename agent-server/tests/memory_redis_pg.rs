@@ -1687,6 +1687,56 @@ async fn ready_queries_find_and_rank_facts_exactly_as_to_tsquery_does() {
     );
 }
 
+/// What `tokio_postgres` logs (through the `log` crate), kept for the test that reads it.
+struct PostgresLog(std::sync::Mutex<Vec<String>>);
+
+impl log::Log for PostgresLog {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.target().starts_with("tokio_postgres")
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            let mut lines = self.0.lock().unwrap_or_else(|p| p.into_inner());
+            lines.push(record.args().to_string());
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// Words only Postgres takes for stopwords reach it twice: in `to_tsquery` on a recall, and when
+/// their lexemes are learnt (`lexemes.rs`). Neither may make `tokio_postgres` log a line per
+/// word (a NOTICE that the query held only stopwords): the connections ask for warnings only.
+#[tokio::test]
+async fn stopwords_only_postgres_knows_put_no_notices_in_the_log() {
+    static LOG: PostgresLog = PostgresLog(std::sync::Mutex::new(Vec::new()));
+    log::set_logger(&LOG).expect("only this test installs a logger");
+    log::set_max_level(log::LevelFilter::Info);
+    let harness = Harness::new().await;
+    let s = session();
+    harness
+        .commit_turn(&s, turn("Ourselves first", "Yourselves too"))
+        .await
+        .unwrap();
+    for _ in 0..2 {
+        harness
+            .recall(&s, query("ourselves yourselves once further"))
+            .await
+            .unwrap();
+    }
+    let notices: Vec<String> = LOG
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        // Other tests of this binary log through the same logger: only this notice is ours.
+        .filter(|line| line.contains("only stop words"))
+        .cloned()
+        .collect();
+    assert!(notices.is_empty(), "{notices:#?}");
+}
+
 /// The group commit's and the recalls' batches are counted, with their jobs, in
 /// `agentwall_memory_batch_size` and timed in `agentwall_memory_batch_duration_seconds`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

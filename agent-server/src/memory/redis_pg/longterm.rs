@@ -50,6 +50,22 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_7477_616c;
 const FACT_COLUMNS: &str =
     "id, kind, fact_key, body, data, observed_at, observed_ns, importance, source";
 
+/// The session settings every connection asks for, unless the URL already chose its own options.
+///
+/// Client-side timeouts abandon a statement, but the server would keep running it and keep its
+/// locks: the timeouts make the server give up too. `client_min_messages = warning` keeps NOTICEs
+/// off the connection: the only ones our statements raise say that a text-search query held
+/// only stopwords (`to_tsquery` on such a recall, or on a stopword `lexemes.rs` learns), which
+/// `tokio_postgres` would log at INFO, one line each.
+fn server_options(timeout: Duration) -> String {
+    let ms = timeout.as_millis().max(1);
+    format!(
+        "-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={} \
+         -c client_min_messages=warning",
+        ms.saturating_mul(5).max(10_000)
+    )
+}
+
 /// Builds the pool. Nothing connects here: deadpool connects on first use, and replaces a
 /// connection whose server went away, which is what makes the store recover by itself.
 pub(super) fn pool(url: &str, size: usize, timeout: Duration) -> Result<Pool, MemoryError> {
@@ -63,14 +79,8 @@ pub(super) fn pool(url: &str, size: usize, timeout: Duration) -> Result<Pool, Me
     if config.get_application_name().is_none() {
         config.application_name("agent-server");
     }
-    // Client-side timeouts abandon a statement, but the server would keep running it and keep its
-    // locks. These make the server give up too, unless the URL already chose its own options.
     if config.get_options().is_none() {
-        let ms = timeout.as_millis().max(1);
-        config.options(format!(
-            "-c statement_timeout={ms} -c lock_timeout={ms} -c idle_in_transaction_session_timeout={}",
-            ms.saturating_mul(5).max(10_000)
-        ));
+        config.options(server_options(timeout));
     }
     // Detects a peer that vanished without closing the socket (a partition, a killed VM).
     config.keepalives(true);
