@@ -48,6 +48,7 @@ pub async fn read_json<T: DeserializeOwned>(
 }
 
 /// Parses JSON, reporting the path of the offending field ("messages[0].role: unknown variant").
+/// Anything but whitespace after the value is refused, as `serde_json::from_slice` does.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::invalid(
@@ -55,18 +56,32 @@ pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
             None,
         ));
     }
+    // Tracking the path costs on every field; a valid body, the usual case, is parsed without it.
+    serde_json::from_slice(body).map_err(|plain| explain::<T>(body, plain))
+}
+
+/// The error for a body `serde_json` refused (`plain`): parsed again, tracking the path, to say
+/// which field is at fault.
+fn explain<T: DeserializeOwned>(body: &[u8], plain: serde_json::Error) -> ApiError {
+    let not_json = |inner: &serde_json::Error| {
+        ApiError::invalid(
+            format!("the request body is not valid JSON for this endpoint: {inner}"),
+            None,
+        )
+    };
     let de = &mut serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let syntax = !matches!(inner.classify(), serde_json::error::Category::Data);
-        if syntax || path == "." {
-            ApiError::invalid(
-                format!("the request body is not valid JSON for this endpoint: {inner}"),
-                None,
-            )
-        } else {
-            ApiError::invalid(format!("{path}: {inner}"), Some(&path))
+    match serde_path_to_error::deserialize::<_, T>(de) {
+        // The value was fine: what follows it was not.
+        Ok(_) => not_json(&plain),
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let syntax = !matches!(inner.classify(), serde_json::error::Category::Data);
+            if syntax || path == "." {
+                not_json(&inner)
+            } else {
+                ApiError::invalid(format!("{path}: {inner}"), Some(&path))
+            }
         }
-    })
+    }
 }

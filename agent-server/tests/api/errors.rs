@@ -76,6 +76,10 @@ async fn malformed_bodies_name_what_is_wrong() {
         (br#"{"messages":[{"role":"user","content":"hi"}],"temperature":7}"#, "temperature"),
         (br#"{"messages":[{"role":"user","content":"hi"}],"max_tokens":"ten"}"#, "max_tokens"),
         (br#"[1,2,3]"#, "not valid JSON for this endpoint"),
+        (
+            br#"{"messages":[{"role":"user","content":"hi"}]} {"more": 1}"#,
+            "trailing characters",
+        ),
     ];
     for (body, needle) in cases {
         let r = post_raw(&app, body, JSON_AND_SESSION).await;
