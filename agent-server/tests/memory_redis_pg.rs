@@ -1730,7 +1730,8 @@ async fn stopwords_only_postgres_knows_put_no_notices_in_the_log() {
         .lock()
         .unwrap()
         .iter()
-        // Other tests of this binary log through the same logger: only this notice is ours.
+        // Other tests of this binary log through the same logger, so only this notice is looked
+        // for (in English, as the test servers speak it).
         .filter(|line| line.contains("only stop words"))
         .cloned()
         .collect();
