@@ -169,8 +169,9 @@ pub struct Metrics {
     /// for streams, until the last chunk.
     pub upstream_duration: HistogramVec,
     /// How long each batch of a memory backend's batching ran (redis+postgres's group commit and
-    /// batched recalls, the embedded writer's transactions), by backend and batch. Summed over time, the share of time the batcher was busy:
-    /// a batcher busy all the time is where a loaded server's turns queue.
+    /// batched recalls, the embedded writer's transactions), by backend and batch. Summed over
+    /// time, the share of time the batcher was busy: a batcher busy all the time is where a
+    /// loaded server's turns queue.
     pub batch_duration: HistogramVec,
     /// How many jobs (turns, injects, recalls) each of those batches carried.
     pub batch_size: HistogramVec,
@@ -189,9 +190,9 @@ impl Metrics {
             0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
             60.0,
         ];
-        let histogram = |name: &str, help: &str, labels: &[&str]| {
+        let histogram = |name: &str, help: &str, labels: &[&str], buckets: &[f64]| {
             let h = HistogramVec::new(
-                HistogramOpts::new(name, help).buckets(latency.to_vec()),
+                HistogramOpts::new(name, help).buckets(buckets.to_vec()),
                 labels,
             )
             .expect("valid histogram");
@@ -205,50 +206,42 @@ impl Metrics {
             "Time from request to response head (for a relayed upstream stream, to its first \
              events), by route pattern, method and status.",
             &["route", "method", "status"],
+            &latency,
         );
         let memory_duration = histogram(
             "memory_operation_duration_seconds",
             "Latency of memory operations (recall, commit), by backend and outcome.",
             &["operation", "backend", "outcome"],
+            &latency,
         );
         let dependency_duration = histogram(
             "memory_dependency_duration_seconds",
             "Latency of each memory step against an external dependency (redis, postgres), by dependency and outcome.",
             &["dependency", "outcome"],
+            &latency,
         );
-        let batch_duration = HistogramVec::new(
-            HistogramOpts::new(
-                "memory_batch_duration_seconds",
-                "How long each batch of a memory backend ran (commit, recall, write), by backend and \
-                 batch; its rate is the share of time the batching was busy.",
-            )
+        let batch_duration = histogram(
+            "memory_batch_duration_seconds",
+            "How long each batch of a memory backend ran (commit, recall, write), by backend and \
+             batch; its rate is the share of time the batching was busy.",
+            &["backend", "batch"],
             // Finer than `latency`: a healthy batch takes a few milliseconds.
-            .buckets(vec![
+            &[
                 0.00025, 0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.25, 1.0, 5.0,
                 30.0,
-            ]),
+            ],
+        );
+        let batch_size = histogram(
+            "memory_batch_size",
+            "Jobs (turns, injects, recalls) per batch of a memory backend, by backend and batch.",
             &["backend", "batch"],
-        )
-        .expect("valid histogram");
-        registry
-            .register(Box::new(batch_duration.clone()))
-            .expect("registered once");
-        let batch_size = HistogramVec::new(
-            HistogramOpts::new(
-                "memory_batch_size",
-                "Jobs (turns, injects, recalls) per batch of a memory backend, by backend and batch.",
-            )
-            .buckets(vec![1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0]),
-            &["backend", "batch"],
-        )
-        .expect("valid histogram");
-        registry
-            .register(Box::new(batch_size.clone()))
-            .expect("registered once");
+            &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0],
+        );
         let upstream_duration = histogram(
             "upstream_request_duration_seconds",
             "Latency of upstream model calls (streams: until the last chunk), by mode and outcome.",
             &["mode", "outcome"],
+            &latency,
         );
         let http_requests = IntCounterVec::new(
             Opts::new(

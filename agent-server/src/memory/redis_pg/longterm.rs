@@ -894,7 +894,7 @@ pub(super) async fn recall(
 /// What `to_tsquery('english', word)` makes of each of `words`, as text (see `lexemes.rs`).
 pub(super) async fn stem(
     client: &deadpool_postgres::Object,
-    words: &[String],
+    words: &[&str],
 ) -> Result<Vec<(String, String)>, MemoryError> {
     let stmt = client
         .prepare_cached(

@@ -408,9 +408,9 @@ impl Inner {
         let reads: Vec<&RecallRead> = jobs.iter().map(|job| &job.request).collect();
         // Words whose lexemes are not known yet: asked in the same round trip, for later recalls
         // (these use the words).
-        let mut unknown: Vec<String> = jobs
+        let mut unknown: Vec<&str> = jobs
             .iter()
-            .flat_map(|job| job.request.unknown.iter().cloned())
+            .flat_map(|job| job.request.unknown.iter().map(String::as_str))
             .collect();
         unknown.sort_unstable();
         unknown.dedup();
@@ -763,7 +763,6 @@ impl Inner {
     }
 }
 
-/// The sessions of a batch, each once.
 /// A batch's outcome from its two halves, run at once: the Postgres half's value if both
 /// succeeded, else the error to report. When both failed, a Postgres outage wins: it names the
 /// dependency that is down, keeps `commit_batch` from retrying turn by turn, and makes
@@ -779,6 +778,7 @@ fn both_halves<T>(
     }
 }
 
+/// The sessions of a batch, each once.
 fn session_ids<'a>(turns: &[(&'a SessionId, &TurnWrite)]) -> Vec<&'a str> {
     let mut sessions: Vec<&str> = turns.iter().map(|(s, _)| s.as_str()).collect();
     sessions.sort_unstable();
