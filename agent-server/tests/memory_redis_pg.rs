@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 use agent_server::memory::ranking::Terms;
 use agent_server::memory::redis_pg::{RedisPostgresConfig, RedisPostgresStore};
 use agent_server::memory::{
-    MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem, conformance,
+    MemoryError, MemoryStore, NewFact, RecallQuery, Restatement, TurnRole, TurnWrite, WorkingItem,
+    conformance,
 };
 use chrono::{DateTime, Utc};
 use protocol::SessionId;
@@ -596,6 +597,28 @@ fn gin_scans(plan: &serde_json::Value) -> Vec<(bool, bool)> {
     found
 }
 
+/// How many times a plan ran a scan of `agentwall_facts` (through any index).
+fn facts_scanned(plan: &serde_json::Value) -> u64 {
+    let mut loops = 0;
+    let mut nodes = vec![plan];
+    while let Some(node) = nodes.pop() {
+        match node {
+            serde_json::Value::Array(items) => nodes.extend(items),
+            serde_json::Value::Object(fields) => {
+                if fields.get("Relation Name").and_then(|n| n.as_str()) == Some("agentwall_facts") {
+                    loops += fields
+                        .get("Actual Loops")
+                        .and_then(|l| l.as_u64())
+                        .unwrap_or(0);
+                }
+                nodes.extend(fields.values());
+            }
+            _ => {}
+        }
+    }
+    loops
+}
+
 /// Recall must cost what its own session costs, whatever other sessions hold: a small session is
 /// read whole through its entry of the GIN index, a large one (more than 256 facts, a session may
 /// hold 100,000) is searched through it with the query's words. Checked on the plan Postgres
@@ -650,13 +673,36 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
                 .await
                 .unwrap();
         }
-        // The query as words for `to_tsquery`, or ready (`lexemes.rs`): the same plan.
+        // The query as words for `to_tsquery`, or ready (`lexemes.rs`): the same plan. A read
+        // that may fill (`known_facts.rs`) reads a small session through the same scan, and a
+        // large one is searched anyway; a read of a session still at the pair it names reads no
+        // facts at all.
         let (words, ready) = (Some("lighthouse | 42"), Some("'lighthous' | '42'"));
-        for (session, searched, (words, ready)) in [
-            ("large-session", true, (words, None)),
-            ("large-session", true, (None, ready)),
-            ("small-session", false, (words, None)),
-            ("small-session", false, (None, ready)),
+        let small: (i64, i64) = {
+            let row = client
+                .query_one(
+                    "SELECT epoch, turn_seq FROM agentwall_sessions WHERE session_id = $1",
+                    &[&"small-session"],
+                )
+                .await
+                .unwrap();
+            (row.get(0), row.get(1))
+        };
+        for (session, scan, (words, ready), known, fill) in [
+            ("large-session", Some(true), (words, None), None, false),
+            ("large-session", Some(true), (None, ready), None, false),
+            ("large-session", Some(true), (None, ready), None, true),
+            ("small-session", Some(false), (words, None), None, false),
+            ("small-session", Some(false), (None, ready), None, false),
+            ("small-session", Some(false), (None, ready), None, true),
+            (
+                "small-session",
+                Some(false),
+                (None, ready),
+                Some((0, 0)),
+                true,
+            ),
+            ("small-session", None, (None, ready), Some(small), true),
         ] {
             let sql = format!(
                 "EXPLAIN (ANALYZE, FORMAT JSON) {}",
@@ -665,7 +711,15 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
             let plan: serde_json::Value = client
                 .query_one(
                     &sql,
-                    &[&vec![session], &vec![words], &vec![8_i64], &vec![ready]],
+                    &[
+                        &vec![session],
+                        &vec![words],
+                        &vec![8_i64],
+                        &vec![ready],
+                        &vec![known.map(|k| k.0)],
+                        &vec![known.map(|k| k.1)],
+                        &vec![fill],
+                    ],
                 )
                 .await
                 .unwrap()
@@ -674,17 +728,20 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
             let ran: Vec<bool> = scans.iter().filter(|s| s.1).map(|s| s.0).collect();
             assert_eq!(
                 ran,
-                [searched],
-                "recall in {session} (analyzed: {analyzed}) should run one scan of the GIN \
-                 index, {}: {scans:?}\n{plan:#}",
-                if searched {
-                    "with the words"
-                } else {
-                    "by session"
+                Vec::from_iter(scan),
+                "recall in {session} (analyzed: {analyzed}, known {known:?}, fill {fill}) \
+                 should run {}: {scans:?}\n{plan:#}",
+                match scan {
+                    Some(true) => "one scan of the GIN index, with the words",
+                    Some(false) => "one scan of the GIN index, by session",
+                    None => "no scan of the facts",
                 }
             );
             let text = plan.to_string();
             assert!(!text.contains("\"Seq Scan\""), "{plan:#}");
+            if scan.is_none() {
+                assert_eq!(facts_scanned(&plan), 0, "{plan:#}");
+            }
         }
     }
     let ctx = harness
@@ -1198,6 +1255,156 @@ async fn working_memory_kept_in_process_follows_other_servers_and_the_redis_ttl(
     );
 }
 
+/// What a recall returns of facts, to compare two recalls by: each fact with its score, and the
+/// standing items, in order.
+fn recalled_facts(
+    ctx: &agent_server::memory::MemoryContext,
+) -> (Vec<(Uuid, String, f64)>, Vec<Uuid>) {
+    let facts = ctx
+        .facts
+        .iter()
+        .map(|r| (r.fact.id, r.fact.text.clone(), r.score))
+        .collect();
+    (facts, ctx.standing.iter().map(|f| f.id).collect())
+}
+
+/// A server ranks the facts of a session it holds in the process (`known_facts.rs`), extended by
+/// its own commits: what it returns must be what a server holding nothing reads from Postgres,
+/// after every kind of write (new, keyed and replaced, of another kind, restated with and without
+/// a new text, retired), and after another server's writes and reset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn facts_kept_in_process_recall_as_postgres_does_and_follow_other_servers() {
+    let harness = Harness::new().await;
+    let other = harness.twin().await;
+    let s = session();
+    let words = "kayak lake paddle green river boat";
+    // Checks the harness's recall against a fresh server's (which holds nothing, and reads the
+    // words through `to_tsquery`), and that the harness now holds the session as it is.
+    let check = |step: &'static str| {
+        let (harness, s) = (&harness, &s);
+        async move {
+            let here = harness.recall(s, query(words)).await.unwrap();
+            let fresh = harness.twin().await;
+            let read = fresh.recall(s, query(words)).await.unwrap();
+            assert_eq!(recalled_facts(&here), recalled_facts(&read), "{step}");
+            assert_eq!(here.epoch, read.epoch, "{step}");
+            here
+        }
+    };
+    let at = |minutes: i64| t0() + chrono::Duration::minutes(minutes);
+    let said = |facts: Vec<NewFact>| TurnWrite {
+        items: vec![user("said")],
+        facts,
+        ..TurnWrite::default()
+    };
+    let new = |key: Option<&str>, kind: FactKind, text: &str, minutes: i64| NewFact {
+        kind,
+        observed_at: at(minutes),
+        ..fact(key, text)
+    };
+    harness
+        .commit_turn(
+            &s,
+            said(vec![
+                new(None, FactKind::Fact, "I paddle a kayak on the lake.", 1),
+                new(
+                    None,
+                    FactKind::Fact,
+                    "My kayak is green, green as a lake.",
+                    2,
+                ),
+                new(Some("boat"), FactKind::Fact, "My boat is a river kayak.", 3),
+                new(None, FactKind::Rule, "Always mention the river.", 4),
+            ]),
+        )
+        .await
+        .unwrap();
+    // The first recall learns the words, the second fills, the rest use what is held.
+    check("words learnt").await;
+    check("filled").await;
+    assert!(
+        harness.known_facts_at(&s).is_some(),
+        "the harness holds the session after a recall"
+    );
+
+    let stored = harness
+        .commit_turn(
+            &s,
+            said(vec![
+                new(
+                    Some("boat"),
+                    FactKind::Fact,
+                    "My boat is a green canoe, not a kayak.",
+                    5,
+                ),
+                new(None, FactKind::Reminder, "Paddle the river at noon.", 5),
+            ]),
+        )
+        .await
+        .unwrap();
+    assert!(
+        harness.known_facts_at(&s).is_some(),
+        "its own commit extends what it holds"
+    );
+    check("a keyed fact replaced, a reminder added").await;
+
+    let ctx = harness.recall(&s, query(words)).await.unwrap();
+    let lake = ctx
+        .facts
+        .iter()
+        .find(|r| r.fact.text.starts_with("I paddle"))
+        .expect("recalled")
+        .fact
+        .id;
+    let restate = |text: &str, minutes: i64| Restatement {
+        id: lake,
+        text: text.to_owned(),
+        observed_at: at(minutes),
+        importance: 0.9,
+        source: FactSource::Promoted,
+    };
+    let restated = TurnWrite {
+        restate: vec![restate("I paddle a kayak on the lake.", 6)],
+        ..said(Vec::new())
+    };
+    harness.commit_turn(&s, restated).await.unwrap();
+    check("restated, same text").await;
+    let rewritten = TurnWrite {
+        restate: vec![restate("I paddle a kayak on the river, lake and river.", 7)],
+        ..said(Vec::new())
+    };
+    harness.commit_turn(&s, rewritten).await.unwrap();
+    check("restated, new text").await;
+
+    let rule = new(Some("boat"), FactKind::Rule, "Call the boat a kayak.", 8);
+    harness.commit_turn(&s, said(vec![rule])).await.unwrap();
+    check("a keyed fact replaced by a rule").await;
+    let retired = TurnWrite {
+        retire: vec![stored[1].id, lake],
+        ..said(Vec::new())
+    };
+    harness.commit_turn(&s, retired).await.unwrap();
+    check("retired").await;
+
+    // Another server writes: the harness's entry is stale, and read again.
+    let theirs = new(
+        None,
+        FactKind::Fact,
+        "A green river boat waits by the lake.",
+        9,
+    );
+    other.commit_turn(&s, said(vec![theirs])).await.unwrap();
+    let ctx = check("written by another server").await;
+    assert!(
+        ctx.facts
+            .iter()
+            .any(|r| r.fact.text.starts_with("A green river boat"))
+    );
+    other.reset(&s).await.unwrap();
+    let ctx = check("reset by another server").await;
+    assert!(ctx.facts.is_empty() && ctx.standing.is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn turns_racing_a_reset_never_survive_it() {
     let harness = Harness::new().await;
@@ -1684,6 +1891,127 @@ async fn ready_queries_find_and_rank_facts_exactly_as_to_tsquery_does() {
         3,
         "running, runs and ran? {:?}",
         ranked(&found)
+    );
+}
+
+/// Recall ranks the facts of a session it holds in the process (`known_facts.rs`): its `ts_rank`
+/// must be Postgres's to the bit, or the order of facts would change with where they were ranked.
+/// Held against Postgres's own over documents with repeated words, stems, weights (A, B, C and
+/// D), lexemes without positions, quotes and backslashes, and queries of one to six lexemes, some
+/// repeated, some in no document.
+#[tokio::test]
+async fn a_document_is_ranked_as_postgres_ranks_it() {
+    let harness = Harness::new().await;
+    let client = harness.db.client().await;
+    let words = [
+        "running",
+        "runs",
+        "ran",
+        "dog",
+        "dogs",
+        "it's",
+        "O'Neil",
+        r"back\slash",
+        "café",
+        "42",
+        "x86",
+        "the",
+        "lighthouse",
+        "blue",
+        "number",
+        "cat",
+        "cats",
+        "zürich",
+        "über",
+        "park",
+    ];
+    // A fixed xorshift sequence: the same documents every run.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |below: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        usize::try_from(state % below as u64).unwrap()
+    };
+    let mut bodies = Vec::new();
+    for _ in 0..400 {
+        let n = 1 + next(30);
+        let body: Vec<&str> = (0..n).map(|_| words[next(words.len())]).collect();
+        bodies.push(body.join(" "));
+    }
+    let variants: Vec<i32> = (0..bodies.len())
+        .map(|i| i32::try_from(i % 6).unwrap())
+        .collect();
+    let rows = client
+        .query(
+            "SELECT (CASE v
+                       WHEN 0 THEN to_tsvector('english', b)
+                       WHEN 1 THEN setweight(to_tsvector('english', b), 'A')
+                                   || to_tsvector('english', reverse(b))
+                       WHEN 2 THEN strip(to_tsvector('english', b))
+                       WHEN 3 THEN setweight(to_tsvector('english', b), 'B')
+                                   || setweight(to_tsvector('english', 'dog ' || b), 'C')
+                       WHEN 4 THEN to_tsvector('simple', b)
+                       ELSE array_to_tsvector(regexp_split_to_array(b, ' ')) END)::text
+             FROM unnest($1::text[], $2::int[]) AS d(b, v)",
+            &[&bodies, &variants],
+        )
+        .await
+        .unwrap();
+    let documents: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+    let lexemes: Vec<String> = client
+        .query(
+            "SELECT DISTINCT unnest(tsvector_to_array(d::tsvector)) FROM unnest($1::text[]) AS d",
+            &[&documents],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .chain(["absent".to_owned()])
+        .collect();
+    assert!(lexemes.len() > 30, "{lexemes:?}");
+    let quote = |l: &str| format!("'{}'", l.replace('\\', "\\\\").replace('\'', "''"));
+    let queries: Vec<Vec<&str>> = (0..300)
+        .map(|_| {
+            (0..1 + next(6))
+                .map(|_| lexemes[next(lexemes.len())].as_str())
+                .collect()
+        })
+        .collect();
+    let tsqueries: Vec<String> = queries
+        .iter()
+        .map(|q| q.iter().map(|l| quote(l)).collect::<Vec<_>>().join(" | "))
+        .collect();
+    let ranked = client
+        .query(
+            "SELECT d.ord, q.ord, d.t::tsvector @@ q.t::tsquery, ts_rank(d.t::tsvector, q.t::tsquery)
+             FROM unnest($1::text[]) WITH ORDINALITY AS d(t, ord),
+                  unnest($2::text[]) WITH ORDINALITY AS q(t, ord)",
+            &[&documents, &tsqueries],
+        )
+        .await
+        .unwrap();
+    assert_eq!(ranked.len(), documents.len() * queries.len());
+    let mut matched = 0;
+    for row in &ranked {
+        let (d, q): (i64, i64) = (row.get(0), row.get(1));
+        let document = &documents[usize::try_from(d - 1).unwrap()];
+        let query = &queries[usize::try_from(q - 1).unwrap()];
+        let here = agent_server::memory::redis_pg::rank_in_process(document, query)
+            .unwrap_or_else(|| panic!("cannot read {document:?}"));
+        let postgres: Option<f32> = row.get::<_, bool>(2).then(|| row.get(3));
+        assert_eq!(
+            here.map(f32::to_bits),
+            postgres.map(f32::to_bits),
+            "ts_rank({document:?}, {query:?}): here {here:?}, postgres {postgres:?}"
+        );
+        matched += usize::from(postgres.is_some());
+    }
+    assert!(
+        matched > ranked.len() / 4,
+        "{matched} of {} matched",
+        ranked.len()
     );
 }
 

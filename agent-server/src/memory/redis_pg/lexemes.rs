@@ -20,6 +20,7 @@
 use std::collections::HashMap;
 use std::sync::{PoisonError, RwLock};
 
+use super::ts_rank::Terms;
 use crate::memory::TextHasher;
 
 /// Words kept; with their lexemes, a few MiB at most.
@@ -54,11 +55,36 @@ impl Lexeme {
     }
 }
 
+/// The lexeme a plain tsquery operand stands for: without its quotes, `''` read as `'` and `\\`
+/// as `\`, as Postgres writes them.
+fn unquoted(operand: &str) -> Box<str> {
+    let inner = operand
+        .strip_prefix('\'')
+        .and_then(|rest| rest.strip_suffix('\''))
+        .unwrap_or(operand);
+    if !inner.contains(['\'', '\\']) {
+        return inner.into();
+    }
+    let mut lexeme = String::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        lexeme.push(c);
+        if c == '\'' || c == '\\' {
+            chars.next();
+        }
+    }
+    lexeme.into_boxed_str()
+}
+
 /// How recall should ask for a query's candidates.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Query {
-    /// A ready tsquery, or `None` when every word is a stopword (nothing matches).
-    Ready(Option<String>),
+    /// A ready tsquery, or `None` when every word is a stopword (nothing matches), and its
+    /// lexemes, to rank facts with in the process (`ts_rank.rs`).
+    Ready {
+        tsquery: Option<String>,
+        terms: Terms,
+    },
     /// Through `to_tsquery`; `unknown` are the words whose lexemes are not known yet.
     Words { unknown: Vec<String> },
 }
@@ -81,6 +107,7 @@ impl Lexemes {
     pub(super) fn query(&self, terms: &[String]) -> Query {
         let words = self.words.read().unwrap_or_else(PoisonError::into_inner);
         let mut ready = String::new();
+        let mut lexemes = Vec::new();
         let mut unknown = Vec::new();
         let mut other = false;
         for term in terms {
@@ -91,6 +118,7 @@ impl Lexemes {
                         ready.push_str(" | ");
                     }
                     ready.push_str(lexeme);
+                    lexemes.push(unquoted(lexeme));
                 }
                 Some(Lexeme::Other) => other = true,
                 None => unknown.push(term.clone()),
@@ -99,7 +127,10 @@ impl Lexemes {
         if other || !unknown.is_empty() {
             return Query::Words { unknown };
         }
-        Query::Ready((!ready.is_empty()).then_some(ready))
+        Query::Ready {
+            tsquery: (!ready.is_empty()).then_some(ready),
+            terms: Terms::new(lexemes),
+        }
     }
 
     /// How many words' lexemes are known.
@@ -133,6 +164,17 @@ mod tests {
 
     fn terms(words: &[&str]) -> Vec<String> {
         words.iter().map(|w| (*w).to_owned()).collect()
+    }
+
+    fn ranked(lexemes: &[&str]) -> Terms {
+        Terms::new(lexemes.iter().map(|l| Box::from(*l)).collect())
+    }
+
+    #[test]
+    fn an_operand_is_unquoted_as_postgres_quoted_it() {
+        assert_eq!(&*unquoted("'run'"), "run");
+        assert_eq!(&*unquoted("'o''neil'"), "o'neil");
+        assert_eq!(&*unquoted(r"'a\\b'"), r"a\b");
     }
 
     #[test]
@@ -174,9 +216,18 @@ mod tests {
         lexemes.learn([("dogs".to_owned(), "'dog'".to_owned())]);
         assert_eq!(
             lexemes.query(&query),
-            Query::Ready(Some("'run' | 'dog'".into()))
+            Query::Ready {
+                tsquery: Some("'run' | 'dog'".into()),
+                terms: ranked(&["run", "dog"])
+            }
         );
-        assert_eq!(lexemes.query(&terms(&["the"])), Query::Ready(None));
+        assert_eq!(
+            lexemes.query(&terms(&["the"])),
+            Query::Ready {
+                tsquery: None,
+                terms: ranked(&[])
+            }
+        );
         lexemes.learn([("odd".to_owned(), "'od' & 'd'".to_owned())]);
         assert_eq!(
             lexemes.query(&terms(&["running", "odd"])),
@@ -196,7 +247,10 @@ mod tests {
         assert_eq!(lexemes.len(), 1);
         assert_eq!(
             lexemes.query(&terms(&["owl"])),
-            Query::Ready(Some("'owl'".into()))
+            Query::Ready {
+                tsquery: Some("'owl'".into()),
+                terms: ranked(&["owl"])
+            }
         );
         assert_eq!(
             lexemes.query(&terms(&["cat"])),

@@ -59,9 +59,12 @@
 //! three times the timeout; a dependency that refuses connections fails an operation at once.
 
 mod batcher;
+mod known_facts;
 mod lexemes;
 mod longterm;
 mod recent;
+mod session_lru;
+mod ts_rank;
 mod working;
 
 use std::collections::{BTreeMap, HashMap};
@@ -82,8 +85,9 @@ use super::{
     ResetCounts, Snapshot, StoredFact, TurnWrite, ranking,
 };
 use batcher::{Batcher, Job};
+use known_facts::{KnownFacts, SessionFacts};
 use lexemes::{Lexemes, Query};
-use longterm::{RecallRead, RecallRows};
+use longterm::{RecallMode, RecallRead, RecallRows};
 use recent::RecentWorking;
 use working::Working;
 
@@ -99,6 +103,9 @@ const COMMITS_IN_FLIGHT: usize = 2;
 /// Recall statements that may run at the same time, on the same terms.
 const RECALLS_IN_FLIGHT: usize = 2;
 
+/// What a committed turn stored, or why it was not stored.
+type TurnOutcome = Result<Vec<StoredFact>, MemoryError>;
+
 /// The statement recall runs against Postgres, for plan checks and diagnosis: `EXPLAIN` it with
 /// `$1` session ids (`text[]`), `$2` words for `to_tsquery` (`text[]`), `$3` candidate counts
 /// (`bigint[]`) and `$4` ready tsqueries (`text[]`; each read uses one of `$2` and `$4`).
@@ -112,6 +119,15 @@ pub fn recall_statement() -> &'static str {
 #[doc(hidden)]
 pub fn fact_lookup_statements() -> &'static [(&'static str, &'static str)] {
     &longterm::FACT_LOOKUPS
+}
+
+/// `ts_rank(tsv, query)` as this process computes it for the facts it holds (`ts_rank.rs`), for
+/// tests that hold it against Postgres's: `tsv` as Postgres writes a tsvector, `lexemes` OR-ed.
+/// `None` if `tsv` cannot be read, `Some(None)` when the query does not match.
+#[doc(hidden)]
+pub fn rank_in_process(tsv: &str, lexemes: &[&str]) -> Option<Option<f32>> {
+    let terms = ts_rank::Terms::new(lexemes.iter().map(|l| Box::from(*l)).collect());
+    Some(ts_rank::Document::parse(tsv)?.rank(&terms))
 }
 
 /// How to reach the two services.
@@ -134,7 +150,8 @@ pub struct RedisPostgresConfig {
     /// TTL, which is an upper bound when the session clock follows the real clock.
     pub redis_key_ttl: Option<Duration>,
     /// Most working-memory items (over all sessions, each session counting one more) kept in the
-    /// process for recalls of sessions that did not change since (`recent.rs`); 0 turns it off.
+    /// process for recalls of sessions that did not change since (`recent.rs`), and, apart, most
+    /// facts kept for them (`known_facts.rs`); 0 turns both off.
     pub cache_items: usize,
 }
 
@@ -199,6 +216,8 @@ struct Inner {
     recent: RecentWorking,
     /// Lexemes of recent query words, so that recall can hand Postgres a ready tsquery.
     lexemes: Lexemes,
+    /// Facts of recently used small sessions, so that recall can rank them here.
+    known: KnownFacts,
     pg: deadpool_postgres::Pool,
 }
 
@@ -253,6 +272,10 @@ impl RedisPostgresStore {
             working,
             recent: RecentWorking::new(memory.working_capacity, config.cache_items),
             lexemes: Lexemes::new(),
+            known: KnownFacts::new(
+                config.cache_items,
+                usize::try_from(longterm::SEARCH_FROM_FACTS).unwrap_or(0),
+            ),
             pg,
         });
         Ok(Self {
@@ -272,6 +295,14 @@ impl RedisPostgresStore {
     #[doc(hidden)]
     pub fn known_query_words(&self) -> usize {
         self.inner.lexemes.len()
+    }
+
+    /// The `(epoch, turn_seq)` at which this store holds the session's facts (`known_facts.rs`),
+    /// if it does, for tests and diagnosis.
+    #[doc(hidden)]
+    pub fn known_facts_at(&self, session: &SessionId) -> Option<(u64, u64)> {
+        let known = self.inner.known.get(session.as_str())?;
+        Some((known.epoch, known.turn_seq))
     }
 
     /// Runs a write in its own task: once started it finishes (or compensates) even if the caller
@@ -448,7 +479,7 @@ impl Inner {
     async fn write_batch(
         &self,
         turns: &[(&SessionId, &TurnWrite)],
-    ) -> Result<Vec<Result<Vec<StoredFact>, MemoryError>>, MemoryError> {
+    ) -> Result<Vec<TurnOutcome>, MemoryError> {
         let deadline = Deadline::new(self.timeout);
         let mut client = self.pg_client(deadline).await?;
         let result = self.write_batch_with(&mut client, deadline, turns).await;
@@ -462,7 +493,7 @@ impl Inner {
         client: &mut deadpool_postgres::Object,
         deadline: Deadline,
         turns: &[(&SessionId, &TurnWrite)],
-    ) -> Result<Vec<Result<Vec<StoredFact>, MemoryError>>, MemoryError> {
+    ) -> Result<Vec<TurnOutcome>, MemoryError> {
         let tx = deadline
             .run(POSTGRES, async {
                 client.transaction().await.map_err(longterm::pg_error)
@@ -504,8 +535,8 @@ impl Inner {
         // been applied, one that failed partway applied the rest, and a failed Postgres write did
         // not stop the EXEC).
         let outcomes = both_halves(appended, facts);
-        let outcomes = match outcomes {
-            Ok(outcomes) => outcomes,
+        let (outcomes, changes) = match outcomes {
+            Ok(written) => written,
             Err(e) => {
                 if !written.is_empty() {
                     self.abandon(tx, turns, &written).await;
@@ -516,7 +547,7 @@ impl Inner {
 
         let committed = match tokio::time::timeout_at(deadline.at, tx.commit()).await {
             Ok(Ok(())) => {
-                self.remember_committed(turns, &accepted, &locks, appended_at);
+                self.remember_committed(turns, &accepted, &locks, appended_at, changes);
                 return Ok(outcomes);
             }
             // The server answered the COMMIT with an error: it rolled back.
@@ -536,7 +567,7 @@ impl Inner {
         };
         match committed {
             (Some(true), _) => {
-                self.remember_committed(turns, &accepted, &locks, appended_at);
+                self.remember_committed(turns, &accepted, &locks, appended_at, changes);
                 Ok(outcomes)
             }
             (_, e) => {
@@ -548,14 +579,15 @@ impl Inner {
 
     /// The long-term half of a batch, in its transaction: reads the facts its keys supersede and
     /// the facts it restates (one round trip), works out each turn's outcome, and writes the
-    /// facts. One outcome per turn, in order; a turn refused for its epoch writes nothing.
+    /// facts. One outcome per turn, in order (a turn refused for its epoch writes nothing), and
+    /// what the writes changed.
     async fn write_facts(
         &self,
         tx: &deadpool_postgres::Transaction<'_>,
         deadline: Deadline,
         turns: &[(&SessionId, &TurnWrite)],
         accepted: &[Option<u64>],
-    ) -> Result<Vec<Result<Vec<StoredFact>, MemoryError>>, MemoryError> {
+    ) -> Result<(Vec<TurnOutcome>, longterm::Changes), MemoryError> {
         let keys: Vec<(&str, &str)> = turns
             .iter()
             .zip(accepted)
@@ -597,10 +629,10 @@ impl Inner {
             stored.extend(facts.restate(session.as_str(), &turn.restate));
             outcomes.push(Ok(stored));
         }
-        deadline
+        let changes = deadline
             .run(POSTGRES, longterm::apply_fact_writes(tx, facts))
             .await?;
-        Ok(outcomes)
+        Ok((outcomes, changes))
     }
 
     /// Undoes a batch whose working items may be in Redis while its transaction is still open:
@@ -618,16 +650,22 @@ impl Inner {
         self.invalidate(&session_ids(turns)).await;
     }
 
-    /// After a batch committed: brings the recent working memory (`recent.rs`) of each of its
-    /// sessions from the turn number before the batch to the batch's last, with the items it
-    /// wrote. `appended_at` is when the Redis write was sent, from which its TTL runs.
+    /// After a batch committed: brings the recent working memory (`recent.rs`) and the known
+    /// facts (`known_facts.rs`) of each of its sessions from the turn number before the batch to
+    /// the batch's last, with the items it wrote and the `changes` its fact writes made.
+    /// `appended_at` is when the Redis write was sent, from which its TTL runs.
     fn remember_committed(
         &self,
         turns: &[(&SessionId, &TurnWrite)],
         accepted: &[Option<u64>],
         locks: &longterm::SessionLocks,
         appended_at: std::time::Instant,
+        changes: longterm::Changes,
     ) {
+        let mut changed: HashMap<String, Vec<known_facts::FactChange>> = HashMap::new();
+        for (session, change) in changes {
+            changed.entry(session).or_default().push(change);
+        }
         // Per session: how many turn numbers the batch took, and the items it wrote.
         let mut sessions: HashMap<&str, (u64, Vec<recent::Placed>)> = HashMap::new();
         for ((session, turn), seq) in turns.iter().zip(accepted) {
@@ -646,6 +684,9 @@ impl Inner {
                 continue;
             };
             let last = lock.first_turn_seq + count - 1;
+            let facts = changed.remove(session).unwrap_or_default();
+            self.known
+                .committed(session, lock.epoch, (lock.first_turn_seq, last), facts);
             let refreshed = (!added.is_empty()).then_some(expires);
             let batch = recent::CommittedTurns {
                 epoch: lock.epoch,
@@ -704,6 +745,7 @@ impl Inner {
     async fn invalidate(&self, sessions: &[&str]) {
         for session in sessions {
             self.recent.forget(session);
+            self.known.forget(session);
         }
         let deadline = Deadline::new(self.timeout);
         let bumped = self.on_pg(deadline, async |client| {
@@ -724,7 +766,10 @@ impl Inner {
         let result = self.reset_with(&mut client, deadline, &session).await;
         Self::release(client, &result);
         match &result {
-            Ok(_) => self.recent.forget(session.as_str()),
+            Ok(_) => {
+                self.recent.forget(session.as_str());
+                self.known.forget(session.as_str());
+            }
             // Redis may have been cleared under an epoch that did not change.
             Err(_) => self.invalidate(&[session.as_str()]).await,
         }
@@ -837,15 +882,26 @@ impl MemoryStore for RedisPostgresStore {
         // characters, which the tsquery parser cannot read as an operator. When every word's
         // lexeme is known, a ready tsquery goes instead (`lexemes.rs`).
         let terms = &query.terms;
-        let (tsquery, lexemes, unknown) = if terms.is_empty() || query.limit == 0 {
-            (None, None, Vec::new())
+        // `ranked`: the lexemes to rank facts with here (`known_facts.rs`), when known.
+        let (tsquery, lexemes, unknown, ranked) = if terms.is_empty() || query.limit == 0 {
+            (
+                None,
+                None,
+                Vec::new(),
+                Some(ts_rank::Terms::new(Vec::new())),
+            )
         } else {
             match inner.lexemes.query(terms) {
-                Query::Ready(lexemes) => (None, lexemes, Vec::new()),
-                Query::Words { unknown } => (Some(terms.join(" | ")), None, unknown),
+                Query::Ready { tsquery, terms } => (None, tsquery, Vec::new(), Some(terms)),
+                Query::Words { unknown } => (Some(terms.join(" | ")), None, unknown, None),
             }
         };
         let pool_size = ranking::candidate_pool(query.limit);
+        // The facts this process holds for the session, as they were when the read was sent:
+        // Postgres says whether the session is still there.
+        let known = ranked
+            .as_ref()
+            .and_then(|_| inner.known.get(session.as_str()));
 
         // Postgres first: see "Resets racing turns" in the module documentation. The read joins
         // the recall batch; its own deadline starts when the batch does.
@@ -855,8 +911,54 @@ impl MemoryStore for RedisPostgresStore {
             lexemes,
             unknown,
             pool_size,
+            known: known.as_ref().map(|k| (k.epoch, k.turn_seq)),
+            fill: ranked.is_some() && inner.known.enabled(),
         };
-        let rows = self.recalls.submit(read).await?;
+        let mut rows = self.recalls.submit(read).await?;
+        let ranked_here = match (rows.mode, &ranked, &known) {
+            (RecallMode::Known, Some(terms), Some(facts)) => Some(facts.recall(terms, pool_size)),
+            (RecallMode::Fill, Some(terms), _) => {
+                let standing = std::mem::take(&mut rows.standing);
+                let all = std::mem::take(&mut rows.facts);
+                match SessionFacts::new(rows.epoch, rows.turn_seq, standing, all) {
+                    Some(facts) => {
+                        let recalled = facts.recall(terms, pool_size);
+                        inner.known.fill(session.as_str(), Arc::new(facts));
+                        Some(recalled)
+                    }
+                    None => {
+                        // A `tsv` this process could not read (logged): read again, searched
+                        // in SQL, with the same lexemes.
+                        let again = RecallRead {
+                            session: session.clone(),
+                            tsquery: None,
+                            lexemes: terms.as_tsquery(),
+                            unknown: Vec::new(),
+                            pool_size,
+                            known: None,
+                            fill: false,
+                        };
+                        rows = self.recalls.submit(again).await?;
+                        None
+                    }
+                }
+            }
+            (RecallMode::Search, ..) => None,
+            // A mode the read did not ask for: only a bug in the statement does that.
+            (mode, ..) => {
+                return Err(MemoryError::Backend {
+                    dependency: POSTGRES,
+                    reason: format!("recall answered {mode:?} to a read that did not ask for it"),
+                });
+            }
+        };
+        let (standing, candidates) = match ranked_here {
+            Some(recalled) => recalled,
+            None => (
+                rows.standing.drain(..).map(|f| f.fact).collect(),
+                std::mem::take(&mut rows.candidates),
+            ),
+        };
         let (epoch, turn_seq) = (rows.epoch, rows.turn_seq);
         let items = match inner.recent.get(session.as_str(), epoch, turn_seq) {
             Some(items) => items,
@@ -869,8 +971,7 @@ impl MemoryStore for RedisPostgresStore {
         let working = recent::live(items, &inner.memory, query.now);
 
         let half_life = inner.memory.recency_half_life;
-        let mut facts: Vec<Recalled> = rows
-            .candidates
+        let mut facts: Vec<Recalled> = candidates
             .into_iter()
             .map(|(fact, lexical)| Recalled {
                 score: ranking::combined_score(lexical, fact.observed_at, query.now, half_life),
@@ -887,7 +988,7 @@ impl MemoryStore for RedisPostgresStore {
         Ok(MemoryContext {
             working,
             facts,
-            standing: rows.standing,
+            standing,
             epoch: rows.epoch,
         })
     }

@@ -32,8 +32,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use lru::LruCache;
 
+use super::session_lru::{SessionLru, Weighed};
 use crate::memory::{MemoryConfig, WorkingItem, WorkingMemory};
 
 /// Where an item sits in its session's sorted set, which orders by score (the item's time in
@@ -83,17 +83,10 @@ pub(super) fn live(
 
 /// Committed working memory of recently used sessions; see the module documentation.
 pub(super) struct RecentWorking {
-    inner: Mutex<Lru>,
+    /// Within a budget of items over all sessions (each session also counts one).
+    inner: Mutex<SessionLru<Entry>>,
     /// The newest items a session's working memory holds (`working_capacity`).
     capacity: usize,
-    /// Most items kept over all sessions (each session also counts one).
-    budget: usize,
-}
-
-struct Lru {
-    sessions: LruCache<String, Entry>,
-    /// Sum of the entries' weights.
-    total: usize,
 }
 
 struct Entry {
@@ -110,7 +103,7 @@ struct Entry {
     expires: Instant,
 }
 
-impl Entry {
+impl Weighed for Entry {
     fn weight(&self) -> usize {
         1 + self.items.len()
     }
@@ -119,18 +112,14 @@ impl Entry {
 impl RecentWorking {
     pub(super) fn new(capacity: usize, budget: usize) -> Self {
         Self {
-            inner: Mutex::new(Lru {
-                sessions: LruCache::unbounded(),
-                total: 0,
-            }),
+            inner: Mutex::new(SessionLru::new(budget)),
             capacity,
-            budget,
         }
     }
 
     /// A panic while the lock is held can only come from a bug here; the map is still consistent
     /// enough to use (at worst an entry is missing), and recall must not panic in turn.
-    fn lock(&self) -> MutexGuard<'_, Lru> {
+    fn lock(&self) -> MutexGuard<'_, SessionLru<Entry>> {
         self.inner
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -144,7 +133,7 @@ impl RecentWorking {
         turn_seq: u64,
     ) -> Option<Arc<Vec<Arc<WorkingItem>>>> {
         let mut lru = self.lock();
-        let entry = lru.sessions.get(session)?;
+        let entry = lru.get(session)?;
         if entry.epoch != epoch || entry.turn_seq != turn_seq || entry.expires <= Instant::now() {
             return None;
         }
@@ -167,7 +156,6 @@ impl RecentWorking {
 
         let mut lru = self.lock();
         let later = lru
-            .sessions
             .peek(session)
             .is_some_and(|e| (e.epoch, e.turn_seq) > (epoch, turn_seq));
         if !later {
@@ -178,7 +166,7 @@ impl RecentWorking {
                 items: items.clone(),
                 expires,
             };
-            self.put(&mut lru, session, entry);
+            lru.put(session, entry);
         }
         items
     }
@@ -196,7 +184,7 @@ impl RecentWorking {
             expires,
         } = batch;
         let mut lru = self.lock();
-        let Some(mut entry) = self.take(&mut lru, session) else {
+        let Some(mut entry) = lru.take(session) else {
             return;
         };
         if entry.epoch != epoch
@@ -211,20 +199,18 @@ impl RecentWorking {
         (entry.orders, entry.items) = self.newest(kept.chain(added).collect());
         entry.turn_seq = last;
         entry.expires = entry.expires.max(expires.unwrap_or(entry.expires));
-        self.put(&mut lru, session, entry);
+        lru.put(session, entry);
     }
 
     /// Drops the session's entry (a reset).
     pub(super) fn forget(&self, session: &str) {
-        let mut lru = self.lock();
-        self.take(&mut lru, session);
+        self.lock().take(session);
     }
 
     /// How many sessions and items are kept.
     #[cfg(test)]
     fn usage(&self) -> (usize, usize) {
-        let lru = self.lock();
-        (lru.sessions.len(), lru.total)
+        self.lock().usage()
     }
 
     /// The newest `capacity` of `placed`, in the set's order.
@@ -233,28 +219,6 @@ impl RecentWorking {
         let older = placed.len().saturating_sub(self.capacity);
         let (orders, items) = placed.drain(older..).unzip();
         (orders, Arc::new(items))
-    }
-
-    fn take(&self, lru: &mut Lru, session: &str) -> Option<Entry> {
-        let entry = lru.sessions.pop(session)?;
-        lru.total -= entry.weight();
-        Some(entry)
-    }
-
-    fn put(&self, lru: &mut Lru, session: &str, entry: Entry) {
-        self.take(lru, session);
-        let weight = entry.weight();
-        if weight > self.budget {
-            return;
-        }
-        lru.total += weight;
-        lru.sessions.put(session.to_owned(), entry);
-        while lru.total > self.budget {
-            let Some((_, evicted)) = lru.sessions.pop_lru() else {
-                break;
-            };
-            lru.total -= evicted.weight();
-        }
     }
 }
 
