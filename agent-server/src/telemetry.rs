@@ -79,10 +79,14 @@ fn install(format: LogFormat) -> Option<SdkTracerProvider> {
     if exporter_configured() {
         let tracer = provider.tracer(SERVICE_NAME);
         // Spans for tracing are chosen by target, independently of RUST_LOG, so that quieter
-        // logs do not lose traces.
+        // logs do not lose traces. The agent's step spans (recall, chat, store) are DEBUG, for
+        // traces only (see `agent::Agent`).
+        let targets = Targets::new()
+            .with_target("agent_server", LevelFilter::INFO)
+            .with_target("agent_server::agent", LevelFilter::DEBUG);
         let otel = tracing_opentelemetry::layer()
             .with_tracer(tracer)
-            .with_filter(Targets::new().with_target("agent_server", LevelFilter::INFO))
+            .with_filter(targets)
             .boxed();
         layers.push(otel);
     }

@@ -1,7 +1,8 @@
 //! How span and event fields read in plain-text logs.
 //!
 //! The fmt layer formats every span's fields when the span is created, whether or not anything
-//! is ever logged inside it, so the formatter runs four times per chat turn. The default one
+//! is ever logged inside it: once per chat turn at INFO (the request span; the agent's step spans
+//! are DEBUG), four times at DEBUG. The default one
 //! styles each field name through `nu_ansi_term` even without colours, and writes the fields that
 //! only the trace exporter reads; together that was about a tenth of a builtin turn's
 //! instructions. This one writes `name=value` pairs separated by spaces, the message bare, and
