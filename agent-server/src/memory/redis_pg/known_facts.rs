@@ -21,7 +21,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use protocol::control::FactKind;
+use chrono::{DateTime, Utc};
+use protocol::control::{FactKind, FactSource};
 use uuid::Uuid;
 
 use super::session_lru::{SessionLru, Weighed};
@@ -45,8 +46,14 @@ pub(super) enum FactChange {
     Retired(Uuid),
     /// Inserted, or written over the fact with the same key (which it replaces, id and all).
     Written(KnownFact),
-    /// Restated in place with its text unchanged: `document` is `None`, the `tsv` stays.
-    Restated(KnownFact),
+    /// Restated in place with its text unchanged: its new time, importance and source (the rest
+    /// of the row, `tsv` included, stays).
+    Restated {
+        id: Uuid,
+        observed_at: DateTime<Utc>,
+        importance: f32,
+        source: FactSource,
+    },
 }
 
 /// A session's facts at one `(epoch, turn_seq)`. Shared with the recalls that read it; a commit
@@ -121,7 +128,7 @@ impl SessionFacts {
     }
 
     /// Applies one change; `false` if the entry cannot follow it (a restated fact it does not
-    /// hold, a fact without its document): the caller drops it.
+    /// hold, a written fact of kind `fact` without its document): the caller drops it.
     fn apply(&mut self, change: FactChange) -> bool {
         match change {
             FactChange::Retired(id) => {
@@ -137,16 +144,20 @@ impl SessionFacts {
                     return false;
                 }
             }
-            FactChange::Restated(mut restated) => {
-                let id = restated.fact.id;
+            FactChange::Restated {
+                id,
+                observed_at,
+                importance,
+                source,
+            } => {
                 let Some(at) = self.facts.iter().position(|f| f.fact.id == id) else {
                     return false;
                 };
-                restated.document = self.facts[at].document.clone();
-                self.facts.swap_remove(at);
-                if !self.insert(restated) {
-                    return false;
-                }
+                // A copy only while a recall still holds the entry this one was made from.
+                let fact = &mut Arc::make_mut(&mut self.facts[at]).fact;
+                fact.observed_at = observed_at;
+                fact.importance = importance;
+                fact.source = source;
             }
         }
         true
@@ -264,9 +275,6 @@ impl KnownFacts {
 
 #[cfg(test)]
 mod tests {
-    use chrono::{DateTime, Utc};
-    use protocol::control::FactSource;
-
     use super::*;
 
     fn at(ms: i64) -> DateTime<Utc> {
@@ -347,12 +355,15 @@ mod tests {
         let session = SessionFacts::new(1, 4, Vec::new(), vec![old, gone, restated.clone()]);
         known.fill("s", Arc::new(session.expect("documents")));
 
-        let mut moved = restated;
-        moved.fact.observed_at = at(99);
-        moved.document = None;
+        let moved = FactChange::Restated {
+            id: restated.fact.id,
+            observed_at: at(99),
+            importance: 0.75,
+            source: FactSource::Promoted,
+        };
         let changes = vec![
             FactChange::Retired(gone_id),
-            FactChange::Restated(moved),
+            moved,
             FactChange::Written(fact(FactKind::Fact, "parrot", Some("pet"), 20, 9)),
             FactChange::Written(fact(FactKind::Rule, "be brief", None, 20, 10)),
         ];
@@ -371,6 +382,9 @@ mod tests {
         assert_eq!(texts(&standing), ["be brief"]);
         assert_eq!(found[0].0.id, restated_id);
         assert_eq!(found[0].0.observed_at, at(99), "the restated values");
+        assert_eq!(found[0].0.importance, 0.75);
+        assert_eq!(found[0].0.source, FactSource::Promoted);
+        assert_eq!(found[0].0.text, "fish", "the rest as it was");
 
         known.committed("s", 1, (8, 8), Vec::new());
         assert!(known.get("s").is_none(), "turn 7 was written elsewhere");
@@ -394,8 +408,13 @@ mod tests {
             )
         };
         known.fill("s", Arc::new(fill().unwrap()));
-        let unknown = fact(FactKind::Fact, "b", None, 1, 2);
-        known.committed("s", 0, (2, 2), vec![FactChange::Restated(unknown)]);
+        let unknown = FactChange::Restated {
+            id: Uuid::now_v7(),
+            observed_at: at(2),
+            importance: 0.5,
+            source: FactSource::Promoted,
+        };
+        known.committed("s", 0, (2, 2), vec![unknown]);
         assert!(known.get("s").is_none(), "restated a fact it does not hold");
 
         known.fill("s", Arc::new(fill().unwrap()));

@@ -634,33 +634,27 @@ pub(super) async fn apply_fact_writes(
         )
         .await
         .map_err(pg_error)?;
-    written_changes(&written, FactChange::Written, &mut changes)?;
+    written_changes(&written, &mut changes)?;
     Ok(changes)
 }
 
-/// Adds the rows a write statement returned (see `written_columns!`) to `changes`, as `change`.
-fn written_changes(
-    rows: &[Row],
-    change: fn(KnownFact) -> FactChange,
-    changes: &mut Changes,
-) -> Result<(), MemoryError> {
+/// Adds the rows a write statement returned (see `written_columns!`) to `changes`.
+fn written_changes(rows: &[Row], changes: &mut Changes) -> Result<(), MemoryError> {
     for row in rows {
         let session: String = row.try_get("session_id").map_err(corrupt)?;
-        changes.push((session, change(known_fact_from_row(row)?)));
+        changes.push((session, FactChange::Written(known_fact_from_row(row)?)));
     }
     Ok(())
 }
 
-/// [`update_facts`]'s restatements that keep their text (the `ANY` as in [`RETIRE_SQL`]).
-const RESTATE_SQL: &str = concat!(
-    "UPDATE agentwall_facts AS f SET observed_at = r.observed_at,
+/// [`update_facts`]'s restatements that keep their text (the `ANY` as in [`RETIRE_SQL`]). It
+/// returns only what it set: the rest of the row, as `known_facts.rs` holds it, is unchanged.
+const RESTATE_SQL: &str = "UPDATE agentwall_facts AS f SET observed_at = r.observed_at,
       observed_ns = r.observed_ns, importance = r.importance, source = r.source
     FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
                 $5::text[]) AS r(id, observed_at, observed_ns, importance, source)
     WHERE f.id = r.id AND f.id = ANY($1::uuid[])
-    RETURNING ",
-    written_columns!()
-);
+    RETURNING f.session_id, f.id, f.observed_at, f.observed_ns, f.importance, f.source";
 
 /// [`update_facts`]'s restatements that change their text (the `ANY` as in [`RETIRE_SQL`]).
 const RESTATE_TEXT_SQL: &str = concat!(
@@ -693,7 +687,18 @@ async fn update_facts(
             .query(&stmt, &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources])
             .await
             .map_err(pg_error)?;
-        written_changes(&rows, FactChange::Restated, changes)?;
+        for row in &rows {
+            let source: String = row.try_get("source").map_err(corrupt)?;
+            let observed_at: DateTime<Utc> = row.try_get("observed_at").map_err(corrupt)?;
+            let observed_ns: i32 = row.try_get("observed_ns").map_err(corrupt)?;
+            let restated = FactChange::Restated {
+                id: row.try_get("id").map_err(corrupt)?,
+                observed_at: joined_time(observed_at, observed_ns),
+                importance: row.try_get("importance").map_err(corrupt)?,
+                source: source.parse::<FactSource>().map_err(corrupt)?,
+            };
+            changes.push((row.try_get("session_id").map_err(corrupt)?, restated));
+        }
     }
     if !changed.is_empty() {
         let stmt = tx
@@ -708,7 +713,7 @@ async fn update_facts(
             )
             .await
             .map_err(pg_error)?;
-        written_changes(&rows, FactChange::Written, changes)?;
+        written_changes(&rows, changes)?;
     }
     Ok(())
 }
