@@ -84,8 +84,20 @@ fn install(format: LogFormat) -> Option<SdkTracerProvider> {
         let targets = Targets::new()
             .with_target("agent_server", LevelFilter::INFO)
             .with_target("agent_server::agent", LevelFilter::DEBUG);
+        // Each span carries what a reader of an agent's trace uses (names, GenAI and session
+        // attributes, timing), not the layer's defaults for debugging Rust: source location
+        // (3 attributes), thread (2), module path (1), and busy and idle time (2, with a clock
+        // read on every poll of the span's future). Those were most of each span's attributes,
+        // and encoding and sending them most of the export's cost (docs/benchmarks.md). Nor
+        // does a span make its OpenTelemetry context the current one on every poll: nothing
+        // here reads the current context (`propagation.rs` asks the span for its own).
         let otel = tracing_opentelemetry::layer()
             .with_tracer(tracer)
+            .with_context_activation(false)
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
+            .with_tracked_inactivity(false)
             .with_filter(targets)
             .boxed();
         layers.push(otel);
