@@ -108,7 +108,9 @@ type TurnOutcome = Result<Vec<StoredFact>, MemoryError>;
 
 /// The statement recall runs against Postgres, for plan checks and diagnosis: `EXPLAIN` it with
 /// `$1` session ids (`text[]`), `$2` words for `to_tsquery` (`text[]`), `$3` candidate counts
-/// (`bigint[]`) and `$4` ready tsqueries (`text[]`; each read uses one of `$2` and `$4`).
+/// (`bigint[]`), `$4` ready tsqueries (`text[]`; each read uses one of `$2` and `$4`), `$5` and
+/// `$6` the `(epoch, turn_seq)` whose facts the server holds (`bigint[]`, NULL for none) and
+/// `$7` whether it would keep the session's facts (`boolean[]`).
 #[doc(hidden)]
 pub fn recall_statement() -> &'static str {
     &longterm::RECALL_SQL
@@ -916,7 +918,13 @@ impl MemoryStore for RedisPostgresStore {
         };
         let mut rows = self.recalls.submit(read).await?;
         let ranked_here = match (rows.mode, &ranked, &known) {
-            (RecallMode::Known, Some(terms), Some(facts)) => Some(facts.recall(terms, pool_size)),
+            // Postgres said the session is at the held pair; checked here too, so that a
+            // mistake in the statement fails loudly rather than serving other facts.
+            (RecallMode::Known, Some(terms), Some(facts))
+                if (rows.epoch, rows.turn_seq) == (facts.epoch, facts.turn_seq) =>
+            {
+                Some(facts.recall(terms, pool_size))
+            }
             (RecallMode::Fill, Some(terms), _) => {
                 let standing = std::mem::take(&mut rows.standing);
                 let all = std::mem::take(&mut rows.facts);
