@@ -55,7 +55,16 @@ client_cpu="taskset -c 1"
 if [ "$(nproc)" -lt 2 ]; then server_cpu=""; client_cpu=""; fi
 
 pids=()
-cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; }
+# Stops what the script started and waits for it (up to 10 s each, then SIGKILL): Phoenix, asked
+# to stop, goes on ingesting its backlog of spans for tens of seconds, on the CPU of whatever
+# runs next.
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+  done
+}
 trap cleanup EXIT
 
 source scripts/bench/lib.sh
@@ -83,6 +92,7 @@ if [[ $parts == *g* ]]; then
     # Phoenix on the generator's core: its ingestion must not take the server's CPU.
     PHOENIX_PORT=$phoenix_port PHOENIX_WORKING_DIR="$out/phoenix" PHOENIX_GRPC_PORT=0 \
       $client_cpu .venv/phoenix/bin/phoenix serve >"$out/phoenix.log" 2>&1 &
+    phoenix_pid=$!
     pids+=($!)
     for _ in $(seq 300); do
       curl -fsS "http://127.0.0.1:$phoenix_port/healthz" >/dev/null 2>&1 && break
@@ -121,6 +131,21 @@ judge() {
       --threads 1 --duration "${seconds}s" --warmup "${warmup}s" --prompt-tokens 16 \
       --output-tokens 16 --quiet --out "$out/judge/$name" "$@" >"$out/$name.log" 2>&1; } \
     2>"$out/$name.cpu"
+}
+
+# collector_idle NAME: waits (up to 60 s) until Phoenix uses under a twentieth of a core, so that
+# the backlog of spans an exporting run left is not ingested on the generator's core during the
+# next run; how long it took goes to NAME.idle.
+collector_idle() {
+  local started=$SECONDS before after
+  local quiet=$(( $(getconf CLK_TCK) / 40 ))
+  for _ in $(seq 120); do
+    before=$(awk '{print $14 + $15}' "/proc/$phoenix_pid/stat" 2>/dev/null) || break
+    sleep 0.5
+    after=$(awk '{print $14 + $15}' "/proc/$phoenix_pid/stat" 2>/dev/null) || break
+    (( after - before <= quiet )) && break
+  done
+  echo "$(( SECONDS - started ))" >"$out/$1.idle"
 }
 
 # metrics NAME [PORT]: the agent-server's /metrics, for server-side time per memory operation.
@@ -168,9 +193,12 @@ for rep in $(seq "$repeats"); do
   fi
   if [[ $parts == *g* ]]; then
     # (g) the same load on a server exporting every span, and on one not exporting, alternately
+    # (each exporting run is followed by a wait for Phoenix to finish ingesting its spans)
     judge "g-plain-judge-$rep" "$untraced_port" --concurrency 64
     judge "g-traced-judge-$rep" "$traced_port" --concurrency 64
+    collector_idle "g-traced-judge-$rep"
     judge "g-sampled-judge-$rep" "$sampled_port" --concurrency 64
+    collector_idle "g-sampled-judge-$rep"
   fi
 done
 
