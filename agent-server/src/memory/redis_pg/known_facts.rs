@@ -307,7 +307,7 @@ mod tests {
     }
 
     fn terms(words: &[&str]) -> Terms {
-        Terms::new(words.iter().map(|w| Box::from(*w)).collect())
+        Terms::new(words.iter().map(|w| Arc::from(*w)).collect())
     }
 
     fn texts(facts: &[Fact]) -> Vec<&str> {

@@ -18,7 +18,7 @@
 //! again within a few batches.
 
 use std::collections::HashMap;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use super::ts_rank::Terms;
 use crate::memory::TextHasher;
@@ -31,8 +31,9 @@ const WORDS: usize = 65_536;
 pub(super) enum Lexeme {
     /// A stopword: nothing.
     Stop,
-    /// One plain lexeme, written as a tsquery operand (quoted, escaped).
-    Plain(String),
+    /// One plain lexeme: as a tsquery operand (quoted, escaped), and unquoted, to rank with
+    /// (read once, when the word is learnt, not on every recall).
+    Plain { operand: String, lexeme: Arc<str> },
     /// Anything else; a query with this word goes through `to_tsquery`.
     Other,
 }
@@ -49,7 +50,10 @@ impl Lexeme {
             .and_then(|rest| rest.strip_suffix('\''))
             .filter(|inner| !inner.is_empty() && !inner.replace("''", "").contains('\''));
         match plain {
-            Some(_) => Lexeme::Plain(tsquery.to_owned()),
+            Some(_) => Lexeme::Plain {
+                operand: tsquery.to_owned(),
+                lexeme: unquoted(tsquery),
+            },
             None => Lexeme::Other,
         }
     }
@@ -57,7 +61,7 @@ impl Lexeme {
 
 /// The lexeme a plain tsquery operand stands for: without its quotes, `''` read as `'` and `\\`
 /// as `\`, as Postgres writes them.
-fn unquoted(operand: &str) -> Box<str> {
+fn unquoted(operand: &str) -> Arc<str> {
     let inner = operand
         .strip_prefix('\'')
         .and_then(|rest| rest.strip_suffix('\''))
@@ -73,7 +77,7 @@ fn unquoted(operand: &str) -> Box<str> {
             chars.next();
         }
     }
-    lexeme.into_boxed_str()
+    lexeme.into()
 }
 
 /// How recall should ask for a query's candidates.
@@ -113,12 +117,12 @@ impl Lexemes {
         for term in terms {
             match words.get(term.as_str()) {
                 Some(Lexeme::Stop) => {}
-                Some(Lexeme::Plain(lexeme)) => {
+                Some(Lexeme::Plain { operand, lexeme }) => {
                     if !ready.is_empty() {
                         ready.push_str(" | ");
                     }
-                    ready.push_str(lexeme);
-                    lexemes.push(unquoted(lexeme));
+                    ready.push_str(operand);
+                    lexemes.push(lexeme.clone());
                 }
                 Some(Lexeme::Other) => other = true,
                 None => unknown.push(term.clone()),
@@ -167,7 +171,7 @@ mod tests {
     }
 
     fn ranked(lexemes: &[&str]) -> Terms {
-        Terms::new(lexemes.iter().map(|l| Box::from(*l)).collect())
+        Terms::new(lexemes.iter().map(|l| Arc::from(*l)).collect())
     }
 
     #[test]
@@ -180,11 +184,12 @@ mod tests {
     #[test]
     fn to_tsquerys_text_is_read_as_a_stopword_one_plain_lexeme_or_other() {
         assert_eq!(Lexeme::parse(""), Lexeme::Stop);
-        assert_eq!(Lexeme::parse("'run'"), Lexeme::Plain("'run'".into()));
-        assert_eq!(
-            Lexeme::parse("'o''neil'"),
-            Lexeme::Plain("'o''neil'".into())
-        );
+        let plain = |operand: &str, lexeme: &str| Lexeme::Plain {
+            operand: operand.into(),
+            lexeme: lexeme.into(),
+        };
+        assert_eq!(Lexeme::parse("'run'"), plain("'run'", "run"));
+        assert_eq!(Lexeme::parse("'o''neil'"), plain("'o''neil'", "o'neil"));
         assert_eq!(Lexeme::parse("'a' & 'b'"), Lexeme::Other);
         assert_eq!(Lexeme::parse("'a' <-> 'b'"), Lexeme::Other);
         assert_eq!(Lexeme::parse("'a' | 'b'"), Lexeme::Other);

@@ -547,7 +547,24 @@ const RETIRE_SQL: &str = "DELETE FROM agentwall_facts AS f
 
 /// What a batch changed in each session's facts, in the order its statements ran: what
 /// `known_facts.rs` applies to the sessions' entries once the batch committed.
-pub(super) type Changes = Vec<(String, FactChange)>;
+#[derive(Default)]
+pub(super) struct Changes(HashMap<String, Vec<FactChange>>);
+
+impl Changes {
+    fn add(&mut self, session: &str, change: FactChange) {
+        match self.0.get_mut(session) {
+            Some(changes) => changes.push(change),
+            None => {
+                self.0.insert(session.to_owned(), vec![change]);
+            }
+        }
+    }
+
+    /// What the batch changed in `session`'s facts, in order.
+    pub(super) fn take(&mut self, session: &str) -> Vec<FactChange> {
+        self.0.remove(session).unwrap_or_default()
+    }
+}
 
 /// Applies a batch's [`FactWrites`]: its retirements in one `DELETE`, its restatements in place,
 /// then its rows in one `INSERT` that replaces the current fact of a key (which `FactWrites`
@@ -556,7 +573,7 @@ pub(super) async fn apply_fact_writes(
     tx: &deadpool_postgres::Transaction<'_>,
     writes: FactWrites<'_>,
 ) -> Result<Changes, MemoryError> {
-    let mut changes: Changes = Vec::new();
+    let mut changes = Changes::default();
     if !writes.retire.is_empty() {
         let stmt = tx.prepare_cached(RETIRE_SQL).await.map_err(pg_error)?;
         let sessions: Vec<&str> = writes.retire.iter().map(|(s, _)| *s).collect();
@@ -564,11 +581,9 @@ pub(super) async fn apply_fact_writes(
         tx.execute(&stmt, &[&sessions, &ids])
             .await
             .map_err(pg_error)?;
-        let retired = writes.retire.iter().map(|(session, id)| {
-            let change = FactChange::Retired(*id);
-            ((*session).to_owned(), change)
-        });
-        changes.extend(retired);
+        for (session, id) in &writes.retire {
+            changes.add(session, FactChange::Retired(*id));
+        }
     }
     let updates: Vec<(Uuid, FactUpdate)> = writes
         .restatable
@@ -641,8 +656,8 @@ pub(super) async fn apply_fact_writes(
 /// Adds the rows a write statement returned (see `written_columns!`) to `changes`.
 fn written_changes(rows: &[Row], changes: &mut Changes) -> Result<(), MemoryError> {
     for row in rows {
-        let session: String = row.try_get("session_id").map_err(corrupt)?;
-        changes.push((session, FactChange::Written(known_fact_from_row(row)?)));
+        let session: &str = row.try_get("session_id").map_err(corrupt)?;
+        changes.add(session, FactChange::Written(known_fact_from_row(row)?));
     }
     Ok(())
 }
@@ -688,16 +703,13 @@ async fn update_facts(
             .await
             .map_err(pg_error)?;
         for row in &rows {
-            let source: String = row.try_get("source").map_err(corrupt)?;
-            let observed_at: DateTime<Utc> = row.try_get("observed_at").map_err(corrupt)?;
-            let observed_ns: i32 = row.try_get("observed_ns").map_err(corrupt)?;
             let restated = FactChange::Restated {
                 id: row.try_get("id").map_err(corrupt)?,
-                observed_at: joined_time(observed_at, observed_ns),
+                observed_at: observed_at_of(row)?,
                 importance: row.try_get("importance").map_err(corrupt)?,
-                source: source.parse::<FactSource>().map_err(corrupt)?,
+                source: source_of(row)?,
             };
-            changes.push((row.try_get("session_id").map_err(corrupt)?, restated));
+            changes.add(row.try_get("session_id").map_err(corrupt)?, restated);
         }
     }
     if !changed.is_empty() {
@@ -1088,15 +1100,11 @@ pub(super) async fn ping(pool: &Pool) -> Result<(), MemoryError> {
         .map_err(pg_error)
 }
 
-/// A fact as `known_facts.rs` keeps it: [`fact_from_row`], its `seq`, and its `tsv` when the row
-/// has one (a column `tsv`, text, not NULL). A `tsv` this process cannot read leaves the document
-/// out, which keeps the fact out of the process's entries.
+/// A fact as `known_facts.rs` keeps it: [`fact_from_row`], its `seq`, and its `tsv` when not
+/// NULL (every statement read here has the column). A `tsv` this process cannot read leaves the
+/// document out, which keeps the fact out of the process's entries.
 fn known_fact_from_row(row: &Row) -> Result<KnownFact, MemoryError> {
-    let tsv: Option<&str> = if row.columns().iter().any(|c| c.name() == "tsv") {
-        row.try_get("tsv").map_err(corrupt)?
-    } else {
-        None
-    };
+    let tsv: Option<&str> = row.try_get("tsv").map_err(corrupt)?;
     let document = tsv.and_then(|text| {
         let document = Document::parse(text);
         if document.is_none() {
@@ -1116,19 +1124,28 @@ fn known_fact_from_row(row: &Row) -> Result<KnownFact, MemoryError> {
 
 fn fact_from_row(row: &Row) -> Result<Fact, MemoryError> {
     let kind: String = row.try_get("kind").map_err(corrupt)?;
-    let source: String = row.try_get("source").map_err(corrupt)?;
-    let observed_at: DateTime<Utc> = row.try_get("observed_at").map_err(corrupt)?;
-    let observed_ns: i32 = row.try_get("observed_ns").map_err(corrupt)?;
     Ok(Fact {
         id: row.try_get("id").map_err(corrupt)?,
         kind: kind.parse::<FactKind>().map_err(corrupt)?,
         key: row.try_get("fact_key").map_err(corrupt)?,
         text: row.try_get("body").map_err(corrupt)?,
         data: row.try_get("data").map_err(corrupt)?,
-        observed_at: joined_time(observed_at, observed_ns),
+        observed_at: observed_at_of(row)?,
         importance: row.try_get("importance").map_err(corrupt)?,
-        source: source.parse::<FactSource>().map_err(corrupt)?,
+        source: source_of(row)?,
     })
+}
+
+/// A row's `observed_at` and `observed_ns`, joined (see [`split_time`]).
+fn observed_at_of(row: &Row) -> Result<DateTime<Utc>, MemoryError> {
+    let micros: DateTime<Utc> = row.try_get("observed_at").map_err(corrupt)?;
+    let nanos: i32 = row.try_get("observed_ns").map_err(corrupt)?;
+    Ok(joined_time(micros, nanos))
+}
+
+fn source_of(row: &Row) -> Result<FactSource, MemoryError> {
+    let source: &str = row.try_get("source").map_err(corrupt)?;
+    source.parse::<FactSource>().map_err(corrupt)
 }
 
 /// Postgres `text` cannot hold U+0000, and a chat message may contain it: rather than fail the whole

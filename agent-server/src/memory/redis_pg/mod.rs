@@ -128,7 +128,7 @@ pub fn fact_lookup_statements() -> &'static [(&'static str, &'static str)] {
 /// `None` if `tsv` cannot be read, `Some(None)` when the query does not match.
 #[doc(hidden)]
 pub fn rank_in_process(tsv: &str, lexemes: &[&str]) -> Option<Option<f32>> {
-    let terms = ts_rank::Terms::new(lexemes.iter().map(|l| Box::from(*l)).collect());
+    let terms = ts_rank::Terms::new(lexemes.iter().map(|l| Arc::from(*l)).collect());
     Some(ts_rank::Document::parse(tsv)?.rank(&terms))
 }
 
@@ -662,12 +662,8 @@ impl Inner {
         accepted: &[Option<u64>],
         locks: &longterm::SessionLocks,
         appended_at: std::time::Instant,
-        changes: longterm::Changes,
+        mut changes: longterm::Changes,
     ) {
-        let mut changed: HashMap<String, Vec<known_facts::FactChange>> = HashMap::new();
-        for (session, change) in changes {
-            changed.entry(session).or_default().push(change);
-        }
         // Per session: how many turn numbers the batch took, and the items it wrote.
         let mut sessions: HashMap<&str, (u64, Vec<recent::Placed>)> = HashMap::new();
         for ((session, turn), seq) in turns.iter().zip(accepted) {
@@ -686,7 +682,7 @@ impl Inner {
                 continue;
             };
             let last = lock.first_turn_seq + count - 1;
-            let facts = changed.remove(session).unwrap_or_default();
+            let facts = changes.take(session);
             self.known
                 .committed(session, lock.epoch, (lock.first_turn_seq, last), facts);
             let refreshed = (!added.is_empty()).then_some(expires);

@@ -19,6 +19,8 @@
 //! `a_document_is_ranked_as_postgres_ranks_it` (tests/memory_redis_pg.rs) checks this against
 //! Postgres's own `ts_rank` over documents with repeated words, weights and quoted lexemes.
 
+use std::sync::Arc;
+
 /// `ts_rank`'s default weights, indexed as Postgres stores a weight: D, C, B, A.
 const WEIGHTS: [f32; 4] = [0.1, 0.2, 0.4, 1.0];
 
@@ -27,11 +29,12 @@ const WEIGHTS: [f32; 4] = [0.1, 0.2, 0.4, 1.0];
 const ZETA_2: f64 = 1.644_934_066_85;
 
 /// A query's lexemes, in the order `ts_rank` sums them: sorted by bytes, without duplicates.
+/// Shared with `lexemes.rs`, which keeps each word's lexeme.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Terms(Box<[Box<str>]>);
+pub(super) struct Terms(Box<[Arc<str>]>);
 
 impl Terms {
-    pub(super) fn new(mut lexemes: Vec<Box<str>>) -> Self {
+    pub(super) fn new(mut lexemes: Vec<Arc<str>>) -> Self {
         lexemes.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
         lexemes.dedup();
         Self(lexemes.into_boxed_slice())
@@ -179,7 +182,7 @@ mod tests {
     use super::*;
 
     fn terms(words: &[&str]) -> Terms {
-        Terms::new(words.iter().map(|w| Box::from(*w)).collect())
+        Terms::new(words.iter().map(|w| Arc::from(*w)).collect())
     }
 
     #[test]
