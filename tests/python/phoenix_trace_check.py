@@ -213,6 +213,12 @@ def run(args, work, procs):
           flatten(request.get("attributes", {})).get("session.id") == session
           and flatten(by_name["recall"].get("attributes", {})).get("session.id") == session,
           request.get("attributes"))
+    debugging = ("code.", "thread.", "target", "busy_ns", "idle_ns")
+    extra = {name: sorted(k for k in flatten(by_name[name].get("attributes", {}))
+                          if k.startswith(debugging))
+             for name in ("POST /v1/chat/completions", "recall", "chat mock-gpt", "store")}
+    check("server spans carry no source location, thread, module path or busy/idle times",
+          not any(extra.values()), extra)
     server_text = repr([s for s in spans if s["name"] != "judge.turn"])
     check("no message text in the server's spans (no --trace-content)",
           "teal" not in server_text and MOCK_REPLY not in server_text, server_text[:2000])

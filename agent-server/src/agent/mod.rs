@@ -419,4 +419,65 @@ mod tests {
         drop(runtime);
         drop(agent);
     }
+
+    /// The names of the spans a subscriber built.
+    #[derive(Clone, Default)]
+    struct SpanNames(Arc<std::sync::Mutex<Vec<&'static str>>>);
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
+        fn on_new_span(
+            &self,
+            attrs: &tracing::span::Attributes<'_>,
+            _: &tracing::span::Id,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            self.0.lock().unwrap().push(attrs.metadata().name());
+        }
+    }
+
+    /// The step spans are DEBUG: a subscriber at INFO, as logs are by default, never builds them;
+    /// one at DEBUG, as the trace exporter's filter is for this module, gets all three.
+    #[tokio::test]
+    async fn a_turns_step_spans_are_built_only_below_info() {
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::filter::LevelFilter;
+        use tracing_subscriber::layer::SubscriberExt as _;
+
+        let dir = tempfile::tempdir().unwrap();
+        let config = crate::config::Config::for_tests(dir.path());
+        let path = dir.path().join("memory.sqlite3");
+        let store = EmbeddedStore::open(&path, config.memory_config())
+            .await
+            .unwrap();
+        let agent = Agent::new(
+            Arc::new(store),
+            Arc::new(BuiltinModel::new("builtin")),
+            true,
+            8,
+        );
+        let request: ChatCompletionRequest = serde_json::from_value(serde_json::json!({
+            "model": "builtin",
+            "messages": [{"role": "user", "content": "My kayak is green."}]
+        }))
+        .unwrap();
+        for (level, expected) in [
+            (LevelFilter::INFO, vec![]),
+            (LevelFilter::DEBUG, vec!["recall", "chat", "store"]),
+        ] {
+            let names = SpanNames::default();
+            let subscriber = tracing_subscriber::registry().with(names.clone().with_filter(level));
+            let _default = tracing::subscriber::set_default(subscriber);
+            let input = TurnInput {
+                session: SessionId::parse("spans").unwrap(),
+                now: Utc::now(),
+                user_text: "My kayak is green.".to_owned(),
+                history: Vec::new(),
+                request: request.clone(),
+                continuation: false,
+            };
+            agent.turn(input).await.unwrap();
+            let built = names.0.lock().unwrap().clone();
+            assert_eq!(built, expected, "at {level}");
+        }
+    }
 }
