@@ -8,7 +8,9 @@
 //!   batch processor on its own thread, so requests never wait for the collector. The standard
 //!   `OTEL_*` variables apply (`OTEL_SERVICE_NAME`, default `agent-server`;
 //!   `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_BSP_*`, `OTEL_SDK_DISABLED`,
-//!   `OTEL_TRACES_EXPORTER=none`). Without an endpoint no OpenTelemetry span is made at all:
+//!   `OTEL_TRACES_EXPORTER=none`, and `OTEL_TRACES_SAMPLER` with `OTEL_TRACES_SAMPLER_ARG`,
+//!   applied once per request before any span is built, see [`sampling`]). Without an
+//!   endpoint no OpenTelemetry span is made at all:
 //!   nobody would receive one, and building them was about 7 % of a turn's CPU
 //!   (docs/benchmarks.md). Trace context still flows from the caller to the upstream model
 //!   ([`propagation`]).
@@ -16,6 +18,9 @@
 
 mod log_fields;
 pub mod propagation;
+#[cfg(test)]
+pub(crate) mod recording;
+pub mod sampling;
 
 use std::io::IsTerminal;
 use std::sync::{LazyLock, OnceLock};
@@ -25,9 +30,9 @@ use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig as _;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::SdkTracerProvider;
+use opentelemetry_sdk::trace::{Config as TraceConfig, Sampler, SdkTracerProvider};
 use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGauge, Opts, Registry};
-use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
+use tracing_subscriber::filter::{EnvFilter, FilterExt as _, LevelFilter, Targets};
 use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{Layer, Registry as Subscribers};
@@ -78,6 +83,9 @@ fn install(format: LogFormat) -> Option<SdkTracerProvider> {
     let mut layers: Vec<Box<dyn Layer<Subscribers> + Send + Sync>> = Vec::new();
     if exporter_configured() {
         let tracer = provider.tracer(SERVICE_NAME);
+        // Which requests are traced is decided once per request, by the configured sampler,
+        // before any span is built ([`sampling`]); the tracer records what reaches it.
+        let sampled = sampling::install(TraceConfig::default().sampler);
         // Spans for tracing are chosen by target, independently of RUST_LOG, so that quieter
         // logs do not lose traces. The agent's step spans (recall, chat, store) are DEBUG, for
         // traces only (see `agent::Agent`).
@@ -98,7 +106,7 @@ fn install(format: LogFormat) -> Option<SdkTracerProvider> {
             .with_threads(false)
             .with_target(false)
             .with_tracked_inactivity(false)
-            .with_filter(targets)
+            .with_filter(targets.and(sampled))
             .boxed();
         layers.push(otel);
     }
@@ -146,7 +154,10 @@ fn tracer_provider() -> (SdkTracerProvider, Option<String>) {
     if std::env::var("OTEL_SERVICE_NAME").is_err() {
         resource = resource.with_service_name(SERVICE_NAME);
     }
-    let builder = SdkTracerProvider::builder().with_resource(resource.build());
+    // Spans reach the tracer only from sampled requests (see [`sampling`]).
+    let builder = SdkTracerProvider::builder()
+        .with_resource(resource.build())
+        .with_sampler(Sampler::AlwaysOn);
     if !exporter_configured() {
         return (builder.build(), None);
     }

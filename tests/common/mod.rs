@@ -48,13 +48,26 @@ pub struct Server {
 
 impl Server {
     pub fn start(data_dir: &Path, extra_args: &[&str]) -> Self {
+        Self::start_with_env(data_dir, extra_args, &[])
+    }
+
+    /// [`Server::start`] with environment variables set; any `OTEL_*` of the test's own
+    /// environment is left out.
+    pub fn start_with_env(data_dir: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Self {
         let port = free_port();
-        let mut child = Command::new(binary("agent-server"))
+        let mut command = Command::new(binary("agent-server"));
+        for (name, _) in std::env::vars_os() {
+            if name.to_string_lossy().starts_with("OTEL_") {
+                command.env_remove(name);
+            }
+        }
+        let mut child = command
             .arg("--addr")
             .arg(format!("127.0.0.1:{port}"))
             .arg("--data-dir")
             .arg(data_dir)
             .args(extra_args)
+            .envs(env.iter().copied())
             .env_remove("REDIS_URL")
             .env_remove("DATABASE_URL")
             .stdout(Stdio::null())

@@ -420,21 +420,6 @@ mod tests {
         drop(agent);
     }
 
-    /// The names of the spans a subscriber built.
-    #[derive(Clone, Default)]
-    struct SpanNames(Arc<std::sync::Mutex<Vec<&'static str>>>);
-
-    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for SpanNames {
-        fn on_new_span(
-            &self,
-            attrs: &tracing::span::Attributes<'_>,
-            _: &tracing::span::Id,
-            _: tracing_subscriber::layer::Context<'_, S>,
-        ) {
-            self.0.lock().unwrap().push(attrs.metadata().name());
-        }
-    }
-
     /// The step spans are DEBUG: a subscriber at INFO, as logs are by default, never builds them;
     /// one at DEBUG, as the trace exporter's filter is for this module, gets all three.
     #[tokio::test]
@@ -442,6 +427,8 @@ mod tests {
         use tracing_subscriber::Layer as _;
         use tracing_subscriber::filter::LevelFilter;
         use tracing_subscriber::layer::SubscriberExt as _;
+
+        use crate::telemetry::recording::Recorded;
 
         let dir = tempfile::tempdir().unwrap();
         let config = crate::config::Config::for_tests(dir.path());
@@ -464,8 +451,9 @@ mod tests {
             (LevelFilter::INFO, vec![]),
             (LevelFilter::DEBUG, vec!["recall", "chat", "store"]),
         ] {
-            let names = SpanNames::default();
-            let subscriber = tracing_subscriber::registry().with(names.clone().with_filter(level));
+            let recorded = Recorded::default();
+            let subscriber =
+                tracing_subscriber::registry().with(recorded.clone().with_filter(level));
             let _default = tracing::subscriber::set_default(subscriber);
             let input = TurnInput {
                 session: SessionId::parse("spans").unwrap(),
@@ -476,8 +464,7 @@ mod tests {
                 continuation: false,
             };
             agent.turn(input).await.unwrap();
-            let built = names.0.lock().unwrap().clone();
-            assert_eq!(built, expected, "at {level}");
+            assert_eq!(recorded.take(), expected, "at {level}");
         }
     }
 }

@@ -22,16 +22,31 @@ use tracing::Instrument as _;
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use crate::telemetry::{metrics, propagation};
+use crate::telemetry::metrics;
+use crate::telemetry::sampling::{self, RequestTrace};
 
 /// Route label for requests that matched no route (keeps label cardinality bounded).
 const UNMATCHED: &str = "unmatched";
 
-/// Wraps every request: a `request` span (child of the caller's `traceparent` when sent) that the
-/// handler runs in, and request count, latency and in-flight metrics by route pattern and status.
+/// Wraps every request: its trace decided ([`RequestTrace::decide`]), a `request` span (child of
+/// the caller's `traceparent` when sent) that the handler runs in, and request count, latency and
+/// in-flight metrics by route pattern and status.
 pub async fn observe(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let parent =
+        opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(req.headers())));
+    // Decided before the request's span is made: one not sampled builds no OpenTelemetry span.
+    let trace = RequestTrace::decide(parent.clone());
+    sampling::within(trace, observed(req, next, parent)).await
+}
+
+/// [`observe`], inside the request's trace.
+async fn observed(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+    parent: opentelemetry::Context,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let route = req.match_pattern().unwrap_or_else(|| UNMATCHED.to_owned());
     let method = req.method().as_str().to_owned();
@@ -47,9 +62,7 @@ pub async fn observe(
         session.id = Empty,
         openinference.span.kind = "CHAIN",
     );
-    let parent =
-        opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(req.headers())));
-    let _ = span.set_parent(parent.clone());
+    let _ = span.set_parent(parent);
     if let Some(session) = req
         .headers()
         .get(SESSION_ID)
@@ -63,7 +76,7 @@ pub async fn observe(
     m.http_in_flight.inc();
     let in_flight = InFlight;
     let started = Instant::now();
-    let result = propagation::with_caller(parent, next.call(req).instrument(span.clone())).await;
+    let result = next.call(req).instrument(span.clone()).await;
     let status = match &result {
         Ok(response) => response.status(),
         Err(e) => e.as_response_error().status_code(),

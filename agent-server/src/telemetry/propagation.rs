@@ -1,18 +1,17 @@
 //! The trace context of calls this server makes (the upstream model), whether or not spans are
-//! exported.
+//! exported or the request sampled.
 //!
-//! Exporting, the context is the model-call span's own, so the upstream's spans (if it traces)
-//! hang under it. Not exporting, no OpenTelemetry span is built at all (building them was about
-//! 7 % of an upstream turn's CPU, docs/benchmarks.md), yet the upstream still gets what it got
-//! when spans were built and dropped: the caller's trace id, flags and `tracestate` (a new
-//! sampled trace when the caller sent none) under a new span id standing for the model call. The
-//! caller's context reaches the call through a task-local set around each request by
-//! `http::metrics`, because the handler runs inside that future and the call is made from it; a
-//! call made from a task of its own would start a new trace. A new trace is always marked
-//! sampled, whatever `OTEL_TRACES_SAMPLER` says: nothing here records spans to sample, and the
-//! upstream decides for its own.
-
-use std::future::Future;
+//! Recording, the context is the model-call span's own, so the upstream's spans (if it traces)
+//! hang under it. Otherwise no OpenTelemetry span was built (not exporting: building them was
+//! about 7 % of an upstream turn's CPU, docs/benchmarks.md; a request not sampled:
+//! [`super::sampling`]), yet the upstream still gets the caller's trace id, flags and
+//! `tracestate` (a new sampled trace when the caller sent none and nothing is exported; the
+//! not-sampled flag for a request not sampled) under a new span id standing for the model call.
+//! The caller's context reaches the call through the request's task-local
+//! ([`super::sampling::within`], set around each request by `http::metrics`), because the
+//! handler runs inside that future and the call is made from it; a call made from a task of its
+//! own would start a new trace. A new trace is marked sampled when nothing is exported: nothing
+//! here records spans to sample, and the upstream decides for its own.
 
 use opentelemetry::Context;
 use opentelemetry::trace::{SpanContext, TraceContextExt as _, TraceFlags, TraceState};
@@ -20,15 +19,7 @@ use opentelemetry_sdk::trace::{IdGenerator as _, RandomIdGenerator};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-tokio::task_local! {
-    /// The context the caller sent (`traceparent`, `tracestate`), or an empty one.
-    static CALLER: Context;
-}
-
-/// Runs `request` with `caller` as the context that outgoing calls continue.
-pub async fn with_caller<F: Future>(caller: Context, request: F) -> F::Output {
-    CALLER.scope(caller, request).await
-}
+use super::sampling;
 
 /// The context to send with a call made in `span`.
 pub fn outgoing(span: &Span) -> Context {
@@ -37,11 +28,7 @@ pub fn outgoing(span: &Span) -> Context {
         return own;
     }
     let ids = RandomIdGenerator::default();
-    let caller = CALLER
-        .try_with(|cx| cx.span().span_context().clone())
-        .ok()
-        .filter(SpanContext::is_valid);
-    let call = match caller {
+    let call = match sampling::caller_span_context() {
         Some(caller) => SpanContext::new(
             caller.trace_id(),
             ids.new_span_id(),
@@ -84,7 +71,10 @@ mod tests {
         let span = Span::none();
         let call = async move { outgoing(&span).span().span_context().clone() };
         match cx {
-            Some(cx) => runtime.block_on(with_caller(cx, call)),
+            // No sampler is installed in unit tests: the request is as when nothing is exported.
+            Some(cx) => {
+                runtime.block_on(sampling::within(sampling::RequestTrace::decide(cx), call))
+            }
             None => runtime.block_on(call),
         }
     }

@@ -1,0 +1,343 @@
+//! Head sampling: whether a request's trace is recorded is decided once, when the request
+//! arrives, before any span of it is built.
+//!
+//! The decision is the configured sampler's (`OTEL_TRACES_SAMPLER`, `OTEL_TRACES_SAMPLER_ARG`;
+//! parent-based always-on by default), asked with the caller's context. A request that is not
+//! sampled builds no OpenTelemetry span at all: [`SampledRequests`], the trace layer's filter,
+//! turns its spans and events off for that layer, while logs see them as before. The tracer
+//! then records every span that reaches it (`Sampler::AlwaysOn`, set in `telemetry.rs`), since
+//! the decision has been made.
+//!
+//! Why not leave the decision to the tracer: `tracing-opentelemetry` builds a span's name,
+//! attributes and parent context before the tracer's sampler is asked, so a span the sampler
+//! dropped cost nearly as much as one it kept, and exporting a 10 % sample of traces cost as
+//! much as exporting all of them (docs/benchmarks.md).
+//!
+//! The decision travels with the request's task in a task-local, [`within`]. Work outside it (a
+//! task the request spawned, or the server's own) follows its current span: a span under a span
+//! the layer does not see is not seen either, so an unsampled request's spawned work stays out
+//! of traces rather than starting traces of its own. A span with no parent outside any request
+//! is a trace of its own, sampled by the same sampler.
+//!
+//! A new trace's decision is made for a trace id drawn for it, while the recorded trace gets the
+//! id the tracer draws. That changes nothing for ratio sampling (both are random) and is only
+//! visible to a downstream service that samples by trace id ratio without looking at the
+//! sampled flag it is sent.
+
+use std::future::Future;
+use std::sync::{Arc, OnceLock};
+
+use opentelemetry::Context;
+use opentelemetry::trace::{SpanContext, SpanKind, TraceContextExt as _, TraceFlags, TraceId};
+use opentelemetry_sdk::trace::{
+    IdGenerator as _, RandomIdGenerator, SamplingDecision, SamplingResult, ShouldSample,
+};
+use tracing::subscriber::Interest;
+use tracing::{Metadata, Subscriber};
+use tracing_subscriber::layer::{Context as LayerContext, Filter};
+use tracing_subscriber::registry::LookupSpan;
+
+tokio::task_local! {
+    /// The trace of the request whose task this is.
+    static REQUEST: RequestTrace;
+}
+
+/// The sampler of the process's trace layer; unset when no spans are exported.
+static HEAD: OnceLock<Arc<HeadSampler>> = OnceLock::new();
+
+/// A request's trace: whether its spans are recorded, and the context its outgoing calls
+/// continue when it has no span of its own to give them (`propagation::outgoing`).
+#[derive(Clone, Debug)]
+pub struct RequestTrace {
+    caller: Context,
+    recorded: bool,
+}
+
+impl RequestTrace {
+    /// Decides the trace of a request whose caller sent `caller` (an empty context when it
+    /// sent none): recorded when spans are exported and the sampler keeps it.
+    pub fn decide(caller: Context) -> Self {
+        match HEAD.get() {
+            Some(head) => head.decide(caller),
+            // Nothing is exported: the layer that would record is not installed either.
+            None => Self {
+                caller,
+                recorded: true,
+            },
+        }
+    }
+
+    /// Whether this request's spans are recorded.
+    pub fn recorded(&self) -> bool {
+        self.recorded
+    }
+}
+
+/// Runs `request` as the task of the request whose trace is `trace`.
+pub async fn within<F: Future>(trace: RequestTrace, request: F) -> F::Output {
+    REQUEST.scope(trace, request).await
+}
+
+/// The caller's span context of the current request, if any is valid: the caller's own, or for
+/// a request not recorded, one standing for it with the sampled flag cleared.
+pub(super) fn caller_span_context() -> Option<SpanContext> {
+    REQUEST
+        .try_with(|request| request.caller.span().span_context().clone())
+        .ok()
+        .filter(SpanContext::is_valid)
+}
+
+/// Makes `sampler` decide the traces of requests; [`SampledRequests`] is the filter to give the
+/// trace layer. Only the first call counts: the process has one trace layer.
+pub(super) fn install(sampler: Box<dyn ShouldSample>) -> SampledRequests {
+    let head = HEAD
+        .get_or_init(|| Arc::new(HeadSampler::new(sampler)))
+        .clone();
+    SampledRequests { head }
+}
+
+/// The configured sampler, asked once per trace.
+#[derive(Debug)]
+struct HeadSampler {
+    sampler: Box<dyn ShouldSample>,
+    ids: RandomIdGenerator,
+}
+
+impl HeadSampler {
+    fn new(sampler: Box<dyn ShouldSample>) -> Self {
+        Self {
+            sampler,
+            ids: RandomIdGenerator::default(),
+        }
+    }
+
+    fn decide(&self, caller: Context) -> RequestTrace {
+        let theirs = caller.span().span_context().clone();
+        let trace_id = if theirs.is_valid() {
+            theirs.trace_id()
+        } else {
+            self.ids.new_trace_id()
+        };
+        let result = self.sample(&caller, trace_id);
+        if result.decision == SamplingDecision::RecordAndSample {
+            return RequestTrace {
+                caller,
+                recorded: true,
+            };
+        }
+        // Not recorded: outgoing calls still carry the trace on, marked not sampled, so that
+        // the services called do not record pieces of a trace nobody will see whole.
+        let span_id = if theirs.is_valid() {
+            theirs.span_id()
+        } else {
+            self.ids.new_span_id()
+        };
+        let standing = SpanContext::new(
+            trace_id,
+            span_id,
+            TraceFlags::NOT_SAMPLED,
+            theirs.is_remote(),
+            result.trace_state,
+        );
+        RequestTrace {
+            caller: Context::new().with_remote_span_context(standing),
+            recorded: false,
+        }
+    }
+
+    /// Whether a new trace outside any request (no caller) is sampled.
+    fn decide_root(&self) -> bool {
+        let result = self.sample(&Context::new(), self.ids.new_trace_id());
+        result.decision == SamplingDecision::RecordAndSample
+    }
+
+    fn sample(&self, caller: &Context, trace_id: TraceId) -> SamplingResult {
+        self.sampler.should_sample(
+            Some(caller),
+            trace_id,
+            "request",
+            &SpanKind::Server,
+            &[],
+            &[],
+        )
+    }
+}
+
+/// The trace layer's filter: spans and events of a request not sampled are off for the layer.
+pub struct SampledRequests {
+    head: Arc<HeadSampler>,
+}
+
+impl<S> Filter<S> for SampledRequests
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn enabled(&self, meta: &Metadata<'_>, cx: &LayerContext<'_, S>) -> bool {
+        if let Ok(recorded) = REQUEST.try_with(RequestTrace::recorded) {
+            return recorded;
+        }
+        match cx.current_span().id() {
+            // `cx` sees only what this filter let through.
+            Some(parent) => cx.span(parent).is_some(),
+            None => meta.is_span() && self.head.decide_root(),
+        }
+    }
+
+    fn callsite_enabled(&self, _: &'static Metadata<'static>) -> Interest {
+        // Decided per span, by the request it belongs to: never cached per call site.
+        Interest::sometimes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::{SpanId, TraceState};
+    use opentelemetry_sdk::trace::Sampler;
+    use tracing::Instrument as _;
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    use super::*;
+    use crate::telemetry::propagation;
+    use crate::telemetry::recording::Recorded;
+
+    const TRACE: TraceId =
+        TraceId::from_bytes(0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736_u128.to_be_bytes());
+    const SPAN: SpanId = SpanId::from_bytes(0x00f0_67aa_0ba9_02b7_u64.to_be_bytes());
+
+    fn head(sampler: Sampler) -> Arc<HeadSampler> {
+        Arc::new(HeadSampler::new(Box::new(sampler)))
+    }
+
+    /// Keeps what the caller sampled; a new trace is never sampled.
+    fn parent_based_off() -> Sampler {
+        Sampler::ParentBased(Box::new(Sampler::AlwaysOff))
+    }
+
+    fn caller(flags: TraceFlags) -> Context {
+        let state = TraceState::from_key_value([("vendor", "1")]).unwrap();
+        Context::new().with_remote_span_context(SpanContext::new(TRACE, SPAN, flags, true, state))
+    }
+
+    fn current_thread() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
+    /// What the upstream is sent from within `trace`'s request.
+    fn sent_upstream(trace: RequestTrace) -> SpanContext {
+        current_thread().block_on(within(trace, async {
+            propagation::outgoing(&tracing::Span::none())
+                .span()
+                .span_context()
+                .clone()
+        }))
+    }
+
+    #[test]
+    fn a_caller_that_sampled_is_followed() {
+        let trace = head(parent_based_off()).decide(caller(TraceFlags::SAMPLED));
+        assert!(trace.recorded());
+        let sent = trace.caller.span().span_context().clone();
+        assert_eq!((sent.trace_id(), sent.span_id()), (TRACE, SPAN));
+    }
+
+    #[test]
+    fn a_request_not_sampled_carries_its_trace_on_marked_not_sampled() {
+        let head = head(parent_based_off());
+        // The caller did not sample: its trace, its state, the flag cleared.
+        let trace = head.decide(caller(TraceFlags::NOT_SAMPLED));
+        assert!(!trace.recorded());
+        let sent = sent_upstream(trace);
+        assert_eq!(sent.trace_id(), TRACE);
+        assert_ne!(
+            sent.span_id(),
+            SPAN,
+            "a span id of its own for the model call"
+        );
+        assert!(!sent.is_sampled());
+        assert_eq!(sent.trace_state().header(), "vendor=1");
+        // No caller: a new trace, not sampled.
+        let (first, second) = (head.decide(Context::new()), head.decide(Context::new()));
+        assert!(!first.recorded() && !second.recorded());
+        let (first, second) = (sent_upstream(first), sent_upstream(second));
+        assert!(first.is_valid() && !first.is_sampled());
+        assert_ne!(first.trace_id(), second.trace_id());
+    }
+
+    #[test]
+    fn a_new_trace_is_sampled_at_the_configured_ratio() {
+        assert!(head(Sampler::AlwaysOn).decide(Context::new()).recorded());
+        let head = head(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
+            0.25,
+        ))));
+        let recorded = (0..4000)
+            .filter(|_| head.decide(Context::new()).recorded())
+            .count();
+        // 1,000 expected; the standard deviation is about 27.
+        assert!((850..1150).contains(&recorded), "{recorded} of 4000");
+    }
+
+    /// Runs `f` with a subscriber whose only layer, behind [`SampledRequests`], records what
+    /// reaches it, and returns that.
+    fn reaching_the_layer(roots: Sampler, f: impl AsyncFnOnce()) -> Vec<String> {
+        let recorded = Recorded::default();
+        let filter = SampledRequests { head: head(roots) };
+        let subscriber = tracing_subscriber::registry().with(recorded.clone().with_filter(filter));
+        let _default = tracing::subscriber::set_default(subscriber);
+        current_thread().block_on(f());
+        recorded.take()
+    }
+
+    fn request(recorded: bool) -> RequestTrace {
+        RequestTrace {
+            caller: Context::new(),
+            recorded,
+        }
+    }
+
+    /// A request's span, a step span in it, an event in that, and a span in a task spawned
+    /// from the step, which does not inherit the request's task-local.
+    async fn a_request(trace: RequestTrace) {
+        within(trace, async {
+            let span = tracing::info_span!("request");
+            async {
+                let step = tracing::info_span!("step");
+                step.in_scope(|| tracing::info!("inside"));
+                let spawned = async { drop(tracing::info_span!("spawned")) };
+                tokio::spawn(spawned.instrument(step)).await.unwrap();
+            }
+            .instrument(span)
+            .await;
+        })
+        .await;
+    }
+
+    #[test]
+    fn only_a_sampled_requests_spans_and_events_reach_the_trace_layer() {
+        let seen = reaching_the_layer(Sampler::AlwaysOn, async || {
+            a_request(request(true)).await;
+            a_request(request(false)).await;
+        });
+        assert_eq!(seen, ["request", "step", "event in step", "spawned"]);
+    }
+
+    #[test]
+    fn outside_requests_a_new_trace_is_sampled_and_its_children_follow_it() {
+        for (roots, expected) in [
+            (Sampler::AlwaysOn, vec!["root", "child", "event in child"]),
+            (Sampler::AlwaysOff, vec![]),
+        ] {
+            let seen = reaching_the_layer(roots, async || {
+                // An event outside any span is for logs only.
+                tracing::info!("outside");
+                tracing::info_span!("root").in_scope(|| {
+                    tracing::info_span!("child").in_scope(|| tracing::info!("inside"));
+                });
+            });
+            assert_eq!(seen, expected);
+        }
+    }
+}
