@@ -81,11 +81,12 @@ fn install(format: LogFormat) -> Option<SdkTracerProvider> {
     opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
     let (provider, export_error) = tracer_provider();
     let mut layers: Vec<Box<dyn Layer<Subscribers> + Send + Sync>> = Vec::new();
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     if exporter_configured() {
         let tracer = provider.tracer(SERVICE_NAME);
         // Which requests are traced is decided once per request, by the configured sampler,
         // before any span is built ([`sampling`]); the tracer records what reaches it.
-        let sampled = sampling::install(TraceConfig::default().sampler);
+        let sampled = sampling::install(TraceConfig::default().sampler, filter.max_level_hint());
         // Spans for tracing are chosen by target, independently of RUST_LOG, so that quieter
         // logs do not lose traces. The agent's step spans (recall, chat, store) are DEBUG, for
         // traces only (see `agent::Agent`).
@@ -110,7 +111,6 @@ fn install(format: LogFormat) -> Option<SdkTracerProvider> {
             .boxed();
         layers.push(otel);
     }
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
     // Colours only on a terminal: logs piped to files or collectors stay plain text.
     let ansi = std::io::stderr().is_terminal();
     let fmt = tracing_subscriber::fmt::layer()

@@ -38,7 +38,7 @@ use crate::memory::ranking::Terms;
 use crate::memory::{
     MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem,
 };
-use crate::telemetry::metrics;
+use crate::telemetry::{metrics, sampling};
 use extract::{FactExtractor, Learned};
 use language::to_second_person;
 use promote::PromotionEngine;
@@ -52,6 +52,23 @@ pub enum AgentError {
     Memory(#[from] MemoryError),
     #[error(transparent)]
     Model(#[from] LlmError),
+}
+
+/// A step span (recall, chat, store): DEBUG, so that logs at INFO do not build it while the trace
+/// exporter, whose filter takes DEBUG here (`telemetry.rs`), does; a server that exports nothing
+/// then builds no step span (they were about 6 % of its CPU time per turn under load,
+/// docs/benchmarks.md), and a log line inside a step still carries the request span. Nor is one
+/// made in a request whose trace is not recorded ([`sampling::traced_here`]): a span that every
+/// layer's filter turns off is still made by the registry, and each of its enters and exits
+/// still passes through every layer.
+macro_rules! step_span {
+    ($($span:tt)*) => {
+        if sampling::traced_here() {
+            tracing::debug_span!($($span)*)
+        } else {
+            tracing::Span::none()
+        }
+    };
 }
 
 /// One validated turn, as the HTTP layer hands it over.
@@ -173,11 +190,7 @@ impl Agent {
         };
         // 1. recall
         let memory = if self.memory_enabled {
-            // The step spans (recall, chat, store) are DEBUG: the trace exporter takes them
-            // (`telemetry.rs`), while logs at INFO do not, so that a server that exports nothing
-            // does not build three spans per turn (about 6 % of its CPU time per turn under load,
-            // docs/benchmarks.md); a log line inside a step still carries the request span.
-            let span = tracing::debug_span!(
+            let span = step_span!(
                 "recall",
                 session.id = %input.session,
                 memory.backend = self.store.backend(),
@@ -249,7 +262,7 @@ impl Agent {
             return self.model.complete(turn.prompt()).await;
         }
         let name = self.model.name();
-        let span = tracing::debug_span!(
+        let span = step_span!(
             "chat",
             otel.name = %format!("chat {name}"),
             gen_ai.operation.name = "chat",
@@ -301,7 +314,7 @@ impl Agent {
         drop(memory);
 
         // 5. store
-        let span = tracing::debug_span!(
+        let span = step_span!(
             "store",
             session.id = %input.session,
             memory.backend = self.store.backend(),
@@ -421,7 +434,8 @@ mod tests {
     }
 
     /// The step spans are DEBUG: a subscriber at INFO, as logs are by default, never builds them;
-    /// one at DEBUG, as the trace exporter's filter is for this module, gets all three.
+    /// one at DEBUG, as the trace exporter's filter is for this module, gets all three, except
+    /// in a request whose trace is not recorded.
     #[tokio::test]
     async fn a_turns_step_spans_are_built_only_below_info() {
         use tracing_subscriber::Layer as _;
@@ -429,6 +443,7 @@ mod tests {
         use tracing_subscriber::layer::SubscriberExt as _;
 
         use crate::telemetry::recording::Recorded;
+        use crate::telemetry::sampling::RequestTrace;
 
         let dir = tempfile::tempdir().unwrap();
         let config = crate::config::Config::for_tests(dir.path());
@@ -447,9 +462,10 @@ mod tests {
             "messages": [{"role": "user", "content": "My kayak is green."}]
         }))
         .unwrap();
-        for (level, expected) in [
-            (LevelFilter::INFO, vec![]),
-            (LevelFilter::DEBUG, vec!["recall", "chat", "store"]),
+        for (level, recorded_trace, expected) in [
+            (LevelFilter::INFO, true, vec![]),
+            (LevelFilter::DEBUG, true, vec!["recall", "chat", "store"]),
+            (LevelFilter::DEBUG, false, vec![]),
         ] {
             let recorded = Recorded::default();
             let subscriber =
@@ -463,8 +479,18 @@ mod tests {
                 request: request.clone(),
                 continuation: false,
             };
-            agent.turn(input).await.unwrap();
-            assert_eq!(recorded.take(), expected, "at {level}");
+            let trace = if recorded_trace {
+                // No sampler is installed in unit tests: recorded, as when nothing is exported.
+                RequestTrace::decide(opentelemetry::Context::new())
+            } else {
+                RequestTrace::unrecorded()
+            };
+            sampling::within(trace, agent.turn(input)).await.unwrap();
+            assert_eq!(
+                recorded.take(),
+                expected,
+                "at {level}, recorded {recorded_trace}"
+            );
         }
     }
 }

@@ -34,6 +34,7 @@ use opentelemetry_sdk::trace::{
 };
 use tracing::subscriber::Interest;
 use tracing::{Metadata, Subscriber};
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::{Context as LayerContext, Filter};
 use tracing_subscriber::registry::LookupSpan;
 
@@ -71,6 +72,26 @@ impl RequestTrace {
     pub fn recorded(&self) -> bool {
         self.recorded
     }
+
+    /// A request whose trace is not recorded, whatever sampler is installed.
+    #[cfg(test)]
+    pub(crate) fn unrecorded() -> Self {
+        Self {
+            caller: Context::new(),
+            recorded: false,
+        }
+    }
+}
+
+/// Whether spans that only traces want are made here: everywhere except in a request whose trace
+/// is not recorded, unless the logs take DEBUG spans as well. For the agent's step spans (DEBUG):
+/// tracing-subscriber makes a span that every per-layer filter turns off (the registry only
+/// skips one that all of its 64 filter slots turned off), and each enter, exit and close of it
+/// then goes through every layer; three such spans per turn were about 10 % of an unsampled
+/// turn's instructions (docs/benchmarks.md).
+pub fn traced_here() -> bool {
+    REQUEST.try_with(RequestTrace::recorded).unwrap_or(true)
+        || HEAD.get().is_some_and(|head| head.logs_take_debug)
 }
 
 /// Runs `request` as the task of the request whose trace is `trace`.
@@ -88,10 +109,18 @@ pub(super) fn caller_span_context() -> Option<SpanContext> {
 }
 
 /// Makes `sampler` decide the traces of requests; [`SampledRequests`] is the filter to give the
-/// trace layer. Only the first call counts: the process has one trace layer.
-pub(super) fn install(sampler: Box<dyn ShouldSample>) -> SampledRequests {
+/// trace layer. `logs` is the most verbose level the logs take anywhere (`None`: unknown, as
+/// verbose as any). Only the first call counts: the process has one trace layer.
+pub(super) fn install(
+    sampler: Box<dyn ShouldSample>,
+    logs: Option<LevelFilter>,
+) -> SampledRequests {
     let head = HEAD
-        .get_or_init(|| Arc::new(HeadSampler::new(sampler)))
+        .get_or_init(|| {
+            let mut head = HeadSampler::new(sampler);
+            head.logs_take_debug = logs.is_none_or(|logs| logs >= LevelFilter::DEBUG);
+            Arc::new(head)
+        })
         .clone();
     SampledRequests { head }
 }
@@ -101,6 +130,8 @@ pub(super) fn install(sampler: Box<dyn ShouldSample>) -> SampledRequests {
 struct HeadSampler {
     sampler: Box<dyn ShouldSample>,
     ids: RandomIdGenerator,
+    /// Whether logs take DEBUG spans, so that [`traced_here`] must make them for logs too.
+    logs_take_debug: bool,
 }
 
 impl HeadSampler {
@@ -108,6 +139,7 @@ impl HeadSampler {
         Self {
             sampler,
             ids: RandomIdGenerator::default(),
+            logs_take_debug: false,
         }
     }
 
@@ -292,9 +324,13 @@ mod tests {
     }
 
     fn request(recorded: bool) -> RequestTrace {
-        RequestTrace {
-            caller: Context::new(),
-            recorded,
+        if recorded {
+            RequestTrace {
+                caller: Context::new(),
+                recorded,
+            }
+        } else {
+            RequestTrace::unrecorded()
         }
     }
 
