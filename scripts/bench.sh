@@ -15,6 +15,9 @@ cd "$(dirname "$0")/.."
 echo "== load: bare server, agent-server, streaming, judge vs guidellm, upstream TTFT, scale, tracing"
 scripts/bench-load.sh
 
+echo "== trace export: the server's own cost, exporting to a sink that decodes nothing"
+scripts/bench/trace-export.sh
+
 echo "== recall latency against facts per session (embedded, then redis+postgres)"
 cargo bench --quiet -p agent-server --bench recall_scaling
 scripts/test-services.sh run cargo bench --quiet -p agent-server --bench recall_scaling -- \
