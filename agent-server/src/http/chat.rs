@@ -28,6 +28,7 @@ use crate::agent::{PreparedTurn, TurnInput};
 use crate::error::ApiError;
 use crate::llm::upstream::reply_text;
 use crate::llm::{ChunkStream, ModelReply};
+use crate::telemetry::sampling;
 
 #[utoipa::path(
     post,
@@ -131,9 +132,11 @@ async fn relayed_stream(
     include_usage: bool,
 ) -> HttpResponse {
     let (tx, rx) = mpsc::channel::<Bytes>(64);
-    let relay = actix_web::rt::spawn(
+    // The relay stays in the request's trace: its spans and its store step follow the request's
+    // sampling decision.
+    let relay = actix_web::rt::spawn(sampling::carried(
         relay(state, turn, chunks, include_usage, tx).instrument(tracing::Span::current()),
-    );
+    ));
     let body = relayed_events(rx, relay).await;
     HttpResponse::Ok()
         .content_type("text/event-stream")

@@ -34,7 +34,7 @@ use tracing::{Instrument as _, Span};
 use super::{
     ChatModel, ChunkStream, LlmError, ModelReply, PassThrough, Prompt, StreamedChunk, prompt,
 };
-use crate::telemetry::{metrics, propagation};
+use crate::telemetry::{metrics, propagation, sampling};
 
 /// Largest upstream response body read (a whole completion, or an error body).
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -249,9 +249,8 @@ impl PassThrough for UpstreamModel {
         let span = self.span(&request);
         let call = self.call(&request, &span);
         let started = Instant::now();
-        let result = on_this_worker(run_completion(call))
-            .instrument(span.clone())
-            .await;
+        // The call's span goes with the local task, which records the response status on it.
+        let result = on_this_worker(run_completion(call).instrument(span.clone())).await;
         observe(&span, "json", started, result.as_ref().err());
         let completion = result?;
         record_response(
@@ -353,9 +352,9 @@ fn on_this_worker<T: Send + 'static>(
 
 fn spawn_local<T: 'static>(task: impl Future<Output = T> + 'static) -> oneshot::Receiver<T> {
     let (tx, rx) = oneshot::channel();
-    actix_rt::spawn(async move {
+    actix_rt::spawn(sampling::carried(async move {
         let _ = tx.send(task.await);
-    });
+    }));
     rx
 }
 
@@ -501,7 +500,9 @@ fn spawn_stream(
     span: Span,
     trace_content: bool,
 ) {
-    actix_rt::spawn(run_stream(call, ready, span.clone(), trace_content).instrument(span));
+    actix_rt::spawn(sampling::carried(
+        run_stream(call, ready, span.clone(), trace_content).instrument(span),
+    ));
 }
 
 /// The local task of a streamed call: sends the request, reports the outcome of the response

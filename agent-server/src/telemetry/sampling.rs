@@ -10,8 +10,8 @@
 //!
 //! Why not leave the decision to the tracer: `tracing-opentelemetry` builds a span's name,
 //! attributes and parent context before the tracer's sampler is asked, so a span the sampler
-//! dropped cost nearly as much as one it kept, and exporting a 10 % sample of traces cost as
-//! much as exporting all of them (docs/benchmarks.md).
+//! dropped cost nearly as much as one it kept, and exporting a 10 % sample of traces cost most of
+//! what exporting all of them did (docs/benchmarks.md).
 //!
 //! The decision travels with the request's task in a task-local, [`within`]. Work outside it (a
 //! task the request spawned, or the server's own) follows its current span: a span under a span
@@ -87,11 +87,23 @@ impl RequestTrace {
 /// is not recorded, unless the logs take DEBUG spans as well. For the agent's step spans (DEBUG):
 /// tracing-subscriber makes a span that every per-layer filter turns off (the registry only
 /// skips one that all of its 64 filter slots turned off), and each enter, exit and close of it
-/// then goes through every layer; three such spans per turn were about 10 % of an unsampled
-/// turn's instructions (docs/benchmarks.md).
+/// then goes through every layer. Made and turned off, three such spans added about 7 % to an
+/// unsampled turn's instructions (docs/benchmarks.md).
 pub fn traced_here() -> bool {
     REQUEST.try_with(RequestTrace::recorded).unwrap_or(true)
         || HEAD.get().is_some_and(|head| head.logs_take_debug)
+}
+
+/// `task`, to be spawned from the current request's task, inside that request's trace: a
+/// spawned task does not inherit task-locals. Outside a request, `task` as it is.
+pub fn carried<F: Future>(task: F) -> impl Future<Output = F::Output> {
+    let trace = REQUEST.try_with(RequestTrace::clone).ok();
+    async move {
+        match trace {
+            Some(trace) => REQUEST.scope(trace, task).await,
+            None => task.await,
+        }
+    }
 }
 
 /// Runs `request` as the task of the request whose trace is `trace`.
@@ -118,11 +130,16 @@ pub(super) fn install(
     let head = HEAD
         .get_or_init(|| {
             let mut head = HeadSampler::new(sampler);
-            head.logs_take_debug = logs.is_none_or(|logs| logs >= LevelFilter::DEBUG);
+            head.logs_take_debug = takes_debug(logs);
             Arc::new(head)
         })
         .clone();
     SampledRequests { head }
+}
+
+/// Whether logs whose most verbose level anywhere is `logs` take DEBUG spans.
+fn takes_debug(logs: Option<LevelFilter>) -> bool {
+    logs.is_none_or(|logs| logs >= LevelFilter::DEBUG)
 }
 
 /// The configured sampler, asked once per trace.
@@ -219,6 +236,13 @@ where
         // Decided per span, by the request it belongs to: never cached per call site.
         Interest::sometimes()
     }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        // No level of its own: combined with `Targets` (`FilterExt::and` takes the lower hint),
+        // the layer keeps `Targets`' hint. Without one, the process's hint would be TRACE, and
+        // every `log` record of a dependency would be dispatched as an event.
+        Some(LevelFilter::TRACE)
+    }
 }
 
 #[cfg(test)]
@@ -266,6 +290,14 @@ mod tests {
                 .span_context()
                 .clone()
         }))
+    }
+
+    #[test]
+    fn step_spans_are_made_for_logs_only_when_they_take_debug() {
+        assert!(!takes_debug(Some(LevelFilter::INFO)));
+        assert!(takes_debug(Some(LevelFilter::DEBUG)));
+        assert!(takes_debug(Some(LevelFilter::TRACE)));
+        assert!(takes_debug(None), "a filter with no hint may take anything");
     }
 
     #[test]
