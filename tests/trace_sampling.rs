@@ -28,6 +28,8 @@ struct Exported {
     name: String,
     span_id: String,
     parent_id: String,
+    /// The names of its attributes.
+    attributes: Vec<String>,
 }
 
 /// The spans exported, by trace id (hex).
@@ -86,6 +88,7 @@ async fn collect(body: web::Bytes, traces: web::Data<Traces>) -> HttpResponse {
                 name: span.name.clone(),
                 span_id: hex(&span.span_id),
                 parent_id: hex(&span.parent_span_id),
+                attributes: span.attributes.iter().map(|a| a.key.clone()).collect(),
             });
     }
     HttpResponse::Ok()
@@ -283,6 +286,13 @@ fn only_traces_the_sampler_keeps_are_built_and_exported() {
         }
         // The model is called under the model-call span, in the caller's trace, sampled.
         let model_call = named(spans, "chat fake-model");
+        assert!(
+            model_call
+                .attributes
+                .iter()
+                .any(|a| a == "http.response.status_code"),
+            "the model's response status is on the model-call span: {model_call:?}"
+        );
         assert_eq!(
             (call.0.as_str(), call.1.as_str(), call.2.as_str()),
             (trace, model_call.span_id.as_str(), "01")
