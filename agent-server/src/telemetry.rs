@@ -18,9 +18,9 @@
 
 mod log_fields;
 pub mod propagation;
-#[cfg(test)]
-pub(crate) mod recording;
 pub mod sampling;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use std::io::IsTerminal;
 use std::sync::{LazyLock, OnceLock};

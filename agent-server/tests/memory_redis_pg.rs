@@ -570,25 +570,15 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
     );
 }
 
-/// The GIN index scans of a plan (`EXPLAIN (ANALYZE, FORMAT JSON)`): for each, whether its
-/// condition holds the query's words (`@@`) and whether it ran.
-fn gin_scans(plan: &serde_json::Value) -> Vec<(bool, bool)> {
+/// Every node of a plan (`EXPLAIN (ANALYZE, FORMAT JSON)`), each an object of its fields.
+fn plan_nodes(plan: &serde_json::Value) -> Vec<&serde_json::Map<String, serde_json::Value>> {
     let mut found = Vec::new();
     let mut nodes = vec![plan];
     while let Some(node) = nodes.pop() {
         match node {
             serde_json::Value::Array(items) => nodes.extend(items),
             serde_json::Value::Object(fields) => {
-                if fields.get("Index Name").and_then(|n| n.as_str())
-                    == Some("agentwall_facts_session_tsv")
-                {
-                    let searched = fields
-                        .get("Index Cond")
-                        .and_then(|c| c.as_str())
-                        .is_some_and(|c| c.contains("@@"));
-                    let ran = fields.get("Actual Loops").and_then(|l| l.as_u64()) > Some(0);
-                    found.push((searched, ran));
-                }
+                found.push(fields);
                 nodes.extend(fields.values());
             }
             _ => {}
@@ -597,26 +587,39 @@ fn gin_scans(plan: &serde_json::Value) -> Vec<(bool, bool)> {
     found
 }
 
+/// The GIN index scans of a plan: for each, whether its condition holds the query's words
+/// (`@@`) and whether it ran.
+fn gin_scans(plan: &serde_json::Value) -> Vec<(bool, bool)> {
+    plan_nodes(plan)
+        .into_iter()
+        .filter(|fields| {
+            fields.get("Index Name").and_then(|n| n.as_str()) == Some("agentwall_facts_session_tsv")
+        })
+        .map(|fields| {
+            let searched = fields
+                .get("Index Cond")
+                .and_then(|c| c.as_str())
+                .is_some_and(|c| c.contains("@@"));
+            let ran = fields.get("Actual Loops").and_then(|l| l.as_u64()) > Some(0);
+            (searched, ran)
+        })
+        .collect()
+}
+
 /// How many times a plan ran a scan of `agentwall_facts` (through any index).
 fn facts_scanned(plan: &serde_json::Value) -> u64 {
-    let mut loops = 0;
-    let mut nodes = vec![plan];
-    while let Some(node) = nodes.pop() {
-        match node {
-            serde_json::Value::Array(items) => nodes.extend(items),
-            serde_json::Value::Object(fields) => {
-                if fields.get("Relation Name").and_then(|n| n.as_str()) == Some("agentwall_facts") {
-                    loops += fields
-                        .get("Actual Loops")
-                        .and_then(|l| l.as_u64())
-                        .unwrap_or(0);
-                }
-                nodes.extend(fields.values());
-            }
-            _ => {}
-        }
-    }
-    loops
+    plan_nodes(plan)
+        .into_iter()
+        .filter(|fields| {
+            fields.get("Relation Name").and_then(|n| n.as_str()) == Some("agentwall_facts")
+        })
+        .map(|fields| {
+            fields
+                .get("Actual Loops")
+                .and_then(|l| l.as_u64())
+                .unwrap_or(0)
+        })
+        .sum()
 }
 
 /// Recall must cost what its own session costs, whatever other sessions hold: a small session is

@@ -82,9 +82,13 @@ print(round(json.load(open(glob.glob(sys.argv[1] + "/*/results.json")[0]))["step
 done
 echo
 echo "medians of $rounds runs:"
-plain=$(sort -n "$work/plain.rates" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
+# median NAME: the median of NAME's runs.
+median() {
+  sort -n "$work/$1.rates" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'
+}
+plain=$(median plain)
 for name in "${names[@]}"; do
-  median=$(sort -n "$work/$name.rates" | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}')
-  printf '%-20s %9.0f  %5.1f %% of plain\n' "$name" "$median" "$(echo "100 * $median / $plain" | bc -l)"
+  rate=$(median "$name")
+  printf '%-20s %9.0f  %5.1f %% of plain\n' "$name" "$rate" "$(echo "100 * $rate / $plain" | bc -l)"
 done
 echo "sink received (POSTs, bytes): $(curl -fsS "http://127.0.0.1:$sink_port/")"

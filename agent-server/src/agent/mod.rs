@@ -442,8 +442,8 @@ mod tests {
         use tracing_subscriber::filter::LevelFilter;
         use tracing_subscriber::layer::SubscriberExt as _;
 
-        use crate::telemetry::recording::Recorded;
         use crate::telemetry::sampling::RequestTrace;
+        use crate::telemetry::testing::Recorded;
 
         let dir = tempfile::tempdir().unwrap();
         let config = crate::config::Config::for_tests(dir.path());

@@ -9,8 +9,8 @@
 //! not-sampled flag for a request not sampled) under a new span id standing for the model call.
 //! The caller's context reaches the call through the request's task-local
 //! ([`super::sampling::within`], set around each request by `http::metrics`), because the
-//! handler runs inside that future and the call is made from it; a call made from a task of its
-//! own would start a new trace. A new trace is marked sampled when nothing is exported: nothing
+//! handler runs inside that future and the call is made from it; a task the request spawns gets
+//! it through [`super::sampling::carried`], and without it would start a new trace. A new trace is marked sampled when nothing is exported: nothing
 //! here records spans to sample, and the upstream decides for its own.
 
 use opentelemetry::Context;
@@ -49,25 +49,13 @@ pub fn outgoing(span: &Span) -> Context {
 
 #[cfg(test)]
 mod tests {
-    use opentelemetry::trace::{SpanId, TraceId};
+    use opentelemetry::trace::SpanId;
 
     use super::*;
-
-    fn caller(flags: TraceFlags) -> Context {
-        let state = TraceState::from_key_value([("vendor", "1")]).unwrap();
-        Context::new().with_remote_span_context(SpanContext::new(
-            TraceId::from(0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736_u128),
-            SpanId::from(0x00f0_67aa_0ba9_02b7_u64),
-            flags,
-            true,
-            state,
-        ))
-    }
+    use crate::telemetry::testing::{caller, current_thread};
 
     fn outgoing_in(cx: Option<Context>) -> SpanContext {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
+        let runtime = current_thread();
         let span = Span::none();
         let call = async move { outgoing(&span).span().span_context().clone() };
         match cx {

@@ -128,11 +128,7 @@ pub(super) fn install(
     logs: Option<LevelFilter>,
 ) -> SampledRequests {
     let head = HEAD
-        .get_or_init(|| {
-            let mut head = HeadSampler::new(sampler);
-            head.logs_take_debug = takes_debug(logs);
-            Arc::new(head)
-        })
+        .get_or_init(|| Arc::new(HeadSampler::new(sampler, takes_debug(logs))))
         .clone();
     SampledRequests { head }
 }
@@ -152,11 +148,11 @@ struct HeadSampler {
 }
 
 impl HeadSampler {
-    fn new(sampler: Box<dyn ShouldSample>) -> Self {
+    fn new(sampler: Box<dyn ShouldSample>, logs_take_debug: bool) -> Self {
         Self {
             sampler,
             ids: RandomIdGenerator::default(),
-            logs_take_debug: false,
+            logs_take_debug,
         }
     }
 
@@ -247,7 +243,6 @@ where
 
 #[cfg(test)]
 mod tests {
-    use opentelemetry::trace::{SpanId, TraceState};
     use opentelemetry_sdk::trace::Sampler;
     use tracing::Instrument as _;
     use tracing_subscriber::Layer as _;
@@ -255,31 +250,15 @@ mod tests {
 
     use super::*;
     use crate::telemetry::propagation;
-    use crate::telemetry::recording::Recorded;
-
-    const TRACE: TraceId =
-        TraceId::from_bytes(0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736_u128.to_be_bytes());
-    const SPAN: SpanId = SpanId::from_bytes(0x00f0_67aa_0ba9_02b7_u64.to_be_bytes());
+    use crate::telemetry::testing::{CALLER_SPAN, CALLER_TRACE, Recorded, caller, current_thread};
 
     fn head(sampler: Sampler) -> Arc<HeadSampler> {
-        Arc::new(HeadSampler::new(Box::new(sampler)))
+        Arc::new(HeadSampler::new(Box::new(sampler), false))
     }
 
     /// Keeps what the caller sampled; a new trace is never sampled.
     fn parent_based_off() -> Sampler {
         Sampler::ParentBased(Box::new(Sampler::AlwaysOff))
-    }
-
-    fn caller(flags: TraceFlags) -> Context {
-        let state = TraceState::from_key_value([("vendor", "1")]).unwrap();
-        Context::new().with_remote_span_context(SpanContext::new(TRACE, SPAN, flags, true, state))
-    }
-
-    fn current_thread() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
     }
 
     /// What the upstream is sent from within `trace`'s request.
@@ -305,7 +284,10 @@ mod tests {
         let trace = head(parent_based_off()).decide(caller(TraceFlags::SAMPLED));
         assert!(trace.recorded());
         let sent = trace.caller.span().span_context().clone();
-        assert_eq!((sent.trace_id(), sent.span_id()), (TRACE, SPAN));
+        assert_eq!(
+            (sent.trace_id(), sent.span_id()),
+            (CALLER_TRACE, CALLER_SPAN)
+        );
     }
 
     #[test]
@@ -315,10 +297,10 @@ mod tests {
         let trace = head.decide(caller(TraceFlags::NOT_SAMPLED));
         assert!(!trace.recorded());
         let sent = sent_upstream(trace);
-        assert_eq!(sent.trace_id(), TRACE);
+        assert_eq!(sent.trace_id(), CALLER_TRACE);
         assert_ne!(
             sent.span_id(),
-            SPAN,
+            CALLER_SPAN,
             "a span id of its own for the model call"
         );
         assert!(!sent.is_sampled());

@@ -19,13 +19,13 @@
 //! Bounded by `--memory-cache-items` facts over all sessions, as `recent.rs` is by items;
 //! evicting is always safe: the next recall reads Postgres.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use protocol::control::{FactKind, FactSource};
 use uuid::Uuid;
 
-use super::session_lru::{SessionLru, Weighed};
+use super::session_lru::{SharedLru, Weighed};
 use super::ts_rank::{Document, Terms};
 use crate::memory::Fact;
 
@@ -71,6 +71,10 @@ pub(super) struct SessionFacts {
 impl Weighed for Arc<SessionFacts> {
     fn weight(&self) -> usize {
         1 + self.standing.len() + self.facts.len()
+    }
+
+    fn at(&self) -> (u64, u64) {
+        (self.epoch, self.turn_seq)
     }
 }
 
@@ -123,7 +127,7 @@ impl SessionFacts {
     }
 
     /// How many facts of kind `fact` the session holds.
-    pub(super) fn searchable(&self) -> usize {
+    fn searchable(&self) -> usize {
         self.facts.len()
     }
 
@@ -189,7 +193,7 @@ impl SessionFacts {
 
 /// Facts of recently used sessions; see the module documentation.
 pub(super) struct KnownFacts {
-    inner: Mutex<SessionLru<Arc<SessionFacts>>>,
+    inner: SharedLru<Arc<SessionFacts>>,
     /// Sessions with more facts of kind `fact` than this are not kept.
     most_facts: usize,
     /// False with a budget of 0: nothing is kept.
@@ -199,7 +203,7 @@ pub(super) struct KnownFacts {
 impl KnownFacts {
     pub(super) fn new(budget: usize, most_facts: usize) -> Self {
         Self {
-            inner: Mutex::new(SessionLru::new(budget)),
+            inner: SharedLru::new(budget),
             most_facts,
             enabled: budget > 0,
         }
@@ -210,18 +214,10 @@ impl KnownFacts {
         self.enabled
     }
 
-    /// A panic while the lock is held can only come from a bug here; the map is still consistent
-    /// enough to use (at worst an entry is missing), and recall must not panic in turn.
-    fn lock(&self) -> MutexGuard<'_, SessionLru<Arc<SessionFacts>>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     /// The session's entry, at whatever turn number it is (recall asks Postgres whether that is
     /// still the session's).
     pub(super) fn get(&self, session: &str) -> Option<Arc<SessionFacts>> {
-        self.lock().get(session).cloned()
+        self.inner.lock().get(session).cloned()
     }
 
     /// Keeps what a fill read, unless an entry at a later point is kept already.
@@ -229,13 +225,7 @@ impl KnownFacts {
         if facts.searchable() > self.most_facts {
             return;
         }
-        let mut lru = self.lock();
-        let later = lru
-            .peek(session)
-            .is_some_and(|e| (e.epoch, e.turn_seq) > (facts.epoch, facts.turn_seq));
-        if !later {
-            lru.put(session, facts);
-        }
+        self.inner.lock().put_unless_later(session, facts);
     }
 
     /// A batch of this process committed turns `first..=last` of the session at `epoch`, with
@@ -247,7 +237,7 @@ impl KnownFacts {
         (first, last): (u64, u64),
         changes: Vec<FactChange>,
     ) {
-        let mut lru = self.lock();
+        let mut lru = self.inner.lock();
         let Some(entry) = lru.take(session) else {
             return;
         };
@@ -269,7 +259,7 @@ impl KnownFacts {
 
     /// Drops the session's entry (a reset, a compensation).
     pub(super) fn forget(&self, session: &str) {
-        self.lock().take(session);
+        self.inner.lock().take(session);
     }
 }
 

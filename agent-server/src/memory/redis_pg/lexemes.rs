@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
-use super::ts_rank::Terms;
+use super::ts_rank::{self, Terms};
 use crate::memory::TextHasher;
 
 /// Words kept; with their lexemes, a few MiB at most.
@@ -45,39 +45,16 @@ impl Lexeme {
         if tsquery.is_empty() {
             return Lexeme::Stop;
         }
-        let plain = tsquery
-            .strip_prefix('\'')
-            .and_then(|rest| rest.strip_suffix('\''))
-            .filter(|inner| !inner.is_empty() && !inner.replace("''", "").contains('\''));
-        match plain {
-            Some(_) => Lexeme::Plain {
+        // One quoted operand and nothing after it; Postgres writes a lexeme's quotes and
+        // backslashes doubled, as a tsvector's text does (`ts_rank.rs` reads both).
+        match ts_rank::quoted(tsquery) {
+            Some((lexeme, "")) if !lexeme.is_empty() => Lexeme::Plain {
                 operand: tsquery.to_owned(),
-                lexeme: unquoted(tsquery),
+                lexeme: lexeme.into(),
             },
-            None => Lexeme::Other,
+            _ => Lexeme::Other,
         }
     }
-}
-
-/// The lexeme a plain tsquery operand stands for: without its quotes, `''` read as `'` and `\\`
-/// as `\`, as Postgres writes them.
-fn unquoted(operand: &str) -> Arc<str> {
-    let inner = operand
-        .strip_prefix('\'')
-        .and_then(|rest| rest.strip_suffix('\''))
-        .unwrap_or(operand);
-    if !inner.contains(['\'', '\\']) {
-        return inner.into();
-    }
-    let mut lexeme = String::with_capacity(inner.len());
-    let mut chars = inner.chars();
-    while let Some(c) = chars.next() {
-        lexeme.push(c);
-        if c == '\'' || c == '\\' {
-            chars.next();
-        }
-    }
-    lexeme.into()
 }
 
 /// How recall should ask for a query's candidates.
@@ -176,6 +153,10 @@ mod tests {
 
     #[test]
     fn an_operand_is_unquoted_as_postgres_quoted_it() {
+        let unquoted = |operand: &str| match Lexeme::parse(operand) {
+            Lexeme::Plain { lexeme, .. } => lexeme,
+            other => panic!("{operand}: {other:?}"),
+        };
         assert_eq!(&*unquoted("'run'"), "run");
         assert_eq!(&*unquoted("'o''neil'"), "o'neil");
         assert_eq!(&*unquoted(r"'a\\b'"), r"a\b");

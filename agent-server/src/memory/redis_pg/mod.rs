@@ -735,6 +735,12 @@ impl Inner {
         }
     }
 
+    /// Drops what this server's caches (`recent.rs`, `known_facts.rs`) hold of the session.
+    fn forget(&self, session: &str) {
+        self.recent.forget(session);
+        self.known.forget(session);
+    }
+
     /// After Redis changed without a committed change of the sessions' `(epoch, turn_seq)` (a
     /// compensation, a reset that did not commit): forgets this server's entries of
     /// `recent.rs`, and increments the turn numbers in Postgres so that every server's entries
@@ -742,8 +748,7 @@ impl Inner {
     /// the session is next written.
     async fn invalidate(&self, sessions: &[&str]) {
         for session in sessions {
-            self.recent.forget(session);
-            self.known.forget(session);
+            self.forget(session);
         }
         let deadline = Deadline::new(self.timeout);
         let bumped = self.on_pg(deadline, async |client| {
@@ -764,10 +769,7 @@ impl Inner {
         let result = self.reset_with(&mut client, deadline, &session).await;
         Self::release(client, &result);
         match &result {
-            Ok(_) => {
-                self.recent.forget(session.as_str());
-                self.known.forget(session.as_str());
-            }
+            Ok(_) => self.forget(session.as_str()),
             // Redis may have been cleared under an epoch that did not change.
             Err(_) => self.invalidate(&[session.as_str()]).await,
         }

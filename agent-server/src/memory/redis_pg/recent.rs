@@ -28,12 +28,12 @@
 //! Bounded by a budget of items over all sessions (`--memory-cache-items`); least recently used
 //! sessions go first. Evicting is always safe: the next recall reads Redis.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
-use super::session_lru::{SessionLru, Weighed};
+use super::session_lru::{SharedLru, Weighed};
 use crate::memory::{MemoryConfig, WorkingItem, WorkingMemory};
 
 /// Where an item sits in its session's sorted set, which orders by score (the item's time in
@@ -84,7 +84,7 @@ pub(super) fn live(
 /// Committed working memory of recently used sessions; see the module documentation.
 pub(super) struct RecentWorking {
     /// Within a budget of items over all sessions (each session also counts one).
-    inner: Mutex<SessionLru<Entry>>,
+    inner: SharedLru<Entry>,
     /// The newest items a session's working memory holds (`working_capacity`).
     capacity: usize,
 }
@@ -107,22 +107,18 @@ impl Weighed for Entry {
     fn weight(&self) -> usize {
         1 + self.items.len()
     }
+
+    fn at(&self) -> (u64, u64) {
+        (self.epoch, self.turn_seq)
+    }
 }
 
 impl RecentWorking {
     pub(super) fn new(capacity: usize, budget: usize) -> Self {
         Self {
-            inner: Mutex::new(SessionLru::new(budget)),
+            inner: SharedLru::new(budget),
             capacity,
         }
-    }
-
-    /// A panic while the lock is held can only come from a bug here; the map is still consistent
-    /// enough to use (at worst an entry is missing), and recall must not panic in turn.
-    fn lock(&self) -> MutexGuard<'_, SessionLru<Entry>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The session's working memory at `(epoch, turn_seq)`, oldest first, if this process knows it.
@@ -132,7 +128,7 @@ impl RecentWorking {
         epoch: u64,
         turn_seq: u64,
     ) -> Option<Arc<Vec<Arc<WorkingItem>>>> {
-        let mut lru = self.lock();
+        let mut lru = self.inner.lock();
         let entry = lru.get(session)?;
         if entry.epoch != epoch || entry.turn_seq != turn_seq || entry.expires <= Instant::now() {
             return None;
@@ -154,20 +150,14 @@ impl RecentWorking {
         read.retain(|((_, turn, _), _)| *turn <= turn_seq);
         let (orders, items) = self.newest(read);
 
-        let mut lru = self.lock();
-        let later = lru
-            .peek(session)
-            .is_some_and(|e| (e.epoch, e.turn_seq) > (epoch, turn_seq));
-        if !later {
-            let entry = Entry {
-                epoch,
-                turn_seq,
-                orders,
-                items: items.clone(),
-                expires,
-            };
-            lru.put(session, entry);
-        }
+        let entry = Entry {
+            epoch,
+            turn_seq,
+            orders,
+            items: items.clone(),
+            expires,
+        };
+        self.inner.lock().put_unless_later(session, entry);
         items
     }
 
@@ -183,7 +173,7 @@ impl RecentWorking {
             written_at,
             expires,
         } = batch;
-        let mut lru = self.lock();
+        let mut lru = self.inner.lock();
         let Some(mut entry) = lru.take(session) else {
             return;
         };
@@ -204,13 +194,13 @@ impl RecentWorking {
 
     /// Drops the session's entry (a reset).
     pub(super) fn forget(&self, session: &str) {
-        self.lock().take(session);
+        self.inner.lock().take(session);
     }
 
     /// How many sessions and items are kept.
     #[cfg(test)]
     fn usage(&self) -> (usize, usize) {
-        self.lock().usage()
+        self.inner.lock().usage()
     }
 
     /// The newest `capacity` of `placed`, in the set's order.

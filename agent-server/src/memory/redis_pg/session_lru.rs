@@ -3,11 +3,34 @@
 //! bound is a budget of items over all entries rather than a count of sessions, since one
 //! session may hold thousands of items and another none.
 
+use std::sync::{Mutex, MutexGuard};
+
 use lru::LruCache;
 
-/// What an entry costs against the budget.
+/// An entry: what it costs against the budget, and the point of its session it stands for.
 pub(super) trait Weighed {
     fn weight(&self) -> usize;
+
+    /// The session's `(epoch, turn_seq)` the entry is at.
+    fn at(&self) -> (u64, u64);
+}
+
+/// A [`SessionLru`] shared by a server's requests.
+pub(super) struct SharedLru<E>(Mutex<SessionLru<E>>);
+
+impl<E: Weighed> SharedLru<E> {
+    pub(super) fn new(budget: usize) -> Self {
+        Self(Mutex::new(SessionLru::new(budget)))
+    }
+
+    /// A panic while the lock is held can only come from a bug here; the map is still
+    /// consistent enough to use (at worst an entry is missing), and recall must not panic in
+    /// turn.
+    pub(super) fn lock(&self) -> MutexGuard<'_, SessionLru<E>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
 }
 
 /// Entries by session id, within a budget of [`Weighed::weight`]s.
@@ -59,6 +82,16 @@ impl<E: Weighed> SessionLru<E> {
                 break;
             };
             self.total -= evicted.weight();
+        }
+    }
+
+    /// Keeps `entry` as [`SessionLru::put`] does, unless the session's entry is at a later point.
+    pub(super) fn put_unless_later(&mut self, session: &str, entry: E) {
+        if self
+            .peek(session)
+            .is_none_or(|kept| kept.at() <= entry.at())
+        {
+            self.put(session, entry);
         }
     }
 

@@ -133,7 +133,7 @@ fn squared(i: usize) -> f32 {
 }
 
 /// A quoted lexeme at the start of `text` (`''` for a quote, `\\` for a backslash), and the rest.
-fn quoted(text: &str) -> Option<(String, &str)> {
+pub(super) fn quoted(text: &str) -> Option<(String, &str)> {
     let mut chars = text.strip_prefix('\'')?.char_indices();
     let body = &text[1..];
     let mut lexeme = String::new();
