@@ -4,7 +4,8 @@
 //! - `judge apps`: the builtin model operates the PayPal app through tool calls, a good share of
 //!   the shipped scenarios pass, every run-directory file is there, and the same seed gives
 //!   byte-identical audit logs and final states;
-//! - `judge ltm`: memory on scores clearly above the `--memory off` baseline.
+//! - `judge ltm`: memory on scores clearly above the `--memory off` baseline, and every test type
+//!   stays valid (scored as at short spans) at a 32k-token span.
 
 mod common;
 
@@ -182,8 +183,9 @@ fn judge_apps_rejects_unknown_scenarios_with_the_known_ones() {
     assert!(output.contains("transfer-basic"), "{output}");
 }
 
-/// The overall LTM score of a run of `judge ltm` against a server started with `server_args`.
-fn ltm_overall(server_args: &[&str]) -> f64 {
+/// The results of a run of `judge ltm` (one trial of every type, `span` filler tokens) against a
+/// server started with `server_args`.
+fn ltm_results(server_args: &[&str], span: &str) -> Value {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path(), server_args);
     let out = tempfile::tempdir().unwrap();
@@ -196,12 +198,38 @@ fn ltm_overall(server_args: &[&str]) -> f64 {
         "--trials",
         "1",
         "--span",
-        "200",
+        span,
+        "--concurrency",
+        "8",
         "--quiet",
     ]);
     assert_eq!(code, 0, "{output}");
-    let results = read_json(&run_dir(out.path()).join("results.json"));
-    results["overall"].as_f64().expect("an overall score")
+    read_json(&run_dir(out.path()).join("results.json"))
+}
+
+/// The overall LTM score of a short run against a server started with `server_args`.
+fn ltm_overall(server_args: &[&str]) -> f64 {
+    ltm_results(server_args, "200")["overall"]
+        .as_f64()
+        .expect("an overall score")
+}
+
+/// At a 32k-token span the filler alone moves the session clock by hours: every test type must
+/// still be planned against that clock (a reminder due after the filler, "yesterday" the day
+/// before the question), so the builtin agent scores every type as it does at short spans.
+#[test]
+fn every_ltm_type_stays_valid_at_a_32k_span() {
+    let results = ltm_results(&[], "32000");
+    let types = results["types"].as_array().expect("types");
+    assert_eq!(types.len(), 14, "{results}");
+    for t in types {
+        assert_eq!(
+            t["mean"].as_f64(),
+            Some(1.0),
+            "{} at a 32k span: {t}",
+            t["test_type"]
+        );
+    }
 }
 
 #[test]

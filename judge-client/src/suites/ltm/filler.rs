@@ -100,16 +100,21 @@ fn sentence(rng: &mut ChaCha8Rng) -> String {
 }
 
 /// One filler turn of at most `budget` tokens (at least one sentence), with its token count.
+///
+/// Each sentence is counted alone, with its leading space: cl100k splits text into words before
+/// merging, and no word spans the boundary between a sentence's closing `.` and the next ` The`,
+/// so a turn's count is the sum of its pieces' (the tests check it against counting the whole).
+/// Counting the growing turn instead made long spans quadratic.
 pub(crate) fn filler_turn(rng: &mut ChaCha8Rng, budget: u32) -> (String, u32) {
     let mut text = FILLER_PREFIX.to_owned();
     let mut tokens = count_tokens(&text);
     loop {
-        let candidate = format!("{text} {}", sentence(rng));
-        let n = count_tokens(&candidate);
+        let piece = format!(" {}", sentence(rng));
+        let n = tokens + count_tokens(&piece);
         if n > budget && text.len() > FILLER_PREFIX.len() {
             return (text, tokens);
         }
-        text = candidate;
+        text.push_str(&piece);
         tokens = n;
         if n > budget {
             return (text, tokens);
@@ -147,7 +152,7 @@ mod tests {
 
     #[test]
     fn filler_meets_its_budget_and_is_seeded() {
-        for total in [0u32, 10, 100, 1000, 2500] {
+        for total in [0u32, 10, 100, 1000, 2500, 40_000] {
             let mut rng = ChaCha8Rng::seed_from_u64(7);
             let (turns, counted) = filler_turns(&mut rng, total, 250);
             let recount: u32 = turns.iter().map(|t| count_tokens(t)).sum();

@@ -12,15 +12,12 @@ use opentelemetry::{Context, KeyValue};
 use protocol::control::{InjectFact, InjectRequest};
 use protocol::openai::ChatMessage;
 
-use super::script::{Check, Step, TestSpec};
+use super::script::{Check, Step, TURN_GAP_SECONDS, TestSpec};
 use crate::config::HistoryMode;
 use crate::report::results::{
     CheckResult, Failure, SessionRecord, TestResult, TestStatus, TestTiming, TranscriptEntry,
 };
 use crate::target::{Capabilities, FailureKind, RequestContext, TargetClient, telemetry};
-
-/// Virtual time between two user turns of a session.
-pub const TURN_GAP_SECONDS: i64 = 60;
 
 /// Everything a test run needs from the run around it.
 pub struct Runner<'a> {

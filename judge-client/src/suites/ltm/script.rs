@@ -13,6 +13,11 @@ use super::scoring::Scorer;
 use super::types::TestType;
 use crate::target::Requirement;
 
+/// How far a session's clock moves with each user turn. The runner plays it and the builder plans
+/// with it, so a check that depends on the clock (a reminder's due time, "yesterday") holds however
+/// many filler turns stand before it.
+pub const TURN_GAP_SECONDS: i64 = 60;
+
 /// A session of a test: its label in the script, its `X-Session-Id`, where its clock starts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionSpec {
@@ -116,6 +121,8 @@ pub struct Builder {
     steps: Vec<Step>,
     filler_tokens: u32,
     start: DateTime<Utc>,
+    /// Each session's planned clock: where it will stand when its next step is played.
+    clocks: Vec<DateTime<Utc>>,
 }
 
 impl Builder {
@@ -132,6 +139,7 @@ impl Builder {
             steps: Vec::new(),
             filler_tokens: 0,
             start,
+            clocks: Vec::new(),
         }
     }
 
@@ -146,12 +154,19 @@ impl Builder {
             session_id: derive_uuid(self.params.run_seed, &format!("{}:{label}", self.id)),
             start: self.start,
         });
+        self.clocks.push(self.start);
         self.sessions.len() - 1
+    }
+
+    /// The time on `session`'s clock when its next turn will be played: its start, plus
+    /// [`TURN_GAP_SECONDS`] per turn planned so far, plus every advance.
+    pub fn clock(&self, session: usize) -> DateTime<Utc> {
+        self.clocks[session]
     }
 
     /// A statement the agent should simply acknowledge.
     pub fn tell(&mut self, session: usize, text: impl Into<String>) {
-        self.steps.push(Step::Say {
+        self.say(Step::Say {
             session,
             text: text.into(),
             ideal: "Noted.".to_owned(),
@@ -168,7 +183,7 @@ impl Builder {
         label: impl Into<String>,
         scorer: Scorer,
     ) {
-        self.steps.push(Step::Say {
+        self.say(Step::Say {
             session,
             text: text.into(),
             ideal: ideal.into(),
@@ -204,11 +219,29 @@ impl Builder {
         Some(text)
     }
 
+    fn say(&mut self, step: Step) {
+        if let Step::Say { session, .. } = step {
+            self.clocks[session] += Duration::seconds(TURN_GAP_SECONDS);
+        }
+        self.steps.push(step);
+    }
+
     pub fn advance(&mut self, session: usize, by: Duration) {
+        self.clocks[session] += by;
         self.steps.push(Step::Advance {
             session,
             seconds: by.num_seconds(),
         });
+    }
+
+    /// Moves `session`'s clock forward to `at`, or leaves it where it is when it is already
+    /// there or later (the filler took longer). Returns the clock after the move.
+    pub fn advance_to(&mut self, session: usize, at: DateTime<Utc>) -> DateTime<Utc> {
+        let by = at - self.clocks[session];
+        if by > Duration::zero() {
+            self.advance(session, by);
+        }
+        self.clocks[session]
     }
 
     pub fn reset(&mut self, session: usize) {

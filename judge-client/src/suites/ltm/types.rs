@@ -161,7 +161,7 @@ mod tests {
 
     use super::*;
     use crate::suites::ltm::filler::FILLER_SLACK;
-    use crate::suites::ltm::script::Step;
+    use crate::suites::ltm::script::{Step, TURN_GAP_SECONDS};
 
     fn params(seed: u64, span: u32) -> GenParams {
         GenParams {
@@ -212,6 +212,110 @@ mod tests {
                     let verdict = check.scorer.score(ideal);
                     assert!(verdict.passed, "{t}: ideal {ideal:?} fails: {verdict:?}");
                 }
+            }
+        }
+    }
+
+    /// Each scored turn of `spec` with the time its session's clock shows when it is played
+    /// (as the runner plays it: [`TURN_GAP_SECONDS`] per turn, plus every advance), and the
+    /// time of its session's first turn.
+    fn checks_on_the_clock(spec: &TestSpec) -> Vec<(String, chrono::DateTime<chrono::Utc>)> {
+        let mut clocks: Vec<_> = spec.sessions.iter().map(|s| s.start).collect();
+        let mut out = Vec::new();
+        for step in &spec.steps {
+            match step {
+                Step::Say { session, check, .. } => {
+                    if let Some(check) = check {
+                        out.push((check.label.clone(), clocks[*session]));
+                    }
+                    clocks[*session] += chrono::Duration::seconds(TURN_GAP_SECONDS);
+                }
+                Step::Advance { session, seconds } => {
+                    clocks[*session] += chrono::Duration::seconds(*seconds);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn first_text(spec: &TestSpec) -> &str {
+        spec.steps
+            .iter()
+            .find_map(|s| match s {
+                Step::Say { text, .. } => Some(text.as_str()),
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    /// The clock-dependent checks stay true at every span the suite allows (1k to 500k tokens),
+    /// although the filler itself moves the session clock a minute per turn.
+    #[test]
+    fn clock_checks_hold_at_every_span() {
+        for span in [1_000, 32_000, 120_000, 500_000] {
+            let params = GenParams {
+                run_seed: 3,
+                span_tokens: span,
+                filler_turn_tokens: 250,
+            };
+            // A reminder is silent an hour before it is due and fires an hour after.
+            let spec = TestType::Reminder.generate(params, 1);
+            let said = first_text(&spec);
+            let hours: i64 = said
+                .split_whitespace()
+                .rev()
+                .nth(1)
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("no hours in {said:?}"));
+            let due = spec.sessions[0].start + chrono::Duration::hours(hours);
+            let checks = checks_on_the_clock(&spec);
+            assert_eq!(checks[0].0, "silent before due");
+            assert!(
+                checks[0].1 < due,
+                "span {span}: silent check at {} is past due {due}",
+                checks[0].1
+            );
+            assert!(
+                checks[1].1 >= due,
+                "span {span}: firing check at {} is before due {due}",
+                checks[1].1
+            );
+
+            // "Yesterday" names the day before the one the question is asked on.
+            let spec = TestType::Episodic.generate(params, 1);
+            let told_on = spec.sessions[0].start.date_naive();
+            let Some(Step::Say { text, .. }) = spec
+                .steps
+                .iter()
+                .rev()
+                .find(|s| matches!(s, Step::Say { check: Some(_), .. }))
+            else {
+                panic!("episodic asks nothing");
+            };
+            let asked_on = checks_on_the_clock(&spec)[0].1.date_naive();
+            let days = (asked_on - told_on).num_days();
+            let expected = if days == 1 {
+                "yesterday".to_owned()
+            } else {
+                format!("{days} days ago")
+            };
+            assert!(
+                text.contains(&expected),
+                "span {span}: {text:?} asked {days} days later"
+            );
+
+            // Each retention horizon has passed since the fact was told.
+            let spec = TestType::Retention.generate(params, 1);
+            for ((label, at), (_, jump)) in checks_on_the_clock(&spec)
+                .into_iter()
+                .zip(crate::suites::ltm::generators::time::horizons())
+            {
+                assert!(
+                    at - spec.sessions[0].start >= jump,
+                    "span {span}: {label} asked after {}",
+                    at - spec.sessions[0].start
+                );
             }
         }
     }

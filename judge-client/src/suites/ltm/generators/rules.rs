@@ -3,18 +3,10 @@
 use chrono::Duration;
 use rand::RngExt;
 
-use super::{distinct, one};
+use super::{capitalised, distinct, one};
 use crate::suites::ltm::scoring::Scorer;
-use crate::suites::ltm::script::Builder;
+use crate::suites::ltm::script::{Builder, TURN_GAP_SECONDS};
 use crate::suites::ltm::vocab::{ORDINALS, REPLY_WORDS, SMALL_TALK, TASKS, TRIGGER_WORDS};
-
-fn capitalised(word: &str) -> String {
-    let mut chars = word.chars();
-    chars
-        .next()
-        .map(|c| c.to_uppercase().chain(chars).collect())
-        .unwrap_or_default()
-}
 
 /// Type 6: "Whenever I say X, reply Y": it fires on X and stays silent on other words.
 pub fn trigger_rule(b: &mut Builder) {
@@ -94,12 +86,19 @@ pub fn prospective(b: &mut Builder) {
 pub fn reminder(b: &mut Builder) {
     let s = b.session("main");
     let (task, key) = one(&mut b.rng, TASKS);
-    let hours = b.rng.random_range(2..=6i64);
+    let said_at = b.clock(s);
+    // The filler is planned first: the reminder is due a few hours after the filler ends,
+    // however long the filler keeps the session clock running.
+    let filler = b.filler_texts(b.params.span_tokens);
+    let filler_minutes = (filler.len() as i64 + 1) * TURN_GAP_SECONDS / 60;
+    let hours = (filler_minutes + 59) / 60 + b.rng.random_range(2..=6i64);
+    let due = said_at + Duration::hours(hours);
     let talk = distinct(&mut b.rng, SMALL_TALK, 2);
     b.tell(s, format!("Remind me to {task} in {hours} hours."));
-    let span = b.params.span_tokens;
-    b.filler(s, span);
-    b.advance(s, Duration::hours(hours - 1));
+    for text in filler {
+        b.tell(s, text);
+    }
+    b.advance_to(s, due - Duration::hours(1));
     b.ask(
         s,
         talk[0],
@@ -109,7 +108,7 @@ pub fn reminder(b: &mut Builder) {
             forbidden: vec![key.to_owned()],
         },
     );
-    b.advance(s, Duration::hours(2));
+    b.advance_to(s, due + Duration::hours(1));
     b.ask(
         s,
         talk[1],

@@ -3,7 +3,8 @@
 use chrono::Duration;
 use rand::RngExt;
 
-use super::{attributes, distinct, one, others};
+use super::{attributes, capitalised, distinct, one, others};
+
 use crate::suites::ltm::scoring::Scorer;
 use crate::suites::ltm::script::Builder;
 use crate::suites::ltm::vocab::{EPISODE_OBJECTS, EPISODE_VERBS, EVENTS};
@@ -13,18 +14,28 @@ pub fn episodic(b: &mut Builder) {
     let s = b.session("main");
     let objects = distinct(&mut b.rng, EPISODE_OBJECTS, 2);
     let verbs = distinct(&mut b.rng, EPISODE_VERBS, 2);
+    let told_at = b.clock(s);
+    let told_on = told_at.date_naive();
     for i in 0..2 {
         b.tell(s, format!("Today I {} the {}.", verbs[i], objects[i]));
     }
     let span = b.params.span_tokens;
     b.filler(s, span);
-    b.advance(s, Duration::hours(24));
+    // A day after the telling, or later when the filler itself ran past that: the question
+    // names the day as it is on the clock it is asked at.
+    let asked_on = b.advance_to(s, told_at + Duration::hours(24)).date_naive();
+    let when = match (asked_on - told_on).num_days() {
+        1 => "yesterday".to_owned(),
+        days => format!("{days} days ago"),
+    };
     b.ask(
         s,
-        format!("What did I tell you yesterday about the {}?", objects[0]),
+        format!("What did I tell you {when} about the {}?", objects[0]),
         format!(
-            "Yesterday you told me that you {} the {}.",
-            verbs[0], objects[0]
+            "{} you told me that you {} the {}.",
+            capitalised(&when),
+            verbs[0],
+            objects[0]
         ),
         "yesterday's episode",
         Scorer::Mentions {
@@ -74,9 +85,11 @@ pub fn retention(b: &mut Builder) {
     for ((label, jump), attribute) in horizons().into_iter().zip(chosen) {
         let s = b.session(&format!("after-{label}"));
         let value = one(&mut b.rng, attribute.values);
+        let told_at = b.clock(s);
         b.tell(s, format!("My {} is {value}.", attribute.name));
         b.filler(s, per_session);
-        b.advance(s, jump);
+        // The horizon is measured from the telling; a filler longer than it already spans it.
+        b.advance_to(s, told_at + jump);
         b.ask(
             s,
             format!("What is my {}?", attribute.name),
