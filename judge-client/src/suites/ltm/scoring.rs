@@ -46,6 +46,9 @@ pub enum Scorer {
 pub struct Verdict {
     pub score: f64,
     pub passed: bool,
+    /// The rules could not tell (e.g. the old and the new value in one clause with a word of
+    /// change): `detail` starts with "undecided:" and says why; an LLM grader can settle it.
+    pub undecided: bool,
     pub detail: String,
 }
 
@@ -54,7 +57,16 @@ impl Verdict {
         Self {
             score,
             passed: score >= 1.0 - 1e-9,
+            undecided: false,
             detail,
+        }
+    }
+
+    fn undecided(score: f64, why: String) -> Self {
+        Self {
+            undecided: true,
+            detail: format!("undecided: {why}"),
+            ..Self::new(score, String::new())
         }
     }
 }
@@ -78,6 +90,69 @@ pub fn normalize(text: &str) -> String {
 pub fn mentions(text: &str, term: &str) -> bool {
     let term = normalize(term);
     !term.is_empty() && format!(" {} ", normalize(text)).contains(&format!(" {term} "))
+}
+
+/// Words that mark a clause as speaking of a value that no longer holds, or denying one:
+/// "you used to like red", "it was red before", "not red", "red is no longer ...".
+const SUPERSEDED_MARKERS: &[&str] = &[
+    "used to",
+    "previously",
+    "formerly",
+    "before",
+    "earlier",
+    "no longer",
+    "anymore",
+    "any more",
+    "changed from",
+    "switched from",
+    "moved from",
+    "instead of",
+    "rather than",
+    "was",
+    "were",
+    "had been",
+    "originally",
+    "initially",
+    "at first",
+    "old",
+    "not",
+    "isnt",
+    "wasnt",
+];
+
+/// The clauses of a reply, normalised: split at sentence ends, commas, semicolons, colons,
+/// parentheses, dashes, and at "but", "whereas", "although" and "though", where capable models turn from an
+/// old value to the new one ("you used to like red, but now it is teal").
+fn clauses(reply: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for piece in reply.split(['.', ',', ';', ':', '!', '?', '\n', '(', ')', '—', '–']) {
+        let normalized = normalize(piece);
+        let mut current = Vec::new();
+        for word in normalized.split(' ').filter(|w| !w.is_empty()) {
+            if matches!(word, "but" | "whereas" | "although" | "though" | "however")
+                && !current.is_empty()
+            {
+                out.push(current.join(" "));
+                current.clear();
+            }
+            current.push(word);
+        }
+        if !current.is_empty() {
+            out.push(current.join(" "));
+        }
+    }
+    out
+}
+
+fn clause_mentions(clause: &str, term: &str) -> bool {
+    let term = normalize(term);
+    !term.is_empty() && format!(" {clause} ").contains(&format!(" {term} "))
+}
+
+fn superseded(clause: &str) -> bool {
+    SUPERSEDED_MARKERS
+        .iter()
+        .any(|m| format!(" {clause} ").contains(&format!(" {m} ")))
 }
 
 const ABSTENTION_PHRASES: &[&str] = &[
@@ -120,6 +195,27 @@ const ABSTENTION_PHRASES: &[&str] = &[
     "no way of knowing",
     "cannot tell",
     "cant tell",
+    "no memory of",
+    "not something you",
+    "no mention",
+    "couldnt find",
+    "could not find",
+    "unable to find",
+    "not provided",
+    "havent provided",
+    "have not provided",
+    "didnt provide",
+    "did not provide",
+    "dont see",
+    "do not see",
+    "not in my memory",
+    "dont have access",
+    "not been told",
+    "wasnt told",
+    "was not told",
+    "not been mentioned",
+    "hasnt come up",
+    "has not come up",
 ];
 
 /// Whether the reply says, in one of the usual ways, that it does not know.
@@ -136,6 +232,10 @@ fn quantity_mentioned(text: &str, item: &ListItem) -> bool {
     let mut numbers = vec![item.quantity.to_string()];
     if let Some(word) = NUMBER_WORDS.get(item.quantity as usize) {
         numbers.push((*word).to_owned());
+    }
+    if item.quantity == 1 {
+        // "an onion", "a lemon": how a list in prose gives one of something.
+        numbers.extend(["a".to_owned(), "an".to_owned()]);
     }
     [&item.singular, &item.plural].iter().any(|name| {
         numbers.iter().any(|n| {
@@ -179,6 +279,75 @@ fn month_of(token: &str) -> Option<u32> {
         .map(|i| i as u32 + 1)
 }
 
+/// Ordinal words of the days of a month, first to thirty-first ("twenty first" is two words once
+/// normalised; see [`day_words`]).
+const ORDINAL_DAYS: &[&str] = &[
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "eleventh",
+    "twelfth",
+    "thirteenth",
+    "fourteenth",
+    "fifteenth",
+    "sixteenth",
+    "seventeenth",
+    "eighteenth",
+    "nineteenth",
+    "twentieth",
+];
+
+/// A day of the month written in words at `tokens[at..]`: "fifth", "twenty first",
+/// "thirtieth", "thirty first". Returns the day and how many words it took.
+fn day_words(tokens: &[&str], at: usize) -> Option<(u32, usize)> {
+    let word = *tokens.get(at)?;
+    if let Some(i) = ORDINAL_DAYS.iter().position(|o| *o == word) {
+        return Some((i as u32 + 1, 1));
+    }
+    if word == "thirtieth" {
+        return Some((30, 1));
+    }
+    let tens = match word {
+        "twenty" => 20,
+        "thirty" => 30,
+        _ => return None,
+    };
+    let unit = ORDINAL_DAYS[..9]
+        .iter()
+        .position(|o| Some(o) == tokens.get(at + 1))? as u32
+        + 1;
+    Some((tens + unit, 2)).filter(|(d, _)| *d <= 31)
+}
+
+/// A day of the month at `tokens[at..]`, in digits ("5", "5th") or words, after an optional
+/// "the". Returns the day and the index just past it.
+fn day_at(tokens: &[&str], at: usize) -> Option<(u32, usize)> {
+    let at = if tokens.get(at) == Some(&"the") {
+        at + 1
+    } else {
+        at
+    };
+    if let Some(day) = tokens.get(at).and_then(|t| day_of(t)) {
+        return Some((day, at + 1));
+    }
+    day_words(tokens, at).map(|(day, len)| (day, at + len))
+}
+
+/// A day of the month that ends just before `end` ("5th of", "the fifth of", "twenty first").
+fn day_before(tokens: &[&str], end: usize) -> Option<u32> {
+    (end.saturating_sub(3)..end)
+        .filter_map(|start| day_at(tokens, start).filter(|(_, next)| *next == end))
+        .map(|(day, _)| day)
+        .next()
+}
+
 fn day_of(token: &str) -> Option<u32> {
     let digits = ["st", "nd", "rd", "th"]
         .iter()
@@ -191,7 +360,8 @@ fn day_of(token: &str) -> Option<u32> {
 }
 
 /// Whether the reply names `date`: `2026-03-05`, `March 5`, `5 March`, `5th of March`, `Mar 5th`,
-/// with an optional year that must then be the right one.
+/// `March the fifth`, `the twenty-first of March`, with an optional year (in digits) that must
+/// then be the right one.
 pub fn mentions_date(text: &str, date: NaiveDate) -> bool {
     if text.contains(&date.format("%Y-%m-%d").to_string()) {
         return true;
@@ -208,48 +378,104 @@ pub fn mentions_date(text: &str, date: NaiveDate) -> bool {
         if month_of(tokens[i]) != Some(date.month()) {
             continue;
         }
-        // "March 5" / "March 5th, 2026"
-        if tokens.get(i + 1).and_then(|t| day_of(t)) == Some(date.day()) && year_ok(i + 2) {
+        // "March 5", "March 5th, 2026", "March the fifth", "March twenty first"
+        if let Some((day, next)) = day_at(&tokens, i + 1)
+            && day == date.day()
+            && year_ok(next)
+        {
             return true;
         }
-        // "5 March" / "5th of March"
-        let before = match i.checked_sub(1).map(|j| tokens[j]) {
-            Some("of") => i.checked_sub(2).map(|j| tokens[j]),
-            other => other,
+        // "5 March", "5th of March", "the fifth of March"
+        let end = if i > 0 && tokens[i - 1] == "of" {
+            i - 1
+        } else {
+            i
         };
-        if before.and_then(day_of) == Some(date.day()) && year_ok(i + 1) {
+        if day_before(&tokens, end) == Some(date.day()) && year_ok(i + 1) {
             return true;
         }
     }
     false
 }
 
+/// [`Scorer::Mentions`]. A wrong or stale value fails the reply only where it is given as the
+/// answer: a clause that speaks of it as past or denies it ("you used to like red, but now it
+/// is teal") does not count, and an expected term counts only where it is not itself so marked.
+/// A clause that holds both the expected and a stale term beside a word of change ("changed
+/// from red to teal") is passed as undecided: the rules cannot tell which one it calls current.
+fn score_mentions(reply: &str, groups: &[Vec<String>], forbidden: &[String]) -> Verdict {
+    let clauses = clauses(reply);
+    let stale_in = |c: &String| forbidden.iter().any(|f| clause_mentions(c, f));
+    let stale: Vec<&String> = forbidden
+        .iter()
+        .filter(|f| {
+            clauses
+                .iter()
+                .any(|c| clause_mentions(c, f) && !superseded(c))
+        })
+        .collect();
+    if !stale.is_empty() {
+        return Verdict::new(0.0, format!("mentions wrong or stale {stale:?}"));
+    }
+    // Each group: given as the answer, given only beside a stale term in a clause with a word of
+    // change (undecided), or missing.
+    let mut missing = Vec::new();
+    let mut mixed = Vec::new();
+    for group in groups {
+        let in_clause = |pred: &dyn Fn(&String) -> bool| {
+            clauses
+                .iter()
+                .any(|c| pred(c) && group.iter().any(|t| clause_mentions(c, t)))
+        };
+        if in_clause(&|c| !superseded(c)) {
+            continue;
+        }
+        if in_clause(&|c| superseded(c) && stale_in(c)) {
+            mixed.push(group.join("/"));
+        } else {
+            missing.push(group.join("/"));
+        }
+    }
+    let found = groups.len() - missing.len();
+    let score = if groups.is_empty() {
+        1.0
+    } else {
+        found as f64 / groups.len() as f64
+    };
+    let past: Vec<&String> = forbidden.iter().filter(|f| mentions(reply, f)).collect();
+    if !missing.is_empty() {
+        let denied: Vec<&String> = missing
+            .iter()
+            .filter(|m| m.split('/').any(|t| mentions(reply, t)))
+            .collect();
+        if denied.is_empty() {
+            return Verdict::new(score, format!("missing {missing:?}"));
+        }
+        return Verdict::new(
+            score,
+            format!("missing {missing:?} (mentioned only as past or denied: {denied:?})"),
+        );
+    }
+    if !mixed.is_empty() {
+        return Verdict::undecided(
+            score,
+            format!("{mixed:?} and {past:?} stand in one clause with a word of change"),
+        );
+    }
+    if past.is_empty() {
+        Verdict::new(score, "all expected terms mentioned".to_owned())
+    } else {
+        Verdict::new(
+            score,
+            format!("all expected terms mentioned; {past:?} only as past or denied"),
+        )
+    }
+}
+
 impl Scorer {
     pub fn score(&self, reply: &str) -> Verdict {
         match self {
-            Scorer::Mentions { groups, forbidden } => {
-                let stale: Vec<&String> = forbidden.iter().filter(|f| mentions(reply, f)).collect();
-                let missing: Vec<String> = groups
-                    .iter()
-                    .filter(|g| !g.iter().any(|t| mentions(reply, t)))
-                    .map(|g| g.join("/"))
-                    .collect();
-                if !stale.is_empty() {
-                    return Verdict::new(0.0, format!("mentions wrong or stale {stale:?}"));
-                }
-                let found = groups.len() - missing.len();
-                let score = if groups.is_empty() {
-                    1.0
-                } else {
-                    found as f64 / groups.len() as f64
-                };
-                let detail = if missing.is_empty() {
-                    "all expected terms mentioned".to_owned()
-                } else {
-                    format!("missing {missing:?}")
-                };
-                Verdict::new(score, detail)
-            }
+            Scorer::Mentions { groups, forbidden } => score_mentions(reply, groups, forbidden),
             Scorer::Silent { forbidden } => {
                 let fired: Vec<&String> = forbidden.iter().filter(|f| mentions(reply, f)).collect();
                 if fired.is_empty() {
@@ -370,8 +596,10 @@ mod tests {
         let wrong = scorer.score("Your favourite colour is amber.");
         assert!(!wrong.passed);
         assert_eq!(wrong.score, 0.0);
-        // Borderline: the stale value next to the right one is a failure, not half a point.
-        let both = scorer.score("It was crimson, now it is teal.");
+        // Borderline: the stale value given as current next to the right one is a failure, not
+        // half a point. (The old value told as past passes: see
+        // `replies_as_capable_models_phrase_them`.)
+        let both = scorer.score("It is crimson, or maybe teal.");
         assert!(!both.passed);
         assert_eq!(both.score, 0.0);
         // Borderline: a word that merely contains the value does not count.
@@ -384,6 +612,88 @@ mod tests {
         assert_eq!(half.score, 0.5);
         assert!(!half.passed);
         assert!(two.score("Your sister lives in Lisbon.").passed);
+    }
+
+    /// Replies phrased as large chat models phrase them: hedges, the old value told as past
+    /// while the new one is given, denials, dates in words, lists in prose, refusals that
+    /// explain themselves.
+    #[test]
+    fn replies_as_capable_models_phrase_them() {
+        let colour = Scorer::Mentions {
+            groups: vec![s(&["teal"])],
+            forbidden: s(&["crimson"]),
+        };
+        for reply in [
+            "You used to like crimson, but now your favourite colour is teal.",
+            "It was crimson, now it is teal.",
+            "Your favourite colour is teal (it was crimson before).",
+            "It's teal, not crimson.",
+            "Teal. You mentioned crimson earlier, but you changed your mind.",
+            "I think your favourite colour is probably teal, though I can't be completely sure.",
+        ] {
+            let verdict = colour.score(reply);
+            assert!(
+                verdict.passed && !verdict.undecided,
+                "{reply:?}: {verdict:?}"
+            );
+        }
+        for reply in [
+            "It's crimson, not teal.",
+            "Your favourite colour is crimson. It used to be teal.",
+            "Crimson, I believe.",
+        ] {
+            let verdict = colour.score(reply);
+            assert!(!verdict.passed, "{reply:?}: {verdict:?}");
+        }
+        // Both values in one clause with a word of change: the rules cannot tell which one is
+        // given as current, and say so.
+        let changed = colour.score("Your favourite colour changed from crimson to teal.");
+        assert!(changed.undecided, "{changed:?}");
+        assert!(changed.detail.starts_with("undecided:"), "{changed:?}");
+        // The expected value only denied is missing, and the verdict says why.
+        let denied = colour.score("It is definitely not teal.");
+        assert!(!denied.passed);
+        assert!(
+            denied.detail.contains("only as past or denied"),
+            "{denied:?}"
+        );
+
+        let date = NaiveDate::from_ymd_opt(2026, 3, 21).unwrap();
+        for reply in [
+            "Your flight was on the twenty-first of March.",
+            "It was on March the twenty-first, 2026.",
+            "That was March twenty first.",
+            "On Saturday, March 21st.",
+        ] {
+            assert!(mentions_date(reply, date), "{reply:?}");
+        }
+        let fifth = NaiveDate::from_ymd_opt(2026, 3, 5).unwrap();
+        assert!(mentions_date("The fifth of March.", fifth));
+        assert!(!mentions_date("The fifth of April.", fifth));
+        assert!(!mentions_date("March the twenty-fifth.", fifth));
+        assert!(!mentions_date("March the fifth, 2025.", fifth));
+
+        let list = Scorer::ShoppingList {
+            items: vec![item("apple", "apples", 2), item("onion", "onions", 1)],
+            removed: vec![item("egg", "eggs", 3)],
+        };
+        let prose =
+            list.score("You still need two apples and an onion; you already took the eggs off.");
+        // The removed eggs are named while saying they are off the list: a rule cannot tell a
+        // list from its explanation, so this stays a (documented) miss of one item in three.
+        assert!((prose.score - 2.0 / 3.0).abs() < 1e-9, "{prose:?}");
+        assert!(list.score("On your list: two apples and an onion.").passed);
+
+        let abstain = Scorer::Abstains {
+            forbidden: s(&["ana"]),
+        };
+        for reply in [
+            "I'm sorry, but I don't have any information about your sister's name. You haven't mentioned it yet.",
+            "There's no mention of your sister's name in our conversation so far.",
+            "I couldn't find anything about that: it hasn't come up between us.",
+        ] {
+            assert!(abstain.score(reply).passed, "{reply:?}");
+        }
     }
 
     #[test]
