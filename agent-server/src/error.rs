@@ -143,6 +143,11 @@ impl ApiError {
             ApiError::Model(LlmError::Status { .. }) => {
                 row(S::BAD_GATEWAY, "upstream_error", "upstream_status")
             }
+            ApiError::Model(LlmError::ContextLengthExceeded { .. }) => row(
+                S::BAD_REQUEST,
+                "invalid_request_error",
+                "context_length_exceeded",
+            ),
             ApiError::Model(LlmError::BadResponse { .. }) => {
                 row(S::BAD_GATEWAY, "upstream_error", "upstream_bad_response")
             }
@@ -156,6 +161,7 @@ impl ApiError {
                 Some((*header).to_owned())
             }
             ApiError::MockTimeDenied => Some(protocol::headers::MOCK_TIME.to_owned()),
+            ApiError::Model(LlmError::ContextLengthExceeded { .. }) => Some("messages".to_owned()),
             _ => None,
         }
     }
@@ -282,6 +288,14 @@ mod tests {
                 },
                 502,
                 "upstream_bad_response",
+            ),
+            // As OpenAI answers a prompt past the context window: the client's error, 400.
+            (
+                LlmError::ContextLengthExceeded {
+                    message: "Requested tokens (4100) exceed context window of 2048".into(),
+                },
+                400,
+                "context_length_exceeded",
             ),
         ];
         for (e, status, code) in cases {

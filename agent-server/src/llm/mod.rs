@@ -79,6 +79,13 @@ pub enum LlmError {
     /// The upstream answered with an error status other than 429; `message` is its own.
     #[error("the upstream model answered HTTP {status}: {message}")]
     Status { status: u16, message: String },
+    /// The upstream refused the prompt as longer than its context window (OpenAI's
+    /// `context_length_exceeded`, or the wording of llama.cpp, vLLM and others). The prompt
+    /// holds the recalled memory too, so the client may not see all of what was too long.
+    #[error(
+        "the prompt, with the memory recalled for it, is longer than the upstream model's context window: {message}"
+    )]
+    ContextLengthExceeded { message: String },
     /// The upstream answered 2xx with a body that is not an OpenAI chat completion.
     #[error("the upstream model sent a response that is not an OpenAI chat completion: {reason}")]
     BadResponse { reason: String },
@@ -93,6 +100,7 @@ impl LlmError {
             LlmError::Timeout { .. } => "timeout",
             LlmError::Unreachable { .. } => "unreachable",
             LlmError::Status { .. } => "upstream_status",
+            LlmError::ContextLengthExceeded { .. } => "context_length_exceeded",
             LlmError::BadResponse { .. } => "bad_response",
         }
     }

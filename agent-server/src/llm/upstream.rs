@@ -418,7 +418,9 @@ where
         .and_then(Result::ok)
         .unwrap_or_default();
     let message = upstream_message(&body);
-    if status.as_u16() == 429 {
+    if context_length_exceeded(status.as_u16(), &body, &message) {
+        LlmError::ContextLengthExceeded { message }
+    } else if status.as_u16() == 429 {
         LlmError::RateLimited {
             message,
             retry_after,
@@ -429,6 +431,41 @@ where
             message,
         }
     }
+}
+
+/// Whether an upstream error says the prompt was longer than the model's context window: OpenAI's
+/// code `context_length_exceeded` (which llama-cpp-python's server also sends), llama.cpp's
+/// `exceed_context_size_error`, or the wording of servers that send neither (vLLM: "maximum
+/// context length is ..."; llama.cpp: "exceeds the available context size").
+fn context_length_exceeded(status: u16, body: &[u8], message: &str) -> bool {
+    if !(400..500).contains(&status) || status == 429 {
+        return false;
+    }
+    let coded = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .is_some_and(|value| {
+            ["/error/code", "/error/type", "/code", "/type"]
+                .iter()
+                .filter_map(|p| value.pointer(p).and_then(|v| v.as_str()))
+                .any(|code| {
+                    matches!(
+                        code,
+                        "context_length_exceeded" | "exceed_context_size_error"
+                    )
+                })
+        });
+    let message = message.to_lowercase();
+    coded
+        || [
+            "maximum context length",
+            "context length exceeded",
+            "exceed context window",
+            "exceeds the available context size",
+            "context window of",
+            "prompt is too long",
+        ]
+        .iter()
+        .any(|phrase| message.contains(phrase))
 }
 
 /// The message of an error body, in OpenAI's shape or the common variants of it.
@@ -715,6 +752,55 @@ fn observe(span: &Span, mode: &'static str, started: Instant, error: Option<&Llm
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn context_window_refusals_are_recognised_across_servers() {
+        let cases: [(u16, &str, bool); 7] = [
+            // OpenAI, and llama-cpp-python's server, which formats it the same way.
+            (
+                400,
+                r#"{"error":{"message":"Requested tokens (4100) exceed context window of 2048","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#,
+                true,
+            ),
+            // llama.cpp's own server.
+            (
+                400,
+                r#"{"error":{"code":400,"message":"the request exceeds the available context size, try increasing it","type":"exceed_context_size_error"}}"#,
+                true,
+            ),
+            // vLLM: the wording only.
+            (
+                400,
+                r#"{"object":"error","message":"This model's maximum context length is 4096 tokens. However, you requested 5000 tokens.","type":"BadRequestError","code":400}"#,
+                true,
+            ),
+            (413, "prompt is too long", true),
+            (
+                400,
+                r#"{"error":{"message":"messages must not be empty","code":"invalid_value"}}"#,
+                false,
+            ),
+            // A rate limit or a server error is never a context refusal, whatever it says.
+            (
+                429,
+                r#"{"error":{"message":"maximum context length reached for this minute"}}"#,
+                false,
+            ),
+            (
+                500,
+                r#"{"error":{"code":"context_length_exceeded"}}"#,
+                false,
+            ),
+        ];
+        for (status, body, expected) in cases {
+            let message = upstream_message(body.as_bytes());
+            assert_eq!(
+                context_length_exceeded(status, body.as_bytes(), &message),
+                expected,
+                "{status} {body}"
+            );
+        }
+    }
 
     #[test]
     fn error_messages_are_taken_from_common_shapes() {
