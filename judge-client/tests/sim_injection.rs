@@ -233,6 +233,7 @@ fn config(
             concurrency: 4,
             start: "2026-01-05T09:00:00Z".parse().unwrap(),
             max_reply_chars: 2000,
+            keep_unfaithful_simulator: false,
         },
         target: TargetSettings {
             timeout_ms: 5_000,

@@ -86,6 +86,7 @@ fn config(target: &str, ids: &[&str], rounds: usize, simulator: SimulatorSpec) -
             concurrency: 2,
             start: "2026-01-05T09:00:00Z".parse().unwrap(),
             max_reply_chars: 2000,
+            keep_unfaithful_simulator: false,
         },
         target: TargetSettings::new(target),
         credentials: Credentials::default(),
@@ -237,4 +238,97 @@ async fn pairwise_preference_swaps_positions_so_a_biased_judge_yields_ties_and_a
             assert_eq!(r.test.sign_test_p, 1.0);
         }
     }
+}
+
+/// A user simulator that says the same thing every round, as small models do.
+fn parrot(request: &ChatCompletionRequest, _: usize) -> String {
+    if request.messages.len() > 8 {
+        "Bye. [END]".to_owned()
+    } else {
+        "I really want to talk about my lovely boat today.".to_owned()
+    }
+}
+
+#[actix_rt::test]
+async fn a_simulated_user_that_breaks_its_role_is_flagged_and_left_out_of_the_scores() {
+    let target = common::amnesiac().await;
+    let user = model(parrot).await;
+    let simulator = SimulatorSpec::Llm {
+        settings: TargetSettings::new(&user.url),
+        credentials: Credentials::default(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&target.url, &["gus"], 6, simulator.clone());
+    let outcome = actix_rt::time::timeout(Duration::from_secs(20), run_sim(&cfg, dir.path()))
+        .await
+        .unwrap()
+        .unwrap();
+    let result = &outcome.results.conversations[0];
+    assert!(!result.user_fidelity.held, "{result:?}");
+    assert_eq!(
+        result.user_fidelity.breaches[0].rule,
+        judge_client::suites::sim::fidelity::Rule::RepeatsEarlierTurn
+    );
+    assert_eq!(result.excluded.as_deref(), Some("simulator_broke_role"));
+    let summary = &outcome.results.summary;
+    // Nothing is left to score: not applicable, never 0.
+    assert_eq!(summary.scored_conversations, 0);
+    assert_eq!(summary.goal_rate, None);
+    assert_eq!(summary.mean_score, None);
+    assert_eq!(summary.excluded.get("simulator_broke_role"), Some(&1));
+    assert_eq!(
+        summary.simulator_breaches.get("repeats_earlier_turn"),
+        Some(&1)
+    );
+
+    // Kept on request: flagged still, and scored (0: the amnesiac target reaches no goal).
+    let mut keep = config(&target.url, &["gus"], 6, simulator);
+    keep.settings.keep_unfaithful_simulator = true;
+    let dir = tempfile::tempdir().unwrap();
+    let kept = run_sim(&keep, dir.path()).await.unwrap();
+    let result = &kept.results.conversations[0];
+    assert!(!result.user_fidelity.held);
+    assert_eq!(result.excluded, None);
+    assert_eq!(kept.results.summary.goal_rate, Some(0.0));
+}
+
+#[actix_rt::test]
+async fn a_conversation_stopped_by_the_judges_own_simulator_is_not_the_agents_failure() {
+    let target = common::amnesiac().await;
+    // The user simulator's endpoint is down: every user turn is a judge error.
+    let mut settings = TargetSettings::new(format!(
+        "http://127.0.0.1:{}",
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    ));
+    settings.retry.max_retries = 0;
+    let simulator = SimulatorSpec::Llm {
+        settings,
+        credentials: Credentials::default(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = config(&target.url, &["gus", "maya"], 4, simulator);
+    let outcome = actix_rt::time::timeout(Duration::from_secs(30), run_sim(&cfg, dir.path()))
+        .await
+        .unwrap()
+        .unwrap();
+    for c in &outcome.results.conversations {
+        assert_eq!(c.stop_reason, "judge_error", "{c:?}");
+        assert_eq!(c.excluded.as_deref(), Some("judge_error"));
+    }
+    let summary = &outcome.results.summary;
+    assert_eq!(summary.conversations, 2);
+    assert_eq!(summary.scored_conversations, 0);
+    assert_eq!(summary.excluded.get("judge_error"), Some(&2));
+    assert_eq!(
+        summary.goal_rate, None,
+        "judge errors are never scored as 0"
+    );
+    assert_eq!(summary.mean_score, None);
+    // The logs still say why each conversation stopped.
+    let log = std::fs::read_to_string(dir.path().join("logs/session-0001.log")).unwrap();
+    assert!(log.contains("judge_error"), "{log}");
 }

@@ -14,3 +14,6 @@ pub mod target;
 pub const EXIT_BELOW_THRESHOLD: u8 = 2;
 /// Exit code when `judge compare` finds a regression.
 pub const EXIT_REGRESSION: u8 = 3;
+/// Exit code when the run could not measure the agent: nothing was left to score (every
+/// conversation stopped by the judge's own failure or spoiled by its simulated user).
+pub const EXIT_NOT_MEASURED: u8 = 4;

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::EXIT_BELOW_THRESHOLD;
 use super::target::TargetArgs;
+use super::{EXIT_BELOW_THRESHOLD, EXIT_NOT_MEASURED};
 use anyhow::{Context, bail};
 use clap::Args;
 use judge_client::run::create_unique_dir;
@@ -97,6 +97,10 @@ pub struct SimArgs {
     /// Exit 2 when the goal rate (0 to 1) is below this.
     #[arg(long, value_name = "RATE")]
     pub fail_under: Option<f64>,
+    /// Score conversations whose simulated user broke its role too (repeated itself, talked
+    /// like the assistant, ...): they are flagged either way, and left out by default
+    #[arg(long)]
+    pub keep_unfaithful_simulator: bool,
 }
 
 #[derive(Args)]
@@ -174,6 +178,7 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
             concurrency: args.concurrency.clamp(1, 10),
             start: SIM_START.parse().context("the simulation start time")?,
             max_reply_chars: args.max_reply_chars.max(1),
+            keep_unfaithful_simulator: args.keep_unfaithful_simulator,
         },
         judge: args.judge_endpoint.as_ref().map(|endpoint| {
             (
@@ -240,6 +245,12 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
             outcome.results.summary.goal_rate
         }
     };
+    let Some(goal_rate) = goal_rate else {
+        println!(
+            "NOT MEASURED: no conversation could be scored (each was stopped by the judge's own failure or spoiled by its simulated user; see the report)"
+        );
+        return Ok(ExitCode::from(EXIT_NOT_MEASURED));
+    };
     if let Some(threshold) = args.fail_under
         && goal_rate < threshold
     {
@@ -252,10 +263,12 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
 pub fn print_sim(outcome: &SimOutcome) {
     let s = &outcome.results.summary;
     println!(
-        "{}: {} conversations, goal rate {:.0}%, mean score {}, fallback turns {}",
+        "{}: {} conversations ({} scored), goal rate {}, mean score {}, fallback turns {}",
         outcome.dir.display(),
         s.conversations,
-        s.goal_rate * 100.0,
+        s.scored_conversations,
+        s.goal_rate
+            .map_or("n/a".to_owned(), |g| format!("{:.0}%", g * 100.0)),
         s.mean_score.map_or("-".to_owned(), |m| format!("{m:.2}")),
         s.fallback_turns
     );

@@ -182,7 +182,7 @@ fn sim_side(run: &RunDetail) -> Result<Side, ApiError> {
             })
             .collect(),
         figures: vec![
-            ("goal_rate", Some(s.goal_rate), Better::Higher),
+            ("goal_rate", s.goal_rate, Better::Higher),
             ("mean_score", s.mean_score, Better::Higher),
             (
                 "mean_turns_to_resolution",

@@ -563,6 +563,7 @@ impl SimulationConfig {
                     .parse()
                     .map_err(|_| ApiError::Internal("the simulation start time".to_owned()))?,
                 max_reply_chars: run.max_reply_chars,
+                keep_unfaithful_simulator: false,
             },
             target,
             credentials: Credentials {

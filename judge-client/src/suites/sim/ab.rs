@@ -39,8 +39,13 @@ pub struct PairResult {
 pub struct AbResults {
     pub endpoint_a: String,
     pub endpoint_b: String,
-    pub goal_rate_a: f64,
-    pub goal_rate_b: f64,
+    /// Null when no conversation of that side could be scored.
+    pub goal_rate_a: Option<f64>,
+    pub goal_rate_b: Option<f64>,
+    /// Pairs left out because either conversation is not the agent's to be scored on (the
+    /// judge's own failure, or a simulated user that broke its role).
+    #[serde(default)]
+    pub excluded_pairs: usize,
     pub pairs: Vec<PairResult>,
     pub ratings: Vec<Rating>,
     pub test: PairedTest,
@@ -96,6 +101,7 @@ pub async fn run_ab(
         )
     });
     let mut pairs = Vec::new();
+    let mut excluded_pairs = 0;
     for ra in &a.results.conversations {
         let Some(rb) = b
             .results
@@ -105,6 +111,10 @@ pub async fn run_ab(
         else {
             continue;
         };
+        if !ra.scored() || !rb.scored() {
+            excluded_pairs += 1;
+            continue;
+        }
         let mut pair = PairResult {
             persona_id: ra.persona_id.clone(),
             trial: ra.trial,
@@ -140,6 +150,10 @@ pub async fn run_ab(
         pairs,
         config_a.settings.seed,
     );
+    let results = AbResults {
+        excluded_pairs,
+        ..results
+    };
     write_json(&dir.join("ab.json"), &results)?;
     write(
         &dir.join("report.html"),
@@ -179,6 +193,7 @@ fn summarise_pairs(
         endpoint_b: endpoint_b.to_owned(),
         goal_rate_a: a.results.summary.goal_rate,
         goal_rate_b: b.results.summary.goal_rate,
+        excluded_pairs: 0,
         ratings: rate(&["A".to_owned(), "B".to_owned()], &comparisons, seed),
         test: paired_test(&preferences, &differences),
         position_inconsistent: pairs

@@ -17,6 +17,7 @@ pub mod ab;
 // Canonical JSON and derived ids are shared with the apps suite; the old path stays valid.
 pub use crate::canonical;
 pub mod evaluate;
+pub mod fidelity;
 pub mod injection;
 pub mod judge;
 pub mod persona;

@@ -80,6 +80,11 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("–".to_owned(), |v| format!("{v:.digits$}"))
 }
 
+/// A share as a whole percentage; "n/a" when nothing could be scored.
+fn percent(v: Option<f64>) -> String {
+    v.map_or("n/a".to_owned(), |v| format!("{:.0}%", v * 100.0))
+}
+
 fn page(title: &str, body: &str) -> String {
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n{body}</body></html>\n",
@@ -98,9 +103,9 @@ fn summary_table(out: &mut String, r: &SimResults) {
         .map_or(String::new(), |(lo, hi)| format!(" ({lo:.2}–{hi:.2})"));
     let _ = writeln!(
         out,
-        "<tr><td>{}</td><td>{:.0}%</td><td>{}{ci}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>",
+        "<tr><td>{}</td><td>{}</td><td>{}{ci}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>",
         s.conversations,
-        s.goal_rate * 100.0,
+        percent(s.goal_rate),
         opt(s.mean_score, 2),
         opt(s.mean_turns_to_resolution, 1),
         s.safety_hits,
@@ -120,6 +125,30 @@ fn summary_table(out: &mut String, r: &SimResults) {
         "<p class=\"meta\">stop reasons: {}</p>",
         reasons.join(", ")
     );
+    if !s.excluded.is_empty() || !s.simulator_breaches.is_empty() {
+        let list = |m: &std::collections::BTreeMap<String, usize>| {
+            m.iter()
+                .map(|(k, v)| format!("{} × {v}", escape(k)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "<p class=\"meta\">scored: {} of {} conversations; left out of the agent's scores: {}; simulated user broke its role (rule × conversations): {}</p>",
+            s.scored_conversations,
+            s.conversations,
+            if s.excluded.is_empty() {
+                "none".to_owned()
+            } else {
+                list(&s.excluded)
+            },
+            if s.simulator_breaches.is_empty() {
+                "never".to_owned()
+            } else {
+                list(&s.simulator_breaches)
+            },
+        );
+    }
 }
 
 fn conversation_table(out: &mut String, r: &SimResults, prefix: &str) {
@@ -257,7 +286,7 @@ pub fn ab_html(ab: &AbResults, a: &SimResults, b: &SimResults) -> String {
     let t = &ab.test;
     let _ = writeln!(
         out,
-        "<table><tr><th>pairs</th><th>A wins</th><th>B wins</th><th>ties</th><th>sign test p</th><th>A's share of decisive pairs (95% Wilson)</th><th>mean score A−B (95% CI)</th><th>goal rate A</th><th>goal rate B</th><th>position-inconsistent</th></tr><tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"big\">{:.6}</td><td>{}{}</td><td>{}{}</td><td>{:.0}%</td><td>{:.0}%</td><td>{}</td></tr></table>",
+        "<table><tr><th>pairs</th><th>A wins</th><th>B wins</th><th>ties</th><th>sign test p</th><th>A's share of decisive pairs (95% Wilson)</th><th>mean score A−B (95% CI)</th><th>goal rate A</th><th>goal rate B</th><th>position-inconsistent</th></tr><tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"big\">{:.6}</td><td>{}{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>",
         t.pairs,
         t.wins_a,
         t.wins_b,
@@ -269,8 +298,8 @@ pub fn ab_html(ab: &AbResults, a: &SimResults, b: &SimResults) -> String {
         opt(t.mean_difference, 2),
         t.difference_ci
             .map_or(String::new(), |(lo, hi)| format!(" ({lo:.2}–{hi:.2})")),
-        ab.goal_rate_a * 100.0,
-        ab.goal_rate_b * 100.0,
+        percent(ab.goal_rate_a),
+        percent(ab.goal_rate_b),
         ab.position_inconsistent
     );
     let _ = writeln!(

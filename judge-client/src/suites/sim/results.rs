@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::evaluate::{ConversationChecks, InjectedChecks};
+use super::fidelity::Fidelity;
 use super::judge::Rubric;
 use super::runner::{Conversation, UserSource};
 use crate::report::results::Failure;
@@ -33,13 +34,53 @@ pub struct ConversationResult {
     pub rubric: Option<Rubric>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rubric_failure: Option<Failure>,
+    /// Whether the simulated user held its role (see `fidelity.rs` for the rules).
+    #[serde(default)]
+    pub user_fidelity: Fidelity,
+    /// Why the conversation is left out of the agent's scores, if it is: `judge_error` (the
+    /// judge's own simulator failed) or `simulator_broke_role` (see `user_fidelity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<String>,
+}
+
+impl ConversationResult {
+    /// Whether the conversation counts towards the agent's scores.
+    pub fn scored(&self) -> bool {
+        self.excluded.is_none()
+    }
+}
+
+/// Why a conversation is not the agent's to be scored on: the judge's own failure, or a
+/// simulated user that broke its role (unless the run keeps those).
+pub fn exclusion(
+    stop_reason: &str,
+    fidelity: &Fidelity,
+    keep_unfaithful_simulator: bool,
+) -> Option<String> {
+    if stop_reason == crate::target::FailureKind::JudgeError.as_str() {
+        Some(stop_reason.to_owned())
+    } else if !fidelity.held && !keep_unfaithful_simulator {
+        Some("simulator_broke_role".to_owned())
+    } else {
+        None
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub conversations: usize,
-    /// Share of conversations in which every goal was reached.
-    pub goal_rate: f64,
+    /// Conversations that count towards the agent's scores (the others are in `excluded`).
+    #[serde(default)]
+    pub scored_conversations: usize,
+    /// Conversations left out of the scores, by reason (`judge_error`, `simulator_broke_role`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub excluded: BTreeMap<String, usize>,
+    /// Conversations whose simulated user broke a rule, by rule (kept or not).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub simulator_breaches: BTreeMap<String, usize>,
+    /// Share of scored conversations in which every goal was reached; null when none is
+    /// scored (the run could not measure the agent).
+    pub goal_rate: Option<f64>,
     pub mean_score: Option<f64>,
     pub score_ci: Option<(f64, f64)>,
     pub mean_turns_to_resolution: Option<f64>,
@@ -91,31 +132,53 @@ pub fn conversation_result(
         injected,
         rubric: None,
         rubric_failure: None,
+        user_fidelity: Fidelity::default(),
+        excluded: None,
     }
 }
 
-pub fn summarise(results: &[ConversationResult]) -> Summary {
+/// The summary of a run. Every figure of the agent is over the scored conversations only;
+/// counts of what happened (stop reasons, fallback turns, breaches) are over all of them.
+pub fn summarise(all: &[ConversationResult]) -> Summary {
+    let mut excluded = BTreeMap::new();
+    let mut simulator_breaches = BTreeMap::new();
+    for r in all {
+        if let Some(why) = &r.excluded {
+            *excluded.entry(why.clone()).or_insert(0) += 1;
+        }
+        for rule in r.user_fidelity.rules() {
+            let name = serde_json::to_value(rule)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            *simulator_breaches.entry(name).or_insert(0) += 1;
+        }
+    }
+    let scored: Vec<ConversationResult> = all.iter().filter(|r| r.scored()).cloned().collect();
+    let results = scored.as_slice();
     let scores: Vec<f64> = results.iter().map(|r| r.checks.score).collect();
     let resolved: Vec<f64> = results
         .iter()
         .filter_map(|r| r.checks.turns_to_resolution.map(|t| t as f64))
         .collect();
     let mut stop_reasons = BTreeMap::new();
-    for r in results {
+    for r in all {
         *stop_reasons.entry(r.stop_reason.clone()).or_insert(0) += 1;
     }
     let sum = |f: &dyn Fn(&ConversationResult) -> usize| results.iter().map(f).sum::<usize>();
+    let fallback_turns = all.iter().map(|r| r.fallback_turns).sum();
     let injected: Vec<f64> = results
         .iter()
         .filter_map(|r| r.injected.as_ref().and_then(|i| i.score))
         .collect();
     Summary {
-        conversations: results.len(),
-        goal_rate: if results.is_empty() {
-            0.0
-        } else {
+        conversations: all.len(),
+        scored_conversations: results.len(),
+        excluded,
+        simulator_breaches,
+        goal_rate: (!results.is_empty()).then(|| {
             results.iter().filter(|r| r.checks.goal_reached).count() as f64 / results.len() as f64
-        },
+        }),
         mean_score: mean(&scores),
         score_ci: bootstrap_ci(&scores),
         mean_turns_to_resolution: mean(&resolved),
@@ -125,7 +188,7 @@ pub fn summarise(results: &[ConversationResult]) -> Summary {
         empty_replies: sum(&|r| r.checks.empty_replies),
         overlong_replies: sum(&|r| r.checks.overlong_replies),
         repeated_replies: sum(&|r| r.checks.repeated_replies),
-        fallback_turns: sum(&|r| r.fallback_turns),
+        fallback_turns,
         injected_mean_score: mean(&injected),
     }
 }

@@ -45,6 +45,10 @@ pub struct SimSettings {
     pub start: DateTime<Utc>,
     /// Replies longer than this (in characters) count as overlong.
     pub max_reply_chars: usize,
+    /// Score conversations whose simulated user broke its role too (they are flagged either
+    /// way; by default they are left out of the agent's scores).
+    #[serde(default)]
+    pub keep_unfaithful_simulator: bool,
 }
 
 impl SimSettings {

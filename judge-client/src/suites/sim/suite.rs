@@ -19,12 +19,13 @@ use serde::Serialize;
 
 use super::canonical::{derived_uuid, sha256_of};
 use super::evaluate::{check_conversation, check_injected};
+use super::fidelity;
 use super::injection::fixtures::{BaselineAgent, FixtureRecorder};
 use super::injection::{EndpointMetrics, InjectedEndpoint, InjectionPlan, Protocol};
 use super::judge::LlmJudge;
 use super::persona::Persona;
 use super::report;
-use super::results::{SimResults, conversation_result, summarise};
+use super::results::{SimResults, conversation_result, exclusion, summarise};
 use super::runner::{Conversation, Panel, PanelObserver, SimSettings, SimulatorChoice, run_panel};
 use super::transcript::{log_text, transcript_json};
 use crate::target::{Credentials, TargetClient, TargetError, TargetSettings, probe};
@@ -284,8 +285,15 @@ pub async fn run_sim_observed(
         write(&dir.join(&log_file), log_text(c, &mode).as_bytes())?;
         let checks = check_conversation(c, persona, config.settings.max_reply_chars);
         let injected_checks = check_injected(c, config.settings.max_reply_chars);
+        let resolved = checks.turns_to_resolution;
         let mut result =
             conversation_result(c, checks, injected_checks, (transcript_file, log_file));
+        result.user_fidelity = fidelity::check(persona, c, &config.settings.stop_token, resolved);
+        result.excluded = exclusion(
+            &c.stop_reason,
+            &result.user_fidelity,
+            config.settings.keep_unfaithful_simulator,
+        );
         if let Some(judge) = &judge {
             match judge.rubric(c, persona).await {
                 Ok(r) => result.rubric = Some(r),
