@@ -39,6 +39,10 @@ pub struct TargetArgs {
     /// Most requests started per second.
     #[arg(long, default_value_t = 100)]
     pub max_rps: u32,
+    /// `max_tokens` sent with every chat request (default: none, the target decides; cap it for
+    /// a local model that would otherwise write until its context is full).
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
 }
 
 impl TargetArgs {
@@ -63,6 +67,7 @@ impl TargetArgs {
                 ..BreakerPolicy::default()
             },
             max_rps: self.max_rps.max(1),
+            max_tokens: self.max_tokens,
             ..TargetSettings::new(endpoint)
         })
     }

@@ -42,6 +42,11 @@ pub struct TargetSettings {
     /// Most requests started per second.
     #[serde(default = "default_max_rps")]
     pub max_rps: u32,
+    /// `max_tokens` sent with every chat request the judge builds; `None` sends none, leaving
+    /// the reply's length to the target (a small local model may then write until its context
+    /// is full).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
 }
 
 fn default_max_rps() -> u32 {
@@ -59,6 +64,7 @@ impl TargetSettings {
             retry: RetryPolicy::default(),
             breaker: BreakerPolicy::default(),
             max_rps: default_max_rps(),
+            max_tokens: None,
         }
     }
 }
@@ -220,6 +226,7 @@ impl TargetClient {
             model: Some(self.model().to_owned()),
             messages,
             stream: Some(false),
+            max_tokens: self.settings.max_tokens,
             ..ChatCompletionRequest::default()
         }
     }
