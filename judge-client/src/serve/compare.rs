@@ -12,11 +12,11 @@ use serde_json::Value;
 
 use super::catalog::RunDetail;
 use super::error::ApiError;
-use crate::apps::suite::AppsResults;
-use crate::report::compare as ltm;
-use crate::report::compare::{PairOutcome, pair_stats};
-use crate::report::results::RunResults;
 use crate::report::stats::mean;
+use crate::report::stats::{PairOutcome, pair_stats};
+use crate::suites::apps::suite::AppsResults;
+use crate::suites::ltm::compare as ltm;
+use crate::suites::ltm::results::RunResults;
 use crate::suites::sim::results::SimResults;
 
 /// Is a higher or a lower value of a metric the better one?

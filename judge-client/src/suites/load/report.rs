@@ -15,8 +15,8 @@ use super::runner::LoadConfig;
 use super::schedule::LoadLevel;
 use super::slo::Slos;
 use super::workload::Workload;
-use crate::report::junit::escape;
-use crate::run::create_unique_dir;
+use crate::report::escape::escape;
+use crate::suites::ltm::run::create_unique_dir;
 
 /// Each figure's definition, written into both files so a reader never has to guess.
 pub const DEFINITIONS: [(&str, &str); 11] = [

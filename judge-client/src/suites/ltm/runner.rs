@@ -13,11 +13,11 @@ use protocol::control::{InjectFact, InjectRequest};
 use protocol::openai::ChatMessage;
 
 use super::script::{Check, Step, TestSpec};
-use crate::config::HistoryMode;
-use crate::report::results::{
-    CheckResult, Failure, SessionRecord, TestResult, TestStatus, TestTiming, TranscriptEntry,
+use crate::suites::HistoryMode;
+use crate::suites::ltm::results::{
+    CheckResult, SessionRecord, TestResult, TestStatus, TestTiming, TranscriptEntry,
 };
-use crate::target::{Capabilities, FailureKind, RequestContext, TargetClient, telemetry};
+use crate::target::{Capabilities, Failure, FailureKind, RequestContext, TargetClient, telemetry};
 
 /// Virtual time between two user turns of a session.
 pub const TURN_GAP_SECONDS: i64 = 60;

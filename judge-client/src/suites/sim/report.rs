@@ -7,8 +7,8 @@ use super::ab::AbResults;
 use super::injection::EndpointMetrics;
 use super::results::SimResults;
 use super::runner::{Conversation, UserSource};
+use crate::report::escape::escape;
 use crate::report::html::STYLE;
-use crate::report::junit::escape;
 
 const FAILURE_CLASSES: [&str; 5] = [
     "agent_error",

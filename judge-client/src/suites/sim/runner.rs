@@ -21,7 +21,7 @@ use super::injection::schema::{
 use super::injection::{EndpointMetrics, FallbackStrategy, InjectedEndpoint, Protocol};
 use super::persona::Persona;
 use super::simulator::{Exchange, LlmUser, ScriptedUser, UserSimulator, UserTurn};
-use crate::report::results::Failure;
+use crate::target::Failure;
 use crate::target::{FailureKind, RequestContext, TargetClient};
 
 /// Turns of context sent to an injected endpoint (document 000's `last_k_turns`).

@@ -4,8 +4,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::config::LtmConfig;
-use crate::shard::Shard;
+use crate::suites::ltm::LtmConfig;
+use crate::suites::ltm::shard::Shard;
 use crate::target::{Capabilities, TargetSettings};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

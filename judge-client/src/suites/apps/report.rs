@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::runner::{ScenarioOutcome, TrialOutcome, TrialStatus};
 use super::suite::{AppsManifest, AppsResults};
+use crate::report::escape::escape;
 use crate::report::html::{page_head, pct};
-use crate::report::junit::escape;
 
 /// One testsuite, one testcase per scenario: passed when every trial passed; a failure lists why
 /// each other trial did not; a scenario no trial of which could be graded is an error.

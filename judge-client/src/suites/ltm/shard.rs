@@ -13,9 +13,9 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::manifest::{Manifest, RunState};
-use crate::report::results::{TestResult, TestTiming};
-use crate::run::{self, RunError, RunOutcome};
+use crate::suites::ltm::manifest::{Manifest, RunState};
+use crate::suites::ltm::results::{TestResult, TestTiming};
+use crate::suites::ltm::run::{self, RunError, RunOutcome};
 
 /// Shard `index` of `count` (`0 <= index < count`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -17,14 +17,14 @@ use futures_util::{StreamExt, stream};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::config::{LtmConfig, config_hash};
-use crate::report::manifest::{Manifest, RunState};
-use crate::report::results::{RunResults, TestResult, TestTiming};
-use crate::report::{html, junit, session_log, summary};
-use crate::shard::Shard;
+use super::config::{LtmConfig, config_hash};
+use super::{html, junit, logs, summary};
 use crate::suites::ltm::TestSpec;
+use crate::suites::ltm::manifest::{Manifest, RunState};
+use crate::suites::ltm::results::{RunResults, TestResult, TestTiming};
 use crate::suites::ltm::runner::Runner;
 use crate::suites::ltm::script::derive_uuid;
+use crate::suites::ltm::shard::Shard;
 use crate::target::{Credentials, TargetClient, TargetError, TargetSettings, probe, telemetry};
 
 #[derive(Debug, thiserror::Error)]
@@ -129,7 +129,7 @@ pub async fn start(
     start_shard(settings, credentials, config, None, out_root, progress).await
 }
 
-/// [`start`], running only `shard`'s part of the plan when given (see [`crate::shard`]).
+/// [`start`], running only `shard`'s part of the plan when given (see [`crate::suites::ltm::shard`]).
 pub async fn start_shard(
     settings: TargetSettings,
     credentials: Credentials,
@@ -338,7 +338,7 @@ async fn execute(
                         let (result, timing) = runner.run(spec, logs).await;
                         write_json(&timing_path(dir, spec), &timing)?;
                         for (session, record) in result.sessions.iter().enumerate() {
-                            let log = session_log::render(&result, session, mode);
+                            let log = logs::render(&result, session, mode);
                             write_atomic(&dir.join(&record.log_file), log.as_bytes())?;
                         }
                         result

@@ -22,8 +22,8 @@ use super::artifacts::{ArtifactError, write_outcome};
 use super::report;
 use super::runner::{ActionMode, RunError, ScenarioOutcome, TargetAgent, run_scenario};
 use super::{AppRegistry, Scenario};
-use crate::config::HistoryMode;
-use crate::run::create_unique_dir;
+use crate::suites::HistoryMode;
+use crate::suites::ltm::run::create_unique_dir;
 use crate::target::{Capabilities, Credentials, TargetClient, TargetError, TargetSettings, probe};
 
 /// What `judge apps` was asked to do.

@@ -167,8 +167,8 @@ pub fn message_text(message: &ChatMessage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::AppRegistry;
-    use crate::apps::world::{AppSetup, LogicalClock};
+    use crate::suites::apps::AppRegistry;
+    use crate::suites::apps::world::{AppSetup, LogicalClock};
 
     fn world() -> World {
         let apps = [AppSetup {
