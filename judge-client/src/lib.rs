@@ -5,6 +5,8 @@
 //!   (long-term memory, sharded runs and `judge merge`), `apps` (simulated applications graded
 //!   by their final state), `sim` (persona simulations, agent injection, A/B comparison) and
 //!   `load` (throughput and latency);
+//! - [`rundir`]: the run-directory contract every suite writes by (unique folder, atomic files,
+//!   the typed manifest with the run's state, checkpoints, shards);
 //! - [`report`]: the kit every suite's report is built with (page shell, charts, escaping, JUnit,
 //!   statistics, session logs);
 //! - [`serve`]: `judge serve`, the HTTP API and dashboard over the run directories;
@@ -12,6 +14,7 @@
 
 pub mod canonical;
 pub mod report;
+pub mod rundir;
 pub mod serve;
 pub mod suites;
 pub mod target;

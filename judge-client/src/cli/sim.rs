@@ -7,7 +7,7 @@ use super::EXIT_BELOW_THRESHOLD;
 use super::target::TargetArgs;
 use anyhow::{Context, bail};
 use clap::Args;
-use judge_client::suites::ltm::run::create_unique_dir;
+use judge_client::rundir::create_unique_dir;
 use judge_client::suites::sim::ab::run_ab;
 use judge_client::suites::sim::injection::InjectionPlan;
 use judge_client::suites::sim::injection::config::ConfigFile;

@@ -104,6 +104,15 @@ pub fn pair_stats(pairs: &[PairOutcome], alpha: f64) -> PairStats {
     }
 }
 
+/// Nearest-rank percentile of sorted values; `None` when there are none.
+pub fn nearest_rank(sorted: &[u64], p: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,13 +142,4 @@ mod tests {
         assert_eq!(mcnemar_exact(3, 3), 1.0);
         assert!(mcnemar_exact(0, 40) < 1e-9);
     }
-}
-
-/// Nearest-rank percentile of sorted values; `None` when there are none.
-pub fn nearest_rank(sorted: &[u64], p: f64) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(sorted[rank - 1])
 }

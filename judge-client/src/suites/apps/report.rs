@@ -228,11 +228,11 @@ pub fn html(
         r#"<h1>Simulated applications</h1><p class="meta">run {} · judge {} · target {} · model {} · seed {} · action mode {:?} · history {:?}</p>"#,
         escape(&manifest.run_id),
         escape(&manifest.judge_version),
-        escape(&manifest.target.endpoint),
-        escape(&manifest.capabilities.model),
+        escape(&manifest.details.target.endpoint),
+        escape(&manifest.details.capabilities.model),
         results.seed,
         results.mode,
-        manifest.config.history
+        manifest.details.config.history
     );
     let _ = write!(
         out,

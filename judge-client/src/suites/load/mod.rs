@@ -40,11 +40,8 @@ pub enum LoadError {
     Remote(String),
     #[error("no model found at {url} ({message}); pass --model")]
     Model { url: String, message: String },
-    #[error("writing {path}: {source}")]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("writing the run directory: {0}")]
+    Write(#[from] crate::rundir::RunDirError),
     #[error("a worker thread panicked")]
     Worker,
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::LoadError;
 use super::metrics::{Metrics, Percentiles};
@@ -16,7 +16,7 @@ use super::schedule::LoadLevel;
 use super::slo::Slos;
 use super::workload::Workload;
 use crate::report::escape::escape;
-use crate::suites::ltm::run::create_unique_dir;
+use crate::rundir::{self, Manifest};
 
 /// Each figure's definition, written into both files so a reader never has to guess.
 pub const DEFINITIONS: [(&str, &str); 11] = [
@@ -278,19 +278,31 @@ impl LoadResults {
     }
 }
 
-/// Writes `results.json` and `report.html` into `<out>/load-<time>/` and returns that directory.
+/// What a load run records in its manifest beside the envelope every run has.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadDetails {
+    pub endpoint: String,
+    pub model: String,
+    pub stream: bool,
+    pub seed: u64,
+}
+
+/// Writes `manifest.json`, `results.json` and `report.html` into `<out>/load-<time>/` and
+/// returns that directory. The manifest's `created_at` is the results' `started_at`.
 pub fn write(out: &Path, results: &LoadResults) -> Result<PathBuf, LoadError> {
     let stamp = results.started_at.format("%Y%m%dT%H%M%S%.3fZ");
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| LoadError::Write { path, source }
+    let (dir, run_id) = rundir::create(out, &format!("load-{stamp}"))?;
+    let details = LoadDetails {
+        endpoint: results.endpoint.clone(),
+        model: results.model.clone(),
+        stream: results.stream,
+        seed: results.seed,
     };
-    let dir = create_unique_dir(out, &format!("load-{stamp}")).map_err(io(out))?;
-    let json = serde_json::to_vec_pretty(results).expect("results serialise");
-    let json_path = dir.join("results.json");
-    std::fs::write(&json_path, json).map_err(io(&json_path))?;
-    let html_path = dir.join("report.html");
-    std::fs::write(&html_path, render_html(results)).map_err(io(&html_path))?;
+    let mut manifest = Manifest::running(run_id, "load", results.started_at, details);
+    rundir::write_json(&dir.join("results.json"), results)?;
+    rundir::write_atomic(&dir.join("report.html"), render_html(results).as_bytes())?;
+    manifest.complete();
+    rundir::write_manifest(&dir, &manifest)?;
     Ok(dir)
 }
 

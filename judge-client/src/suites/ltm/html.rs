@@ -6,7 +6,7 @@ use std::fmt::Write;
 
 use super::TestType;
 use super::filler::FILLER_PREFIX;
-use super::manifest::Manifest;
+use super::manifest::LtmManifest;
 use super::results::{
     RunResults, TestResult, TestStatus, TestTiming, TranscriptEntry, TypeSummary,
 };
@@ -291,7 +291,7 @@ fn test_section(test: &TestResult) -> String {
     out
 }
 
-pub fn render(manifest: &Manifest, results: &RunResults, timings: &[TestTiming]) -> String {
+pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTiming]) -> String {
     let mut out = page_head(&format!("agentwall LTM report · {}", manifest.run_id), "");
     let _ = write!(
         out,
@@ -300,7 +300,7 @@ pub fn render(manifest: &Manifest, results: &RunResults, timings: &[TestTiming])
         escape(&manifest.judge_version),
         manifest.created_at.format("%Y-%m-%d %H:%M UTC")
     );
-    let caps = &manifest.capabilities;
+    let caps = &manifest.details.capabilities;
     let yes = |b: bool| if b { "yes" } else { "no" };
     let _ = write!(
         out,
@@ -310,7 +310,7 @@ pub fn render(manifest: &Manifest, results: &RunResults, timings: &[TestTiming])
 <tr><th>seed · trials · span</th><td>{} · {} per type · {} tokens (cl100k)</td></tr>
 <tr><th>capabilities</th><td>reset: {} · inject: {} · memory view: {} · X-Mock-Time: {}</td></tr></table>"#,
         pct(results.overall),
-        escape(&manifest.target.endpoint),
+        escape(&manifest.details.target.endpoint),
         escape(&caps.model),
         results.history,
         match results.history {
