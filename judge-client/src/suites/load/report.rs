@@ -66,18 +66,20 @@ pub const DEFINITIONS: [(&str, &str); 11] = [
     ),
 ];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RequestCounts {
     pub sent: u64,
     pub ok: u64,
     pub failed: u64,
     pub error_rate: f64,
+    /// Written per failure class; not read back (the names are the judge's own constants).
+    #[serde(skip_deserializing)]
     pub errors: BTreeMap<&'static str, u64>,
     pub late_sends: u64,
     pub skipped_sends: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Throughput {
     pub requests_per_s: f64,
     pub output_tokens_per_s: f64,
@@ -86,7 +88,7 @@ pub struct Throughput {
     pub good_requests: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClientCpu {
     pub threads: usize,
     pub cpu_s: f64,
@@ -98,7 +100,7 @@ pub struct ClientCpu {
 }
 
 /// One load level's figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepResult {
     pub label: String,
     pub level: LoadLevel,
@@ -214,17 +216,20 @@ impl StepResult {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkloadSummary {
     pub prompt_tokens: String,
     pub output_tokens: String,
     pub sessions: u32,
 }
 
-/// Everything `results.json` holds.
-#[derive(Debug, Clone, Serialize)]
+/// Everything `results.json` holds. Read back (by `judge serve`) without the fields that are the
+/// judge's own constants or the run's flags: they are written for people and other tools.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadResults {
+    #[serde(skip_deserializing)]
     pub suite: &'static str,
+    #[serde(skip_deserializing)]
     pub judge_version: &'static str,
     pub started_at: DateTime<Utc>,
     pub endpoint: String,
@@ -236,7 +241,9 @@ pub struct LoadResults {
     pub requests_per_step: Option<u64>,
     pub duration_per_step_s: Option<f64>,
     pub threads: usize,
+    #[serde(skip_deserializing)]
     pub slos: Slos,
+    #[serde(skip_deserializing)]
     pub definitions: BTreeMap<&'static str, &'static str>,
     pub steps: Vec<StepResult>,
 }

@@ -29,3 +29,50 @@ pub mod vocab;
 pub use config::LtmConfig;
 pub use script::{GenParams, Step, TestSpec};
 pub use types::{TestType, generate_all};
+
+use crate::suites::{Figure, Headline, Suite, Units};
+
+/// The long-term-memory suite ([`Suite`]): judged on the overall score, compared test by test
+/// (`judge compare`'s own pairing, [`compare`]).
+pub struct Ltm;
+
+impl Suite for Ltm {
+    const KIND: &'static str = "ltm";
+    const UNIT: &'static str = "test";
+    type Results = results::RunResults;
+
+    const HEADLINE: Option<Headline> = Some(Headline {
+        label: "overall score",
+        units: Units::Fraction,
+    });
+
+    fn headline(r: &Self::Results) -> Option<f64> {
+        r.overall
+    }
+
+    fn seed(r: &Self::Results) -> Option<u64> {
+        Some(r.seed)
+    }
+
+    fn figures(r: &Self::Results) -> Vec<Figure> {
+        let mut figures = vec![Figure::new(
+            "overall",
+            r.overall,
+            crate::suites::Better::Higher,
+        )];
+        // Each test type's mean score, named by the type.
+        for t in &r.types {
+            figures.push(Figure::new(
+                t.test_type.name(),
+                t.mean,
+                crate::suites::Better::Higher,
+            ));
+        }
+        figures
+    }
+
+    /// LTM runs pair through [`compare::compare`], which keeps the test type of each pair.
+    fn units(_: &Self::Results) -> Vec<crate::suites::UnitScore> {
+        Vec::new()
+    }
+}
