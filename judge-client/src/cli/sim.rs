@@ -13,6 +13,7 @@ use judge_client::suites::sim::injection::InjectionPlan;
 use judge_client::suites::sim::injection::config::ConfigFile;
 use judge_client::suites::sim::injection::fixtures::FixtureFile;
 use judge_client::suites::sim::replay as sim_replay;
+use judge_client::suites::sim::runner::sim_start;
 use judge_client::suites::sim::{
     SimOutcome, SimRunConfig, SimSettings, SimulatorSpec, persona, run_sim,
 };
@@ -172,7 +173,7 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
             single_turn: args.single_turn,
             stop_token: args.stop_token.clone(),
             concurrency: args.concurrency.clamp(1, 10),
-            start: SIM_START.parse().context("the simulation start time")?,
+            start: sim_start(),
             max_reply_chars: args.max_reply_chars.max(1),
         },
         judge: args.judge_endpoint.as_ref().map(|endpoint| {
@@ -320,6 +321,3 @@ pub async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     println!("comparison: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
-
-/// Virtual start of every simulated conversation: fixed, so transcripts are reproducible.
-pub const SIM_START: &str = "2026-01-05T09:00:00Z";

@@ -480,7 +480,7 @@ pub fn render_turn(observations: &[Observation], text: &str) -> String {
     if observations.is_empty() {
         return text.to_owned();
     }
-    let mut out = String::from("[App notifications]\n");
+    let mut out = format!("{}\n", protocol::apps::NOTIFICATIONS_HEADER);
     for observation in observations {
         out.push_str("- ");
         out.push_str(&observation.message);

@@ -31,6 +31,12 @@ const TOKEN_BUDGET: u32 = 4_000;
 /// The sender name of the agent under test in injected requests.
 pub const TARGET_SENDER: &str = "target";
 
+/// Virtual start of every simulated conversation, whether `judge sim` or `judge serve` runs it:
+/// fixed, so transcripts are reproducible (2026-01-05T09:00:00Z).
+pub fn sim_start() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_767_603_600, 0).expect("a representable instant")
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimSettings {
     pub seed: u64,
