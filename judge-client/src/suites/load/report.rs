@@ -16,6 +16,7 @@ use super::schedule::LoadLevel;
 use super::slo::Slos;
 use super::workload::Workload;
 use crate::report::escape::escape;
+use crate::report::html::page_head;
 use crate::rundir::{self, Manifest};
 
 /// Each figure's definition, written into both files so a reader never has to guess.
@@ -313,8 +314,8 @@ pub fn write(out: &Path, results: &LoadResults) -> Result<PathBuf, LoadError> {
     Ok(dir)
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+/// What the load report changes of the shared stylesheet: wider, figures right-aligned.
+const EXTRA_STYLE: &str = "body{max-width:1100px}td,th{text-align:right}
 th:first-child,td:first-child{text-align:left}.warn{color:#b42318}dt{font-weight:bold;margin-top:.4em}";
 
 fn ms(p: &Option<Percentiles>, pick: fn(&Percentiles) -> f64) -> String {
@@ -415,10 +416,7 @@ fn throughput_chart(steps: &[StepResult]) -> String {
 }
 
 pub fn render_html(r: &LoadResults) -> String {
-    let mut h = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>judge load: {}</title><style>{STYLE}</style></head><body>",
-        escape(&r.endpoint)
-    );
+    let mut h = page_head(&format!("judge load: {}", r.endpoint), EXTRA_STYLE);
     let _ = write!(
         h,
         "<h1>Load: {}</h1><p>model <code>{}</code>, {}, prompts {} tokens, outputs {} tokens, {} sessions, seed {}, warm-up {} s excluded, {} worker threads, started {}</p>",

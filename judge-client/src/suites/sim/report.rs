@@ -8,7 +8,7 @@ use super::injection::EndpointMetrics;
 use super::results::SimResults;
 use super::runner::{Conversation, UserSource};
 use crate::report::escape::escape;
-use crate::report::html::STYLE;
+use crate::report::html::page_head;
 
 const FAILURE_CLASSES: [&str; 5] = [
     "agent_error",
@@ -81,10 +81,7 @@ fn opt(v: Option<f64>, digits: usize) -> String {
 }
 
 fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n{body}</body></html>\n",
-        escape(title)
-    )
+    format!("{}\n{body}</body></html>\n", page_head(title, ""))
 }
 
 fn summary_table(out: &mut String, r: &SimResults) {
