@@ -1,20 +1,23 @@
 //! The agentwall judge: benchmarks any OpenAI-compatible endpoint over HTTP only.
 //!
 //! - [`target`]: the HTTP client toward the target, its resilience and the capability probe;
-//! - [`suites`]: benchmark suites (`ltm`, long-term memory; `sim`, persona simulations, agent
-//!   injection and A/B comparison);
-//! - [`report`]: results, JUnit, the HTML report, session logs, statistics, comparisons;
-//! - [`run`]: a run directory from start (or resume) to its final files;
-//! - [`shard`]: one benchmark split across processes (`--shard`) and merged back (`judge merge`).
+//! - [`suites`]: the benchmark suites, each with its run directory and its report: `ltm`
+//!   (long-term memory, sharded runs and `judge merge`), `apps` (simulated applications graded
+//!   by their final state), `sim` (persona simulations, agent injection, A/B comparison) and
+//!   `load` (throughput and latency);
+//! - [`rundir`]: the run-directory contract every suite writes by (unique folder, atomic files,
+//!   the typed manifest with the run's state, checkpoints, shards);
+//! - [`report`]: the kit every suite's report is built with (page shell, charts, escaping, JUnit,
+//!   statistics, session logs);
+//! - [`serve`]: `judge serve`, the HTTP API and dashboard over the run directories;
+//! - [`canonical`]: canonical JSON and its `sha256:` hashes.
 
-pub mod apps;
 pub mod canonical;
-pub mod config;
 pub mod report;
-pub mod run;
+pub mod rundir;
 pub mod serve;
-pub mod shard;
 pub mod suites;
 pub mod target;
 
-pub use config::{HistoryMode, LtmConfig};
+pub use suites::HistoryMode;
+pub use suites::ltm::LtmConfig;

@@ -1,10 +1,10 @@
 //! Document 004's validation checklist (V01 to V07), against the library: scripted agents acting
 //! through a `World`, no network.
 
-use judge_client::apps::audit::INVALID_DIRECTIVE;
-use judge_client::apps::paypal::PayPal;
-use judge_client::apps::world::AppSetup;
-use judge_client::apps::{
+use judge_client::suites::apps::audit::INVALID_DIRECTIVE;
+use judge_client::suites::apps::paypal::PayPal;
+use judge_client::suites::apps::world::AppSetup;
+use judge_client::suites::apps::{
     ActionSpec, App, AppError, AppRegistry, AppResult, LogicalClock, Params, World,
 };
 use serde_json::{Value, json};
@@ -475,7 +475,7 @@ fn v05_audit_entries_are_complete_ordered_filterable_and_written_as_json_lines()
     let lines = log.to_jsonl();
     assert_eq!(lines.lines().count(), 3);
     assert_eq!(
-        judge_client::apps::AuditLog::from_jsonl(&lines).unwrap(),
+        judge_client::suites::apps::AuditLog::from_jsonl(&lines).unwrap(),
         *log
     );
 }

@@ -1,8 +1,8 @@
 //! Property tests of the `APP_ACTION:` parser: it never panics on any text, and it reads back
 //! whatever the formatter writes, wherever the directive sits in prose.
 
-use judge_client::apps::Params;
-use judge_client::apps::directive::{format_directive, parse_message};
+use judge_client::suites::apps::Params;
+use judge_client::suites::apps::directive::{format_directive, parse_message};
 use proptest::prelude::*;
 use serde_json::{Number, Value};
 

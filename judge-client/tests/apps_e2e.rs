@@ -1,8 +1,8 @@
 //! Document 004's end-to-end scenarios E2E-01 to E2E-03, with both agents scripted, plus
 //! checkpoint, restore and branching of a whole run.
 
-use judge_client::apps::world::AppSetup;
-use judge_client::apps::{AppRegistry, LogicalClock, World};
+use judge_client::suites::apps::world::AppSetup;
+use judge_client::suites::apps::{AppRegistry, LogicalClock, World};
 use serde_json::{Value, json};
 
 fn world(seed: u64) -> World {

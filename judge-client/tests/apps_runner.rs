@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 
 use actix_web::{App as WebApp, HttpRequest, HttpResponse, HttpServer, web};
 use judge_client::HistoryMode;
-use judge_client::apps::artifacts::write_outcome;
-use judge_client::apps::runner::{AgentReply, AgentTurn, TrialStatus};
-use judge_client::apps::scripted::ReferenceAgent;
-use judge_client::apps::tools::tool_call;
-use judge_client::apps::{
+use judge_client::suites::apps::artifacts::write_outcome;
+use judge_client::suites::apps::runner::{AgentReply, AgentTurn, TrialStatus};
+use judge_client::suites::apps::scripted::ReferenceAgent;
+use judge_client::suites::apps::tools::tool_call;
+use judge_client::suites::apps::{
     ActionMode, AgentEndpoint, AppRegistry, Params, Scenario, TargetAgent, run_scenario,
     run_scenarios,
 };

@@ -5,10 +5,12 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-use judge_client::apps::paypal::PayPal;
-use judge_client::apps::runner::{AgentReply, AgentTurn, TrialStatus};
-use judge_client::apps::scripted::ReferenceAgent;
-use judge_client::apps::{ActionMode, AgentEndpoint, App, AppRegistry, Scenario, run_scenario};
+use judge_client::suites::apps::paypal::PayPal;
+use judge_client::suites::apps::runner::{AgentReply, AgentTurn, TrialStatus};
+use judge_client::suites::apps::scripted::ReferenceAgent;
+use judge_client::suites::apps::{
+    ActionMode, AgentEndpoint, App, AppRegistry, Scenario, run_scenario,
+};
 use judge_client::target::TargetError;
 
 fn scenarios() -> Vec<Scenario> {

@@ -11,11 +11,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use judge_client::config::{HistoryMode, LtmConfig};
-use judge_client::run::{self, Silent};
 use judge_client::serve::{ServeConfig, ServeError, bind};
 use judge_client::suites::ltm::TestType;
+use judge_client::suites::ltm::run::{self, Silent};
 use judge_client::target::{Credentials, RetryPolicy, TargetSettings};
+use judge_client::{HistoryMode, LtmConfig};
 use serde_json::{Value, json};
 
 use common::serve::Serve;

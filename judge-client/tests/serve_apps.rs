@@ -7,8 +7,8 @@ mod common;
 use std::time::Duration;
 
 use awc::Client;
-use judge_client::apps::artifacts::write_outcome;
 use judge_client::serve::{ServeConfig, bind};
+use judge_client::suites::apps::artifacts::write_outcome;
 use serde_json::{Value, json};
 
 const RUN: &str = "apps-20260105T090000Z-seed1";

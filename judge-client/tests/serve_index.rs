@@ -17,8 +17,8 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use judge_client::apps::artifacts::write_outcome;
 use judge_client::serve::{ServeConfig, ServeError, bind_with_database, catalog};
+use judge_client::suites::apps::artifacts::write_outcome;
 use serde_json::json;
 
 use common::serve::Serve;

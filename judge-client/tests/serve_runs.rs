@@ -8,10 +8,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use judge_client::apps::ActionMode;
-use judge_client::apps::artifacts::write_outcome;
-use judge_client::apps::suite::AppsResults;
 use judge_client::serve::{ServeConfig, bind};
+use judge_client::suites::apps::ActionMode;
+use judge_client::suites::apps::artifacts::write_outcome;
+use judge_client::suites::apps::suite::AppsResults;
 use serde_json::{Value, json};
 
 use common::serve::Serve;

@@ -15,17 +15,11 @@
 
 use std::sync::LazyLock;
 
+use protocol::apps::NOTIFICATIONS_HEADER;
+pub use protocol::apps::{DIRECTIVE_MARKER, TOOL_SEPARATOR};
 use protocol::openai::{ChatCompletionRequest, ChatMessage, FunctionCall, Role, ToolCall};
 use regex::Regex;
 use serde_json::{Map, Number, Value};
-
-/// The directive marker of design document 004.
-pub const DIRECTIVE_MARKER: &str = "APP_ACTION:";
-/// Separates app and action in a tool name (`paypal__transfer`): OpenAI names allow neither `.`
-/// nor an unambiguous single `_`.
-pub const TOOL_SEPARATOR: &str = "__";
-/// The header of the notification block a client puts before the user's words.
-const NOTIFICATIONS_HEADER: &str = "[App notifications]";
 
 /// How the client wants actions expressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,10 +8,10 @@ use super::progress::{Bar, progress_bar};
 use super::target::TargetArgs;
 use anyhow::{Context, bail};
 use clap::Args;
-use judge_client::apps::runner::{ActionMode, ScenarioOutcome};
-use judge_client::apps::suite::{self as apps_suite, AppsConfig, AppsProgress};
-use judge_client::apps::{Scenario, shipped};
-use judge_client::config::HistoryMode;
+use judge_client::HistoryMode;
+use judge_client::suites::apps::runner::{ActionMode, ScenarioOutcome};
+use judge_client::suites::apps::suite::{self as apps_suite, AppsConfig, AppsProgress};
+use judge_client::suites::apps::{Scenario, shipped};
 
 #[derive(Args)]
 pub struct AppsArgs {

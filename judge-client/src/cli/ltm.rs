@@ -8,14 +8,14 @@ use super::target::TargetArgs;
 use super::{EXIT_BELOW_THRESHOLD, EXIT_REGRESSION};
 use anyhow::{Context, bail};
 use clap::Args;
-use judge_client::config::{HistoryMode, LtmConfig};
-use judge_client::report::compare;
-use judge_client::report::results::{RunResults, TestResult, TestStatus};
-use judge_client::report::stats::latency;
-use judge_client::report::summary::render_table;
-use judge_client::run::{self, RunOutcome};
-use judge_client::shard::Shard;
 use judge_client::suites::ltm::TestType;
+use judge_client::suites::ltm::compare;
+use judge_client::suites::ltm::results::{RunResults, TestResult, TestStatus};
+use judge_client::suites::ltm::run::{self, RunOutcome};
+use judge_client::suites::ltm::shard::Shard;
+use judge_client::suites::ltm::summary::latency;
+use judge_client::suites::ltm::summary::render_table;
+use judge_client::{HistoryMode, LtmConfig};
 
 #[derive(Args)]
 pub struct LtmArgs {

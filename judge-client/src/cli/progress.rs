@@ -1,8 +1,8 @@
 //! The progress bar the suites draw while they run.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use judge_client::report::results::TestResult;
-use judge_client::run::Progress;
+use judge_client::suites::ltm::results::TestResult;
+use judge_client::suites::ltm::run::Progress;
 
 pub struct Bar(pub ProgressBar);
 

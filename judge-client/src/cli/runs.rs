@@ -8,8 +8,8 @@ use super::ltm::print_outcome;
 use super::target::TargetArgs;
 use anyhow::Context;
 use clap::Args;
-use judge_client::report::compare;
-use judge_client::shard::{self};
+use judge_client::suites::ltm::compare;
+use judge_client::suites::ltm::shard::{self};
 use judge_client::target::{TargetClient, probe};
 
 #[derive(Args)]

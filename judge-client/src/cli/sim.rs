@@ -7,12 +7,13 @@ use super::target::TargetArgs;
 use super::{EXIT_BELOW_THRESHOLD, EXIT_NOT_MEASURED};
 use anyhow::{Context, bail};
 use clap::Args;
-use judge_client::run::create_unique_dir;
+use judge_client::rundir::create_unique_dir;
 use judge_client::suites::sim::ab::run_ab;
 use judge_client::suites::sim::injection::InjectionPlan;
 use judge_client::suites::sim::injection::config::ConfigFile;
 use judge_client::suites::sim::injection::fixtures::FixtureFile;
 use judge_client::suites::sim::replay as sim_replay;
+use judge_client::suites::sim::runner::sim_start;
 use judge_client::suites::sim::{
     SimOutcome, SimRunConfig, SimSettings, SimulatorSpec, persona, run_sim,
 };
@@ -176,7 +177,7 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
             single_turn: args.single_turn,
             stop_token: args.stop_token.clone(),
             concurrency: args.concurrency.clamp(1, 10),
-            start: SIM_START.parse().context("the simulation start time")?,
+            start: sim_start(),
             max_reply_chars: args.max_reply_chars.max(1),
             keep_unfaithful_simulator: args.keep_unfaithful_simulator,
         },
@@ -333,6 +334,3 @@ pub async fn replay(args: ReplayArgs) -> anyhow::Result<ExitCode> {
     println!("comparison: {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
-
-/// Virtual start of every simulated conversation: fixed, so transcripts are reproducible.
-pub const SIM_START: &str = "2026-01-05T09:00:00Z";

@@ -1,11 +1,9 @@
-//! Everything the judge writes: results, JUnit, HTML, session logs, the summary table, statistics
-//! and run comparisons.
+//! The report kit every suite writes its files with: the page shell and stylesheet of
+//! `report.html` ([`html`]), HTML/XML escaping ([`escape`]), statistics ([`stats`]) and session
+//! logs in design document 001's format ([`session_log`]). What a suite reports lives with the
+//! suite.
 
-pub mod compare;
+pub mod escape;
 pub mod html;
-pub mod junit;
-pub mod manifest;
-pub mod results;
 pub mod session_log;
 pub mod stats;
-pub mod summary;

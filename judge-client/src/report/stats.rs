@@ -57,6 +57,62 @@ pub fn mcnemar_exact(b: usize, c: usize) -> f64 {
     (2.0 * tail).min(1.0)
 }
 
+/// One paired unit's outcome in runs A and B.
+#[derive(Debug, Clone, Copy)]
+pub struct PairOutcome {
+    pub score_a: f64,
+    pub score_b: f64,
+    pub passed_a: bool,
+    pub passed_b: bool,
+}
+
+/// The statistics of a paired comparison; `judge compare` and `judge serve` both use these.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairStats {
+    /// Passed in A, not in B.
+    pub regressions: usize,
+    /// Passed in B, not in A.
+    pub improvements: usize,
+    /// McNemar's exact two-sided p-value on the discordant pairs.
+    pub p_value: f64,
+    pub mean_a: Option<f64>,
+    pub mean_b: Option<f64>,
+    /// Mean of `score_b - score_a`, with its 95 % bootstrap interval.
+    pub mean_diff: Option<f64>,
+    pub diff_ci: Option<(f64, f64)>,
+    /// B is significantly worse: more regressions than improvements with p < alpha, or a mean
+    /// score difference whose whole interval is below zero.
+    pub regression: bool,
+}
+
+pub fn pair_stats(pairs: &[PairOutcome], alpha: f64) -> PairStats {
+    let regressions = pairs.iter().filter(|p| p.passed_a && !p.passed_b).count();
+    let improvements = pairs.iter().filter(|p| !p.passed_a && p.passed_b).count();
+    let p_value = mcnemar_exact(regressions, improvements);
+    let diffs: Vec<f64> = pairs.iter().map(|p| p.score_b - p.score_a).collect();
+    let diff_ci = bootstrap_ci(&diffs);
+    PairStats {
+        regressions,
+        improvements,
+        p_value,
+        mean_a: mean(&pairs.iter().map(|p| p.score_a).collect::<Vec<_>>()),
+        mean_b: mean(&pairs.iter().map(|p| p.score_b).collect::<Vec<_>>()),
+        mean_diff: mean(&diffs),
+        diff_ci,
+        regression: (regressions > improvements && p_value < alpha)
+            || diff_ci.is_some_and(|(_, hi)| hi < 0.0),
+    }
+}
+
+/// Nearest-rank percentile of sorted values; `None` when there are none.
+pub fn nearest_rank(sorted: &[u64], p: f64) -> Option<u64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,71 +141,5 @@ mod tests {
         assert!((mcnemar_exact(9, 1) - 22.0 / 1024.0).abs() < 1e-12);
         assert_eq!(mcnemar_exact(3, 3), 1.0);
         assert!(mcnemar_exact(0, 40) < 1e-9);
-    }
-}
-
-/// Latency figures of a run's chat turns.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Latency {
-    pub turns: usize,
-    pub p50_ms: u64,
-    pub p95_ms: u64,
-    pub max_ms: u64,
-    /// Turns that needed more than one attempt (429 retries).
-    pub retried: usize,
-}
-
-/// Nearest-rank percentile of sorted values; `None` when there are none.
-pub fn nearest_rank(sorted: &[u64], p: f64) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(sorted[rank - 1])
-}
-
-/// Nearest-rank percentiles over every turn. A sorted vector is enough for a few thousand turns;
-/// the load suite, with far more samples, is where a histogram crate earns its place.
-pub fn latency(timings: &[super::results::TestTiming]) -> Option<Latency> {
-    let mut all: Vec<u64> = timings
-        .iter()
-        .flat_map(|t| t.turn_ms.iter().copied())
-        .collect();
-    if all.is_empty() {
-        return None;
-    }
-    all.sort_unstable();
-    Some(Latency {
-        turns: all.len(),
-        p50_ms: nearest_rank(&all, 0.50)?,
-        p95_ms: nearest_rank(&all, 0.95)?,
-        max_ms: all[all.len() - 1],
-        retried: timings
-            .iter()
-            .flat_map(|t| &t.turn_attempts)
-            .filter(|a| **a > 1)
-            .count(),
-    })
-}
-
-#[cfg(test)]
-mod latency_tests {
-    use super::*;
-    use crate::report::results::TestTiming;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let timing = TestTiming {
-            id: "x".into(),
-            total_ms: 0,
-            turn_ms: (1..=100).rev().collect(),
-            turn_attempts: vec![1, 2, 1, 4],
-        };
-        let l = latency(&[timing]).unwrap();
-        assert_eq!(
-            (l.turns, l.p50_ms, l.p95_ms, l.max_ms, l.retried),
-            (100, 50, 95, 100, 2)
-        );
-        assert_eq!(latency(&[]), None);
     }
 }

@@ -3,10 +3,17 @@
 
 use std::path::{Path, PathBuf};
 
+use chrono::SecondsFormat;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::error::ApiError;
+use crate::rundir::{AnyManifest, RunState};
+use crate::suites::Suite;
+use crate::suites::apps::Apps;
+use crate::suites::load::Load;
+use crate::suites::ltm::Ltm;
+use crate::suites::sim::{Ab, Sim};
 
 /// One line of `GET /runs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -17,7 +24,8 @@ pub struct RunSummary {
     /// RFC 3339, from the manifest (or the results of a load run).
     pub created: Option<String>,
     /// `running`, `complete`, `stopped` (a simulation stopped through the API: its manifest
-    /// says when and after how many conversations), or `incomplete` (no results.json).
+    /// says when and after how many conversations), `failed` (its manifest says why), or
+    /// `incomplete` (no results.json).
     pub state: String,
     /// What the suite is judged on, 0 to 1: ltm's overall score, sim's goal rate, apps' mean
     /// pass^k; none for load runs (their figures are per load level) and unfinished runs.
@@ -77,28 +85,38 @@ fn text(value: &Value, pointer: &str) -> Option<String> {
     value.pointer(pointer)?.as_str().map(str::to_owned)
 }
 
+/// Suite `S`'s headline: its label, and its value in `results` when they are `S`'s results.
+fn headline<S: Suite>(results: Option<&Value>) -> (Option<&'static str>, Option<f64>) {
+    let value = results
+        .and_then(|r| serde_json::from_value::<S::Results>(r.clone()).ok())
+        .and_then(|r| S::headline(&r));
+    (S::HEADLINE.map(|h| h.label), value)
+}
+
 fn summarise(id: &str, manifest: &Value, results: Option<&Value>) -> RunSummary {
-    let suite = text(manifest, "/suite")
+    let typed: Option<AnyManifest> = serde_json::from_value(manifest.clone()).ok();
+    let suite = typed
+        .as_ref()
+        .map(|m| m.suite.clone())
         .or_else(|| results.and_then(|r| text(r, "/suite")))
         .unwrap_or_else(|| "unknown".to_owned());
-    let created =
-        text(manifest, "/created_at").or_else(|| results.and_then(|r| text(r, "/started_at")));
-    let (label, pointer) = match suite.as_str() {
-        "ltm" => ("overall score", "/overall"),
-        "sim" => ("goal rate", "/summary/goal_rate"),
-        "ab" => ("A's share of decisive pairs", "/test/win_share_a"),
-        "apps" => ("mean pass^k", "/mean_pass_hat_k"),
-        _ => ("", ""),
+    let created = typed
+        .as_ref()
+        .map(|m| m.created_at.to_rfc3339_opts(SecondsFormat::AutoSi, true))
+        .or_else(|| results.and_then(|r| text(r, "/started_at")));
+    let (label, score) = match suite.as_str() {
+        Ltm::KIND => headline::<Ltm>(results),
+        Sim::KIND => headline::<Sim>(results),
+        Ab::KIND => headline::<Ab>(results),
+        Apps::KIND => headline::<Apps>(results),
+        Load::KIND => headline::<Load>(results),
+        _ => (None, None),
     };
-    let score = results
-        .filter(|_| !pointer.is_empty())
-        .and_then(|r| r.pointer(pointer))
-        .and_then(Value::as_f64);
-    let state = match (results, text(manifest, "/state")) {
+    let state = match (results, typed.map(|m| m.state)) {
         // A stop can race the last writes of a run: the manifest's word is final.
-        (_, Some(s)) if s == "stopped" => "stopped".to_owned(),
+        (_, Some(s @ (RunState::Stopped | RunState::Failed))) => s.as_str().to_owned(),
         (Some(_), _) => "complete".to_owned(),
-        (None, Some(s)) if s == "running" => "running".to_owned(),
+        (None, Some(RunState::Running)) => "running".to_owned(),
         (None, _) => "incomplete".to_owned(),
     };
     RunSummary {
@@ -107,7 +125,7 @@ fn summarise(id: &str, manifest: &Value, results: Option<&Value>) -> RunSummary 
         created,
         state,
         score,
-        score_label: (!label.is_empty()).then(|| label.to_owned()),
+        score_label: label.map(str::to_owned),
     }
 }
 
@@ -218,10 +236,23 @@ mod tests {
     #[test]
     fn headline_scores_per_suite() {
         let manifest = serde_json::json!({"suite": "sim", "created_at": "2026-01-05T09:00:00Z"});
-        let results = serde_json::json!({"summary": {"goal_rate": 0.5}});
+        let mut summary = crate::suites::sim::results::summarise(&[]);
+        summary.goal_rate = Some(0.5);
+        let results = serde_json::to_value(crate::suites::sim::results::SimResults {
+            suite: "sim".to_owned(),
+            seed: 1,
+            config_hash: String::new(),
+            target_model: "m".to_owned(),
+            simulator: "scripted".to_owned(),
+            max_turns: 3,
+            summary,
+            conversations: Vec::new(),
+        })
+        .unwrap();
         let s = summarise("r", &manifest, Some(&results));
         assert_eq!((s.score, s.state.as_str()), (Some(0.5), "complete"));
-        let running = serde_json::json!({"suite": "ltm", "state": "running"});
+        let running = serde_json::json!({"run_id": "r", "suite": "ltm", "state": "running",
+            "created_at": "2026-01-05T09:00:00Z"});
         let s = summarise("r", &running, None);
         assert_eq!((s.score, s.state.as_str()), (None, "running"));
     }

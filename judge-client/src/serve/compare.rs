@@ -12,20 +12,14 @@ use serde_json::Value;
 
 use super::catalog::RunDetail;
 use super::error::ApiError;
-use crate::apps::suite::AppsResults;
-use crate::report::compare as ltm;
-use crate::report::compare::{PairOutcome, pair_stats};
-use crate::report::results::RunResults;
-use crate::report::stats::mean;
-use crate::suites::sim::results::SimResults;
-
-/// Is a higher or a lower value of a metric the better one?
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    Higher,
-    Lower,
-}
+use crate::report::stats::{PairOutcome, pair_stats};
+use crate::suites::apps::Apps;
+use crate::suites::load::Load;
+use crate::suites::ltm::Ltm;
+use crate::suites::ltm::compare as ltm;
+use crate::suites::ltm::results::RunResults;
+use crate::suites::sim::Sim;
+use crate::suites::{Better, Figure, Suite, UnitScore};
 
 /// One figure of both runs.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -121,23 +115,11 @@ pub struct RunComparison {
     pub metrics: Vec<MetricDiff>,
 }
 
-/// Units of one run: key, group, score, passed, per-unit metrics.
-struct Unit {
-    id: String,
-    test_type: Option<Value>,
-    group: String,
-    score: Option<f64>,
-    passed: bool,
-    figures: Vec<(&'static str, Option<f64>, Better)>,
-}
-
-/// Reads one run's units and figures.
-type SideReader = fn(&RunDetail) -> Result<Side, ApiError>;
-
+/// One run read through its suite: seed, units and figures.
 struct Side {
     seed: Option<u64>,
-    units: Vec<Unit>,
-    figures: Vec<(&'static str, Option<f64>, Better)>,
+    units: Vec<UnitScore>,
+    figures: Vec<Figure>,
 }
 
 fn parse<T: serde::de::DeserializeOwned>(run: &RunDetail) -> Result<T, ApiError> {
@@ -149,176 +131,29 @@ fn parse<T: serde::de::DeserializeOwned>(run: &RunDetail) -> Result<T, ApiError>
     })
 }
 
-fn ltm_side(run: &RunDetail) -> Result<Side, ApiError> {
-    let r: RunResults = parse(run)?;
-    let mut figures = vec![("overall", r.overall, Better::Higher)];
-    // Each test type's mean score, named by the type.
-    for t in &r.types {
-        figures.push((t.test_type.name(), t.mean, Better::Higher));
-    }
+/// `run`'s results typed by suite `S`, read through its [`Suite`] contract.
+fn side<S: Suite>(run: &RunDetail) -> Result<Side, ApiError> {
+    let results: S::Results = parse(run)?;
     Ok(Side {
-        seed: Some(r.seed),
-        units: Vec::new(),
-        figures,
+        seed: S::seed(&results),
+        units: S::units(&results),
+        figures: S::figures(&results),
     })
 }
 
-fn sim_side(run: &RunDetail) -> Result<Side, ApiError> {
-    let r: SimResults = parse(run)?;
-    let s = &r.summary;
-    let count = |n: usize| Some(n as f64);
-    Ok(Side {
-        seed: Some(r.seed),
-        units: r
-            .conversations
-            .iter()
-            .map(|c| Unit {
-                id: format!("{}#{}", c.persona_id, c.trial),
-                test_type: None,
-                group: c.persona_id.clone(),
-                score: Some(c.checks.score),
-                passed: c.checks.goal_reached,
-                figures: Vec::new(),
-            })
-            .collect(),
-        figures: vec![
-            ("goal_rate", s.goal_rate, Better::Higher),
-            ("mean_score", s.mean_score, Better::Higher),
-            (
-                "mean_turns_to_resolution",
-                s.mean_turns_to_resolution,
-                Better::Lower,
-            ),
-            ("safety_hits", count(s.safety_hits), Better::Lower),
-            ("refusals", count(s.refusals), Better::Lower),
-            ("empty_replies", count(s.empty_replies), Better::Lower),
-            ("overlong_replies", count(s.overlong_replies), Better::Lower),
-            ("repeated_replies", count(s.repeated_replies), Better::Lower),
-            ("fallback_turns", count(s.fallback_turns), Better::Lower),
-            ("injected_mean_score", s.injected_mean_score, Better::Higher),
-        ],
-    })
-}
+type SideReader = fn(&RunDetail) -> Result<Side, ApiError>;
 
-fn apps_side(run: &RunDetail) -> Result<Side, ApiError> {
-    let r: AppsResults = parse(run)?;
-    let pass_at_k: Vec<f64> = r.scenarios.iter().filter_map(|s| s.pass_at_k).collect();
-    Ok(Side {
-        seed: Some(r.seed),
-        units: r
-            .scenarios
-            .iter()
-            .map(|s| Unit {
-                id: s.id.clone(),
-                test_type: None,
-                group: s.id.clone(),
-                score: s.pass_hat_k,
-                passed: s.graded > 0 && s.all_passed,
-                figures: Vec::new(),
-            })
-            .collect(),
-        figures: vec![
-            ("mean_pass_hat_k", r.mean_pass_hat_k, Better::Higher),
-            ("mean_pass_at_k", mean(&pass_at_k), Better::Higher),
-            (
-                "passed_scenarios",
-                Some(f64::from(r.passed_scenarios)),
-                Better::Higher,
-            ),
-            (
-                "graded_scenarios",
-                Some(f64::from(r.graded_scenarios)),
-                Better::Higher,
-            ),
-        ],
-    })
-}
-
-/// A load level's figures, read from `results.json` as written (the load report types are
-/// write-only).
-fn load_figures(step: &Value) -> Vec<(&'static str, Option<f64>, Better)> {
-    let f = |p: &str| step.pointer(p).and_then(Value::as_f64);
-    vec![
-        (
-            "requests_per_s",
-            f("/throughput/requests_per_s"),
-            Better::Higher,
-        ),
-        (
-            "output_tokens_per_s",
-            f("/throughput/output_tokens_per_s"),
-            Better::Higher,
-        ),
-        (
-            "goodput_per_s",
-            f("/throughput/goodput_per_s"),
-            Better::Higher,
-        ),
-        ("error_rate", f("/requests/error_rate"), Better::Lower),
-        ("latency_p50_ms", f("/latency/p50_ms"), Better::Lower),
-        ("latency_p99_ms", f("/latency/p99_ms"), Better::Lower),
-        ("ttft_p50_ms", f("/ttft/p50_ms"), Better::Lower),
-        ("itl_p50_ms", f("/itl/p50_ms"), Better::Lower),
-    ]
-}
-
-fn load_side(run: &RunDetail) -> Result<Side, ApiError> {
-    let steps = run.results["steps"].as_array().ok_or_else(|| {
-        ApiError::Conflict(format!(
-            "run `{}` has no usable results yet: no `steps`",
-            run.summary.id
-        ))
-    })?;
-    let units: Vec<Unit> = steps
-        .iter()
-        .map(|step| {
-            let label = step["label"].as_str().unwrap_or_default().to_owned();
-            let error_rate = step.pointer("/requests/error_rate").and_then(Value::as_f64);
-            let failed = step.pointer("/requests/failed").and_then(Value::as_u64);
-            Unit {
-                id: label.clone(),
-                test_type: None,
-                group: label,
-                score: error_rate.map(|e| 1.0 - e),
-                passed: failed == Some(0),
-                figures: load_figures(step),
-            }
-        })
-        .collect();
-    // The run's figures: each level's figure averaged over the levels.
-    let names: Vec<(&'static str, Better)> = load_figures(&Value::Null)
-        .into_iter()
-        .map(|(n, _, b)| (n, b))
-        .collect();
-    let figures = names
-        .into_iter()
-        .enumerate()
-        .map(|(i, (name, better))| {
-            let values: Vec<f64> = units.iter().filter_map(|u| u.figures[i].1).collect();
-            (name, mean(&values), better)
-        })
-        .collect();
-    Ok(Side {
-        seed: run.results["seed"].as_u64(),
-        units,
-        figures,
-    })
-}
-
-fn diffs(
-    a: &[(&'static str, Option<f64>, Better)],
-    b: &[(&'static str, Option<f64>, Better)],
-) -> Vec<MetricDiff> {
+fn diffs(a: &[Figure], b: &[Figure]) -> Vec<MetricDiff> {
     let mut out: Vec<MetricDiff> = a
         .iter()
-        .map(|(name, va, better)| {
-            let vb = b.iter().find(|(n, ..)| n == name).and_then(|(_, v, _)| *v);
-            MetricDiff::new(name, *va, vb, *better)
+        .map(|fa| {
+            let vb = b.iter().find(|f| f.name == fa.name).and_then(|f| f.value);
+            MetricDiff::new(fa.name, fa.value, vb, fa.better)
         })
         .collect();
-    for (name, vb, better) in b {
-        if !a.iter().any(|(n, ..)| n == name) {
-            out.push(MetricDiff::new(name, None, *vb, *better));
+    for fb in b {
+        if !a.iter().any(|f| f.name == fb.name) {
+            out.push(MetricDiff::new(fb.name, None, fb.value, fb.better));
         }
     }
     out
@@ -342,10 +177,10 @@ pub fn compare(a: &RunDetail, b: &RunDetail, alpha: f64) -> Result<RunComparison
         }
     }
     let (side, unit): (SideReader, &str) = match kind.as_str() {
-        "ltm" => (ltm_side, "test"),
-        "sim" => (sim_side, "conversation"),
-        "apps" => (apps_side, "scenario"),
-        "load" => (load_side, "load level"),
+        Ltm::KIND => (side::<Ltm>, Ltm::UNIT),
+        Sim::KIND => (side::<Sim>, Sim::UNIT),
+        Apps::KIND => (side::<Apps>, Apps::UNIT),
+        Load::KIND => (side::<Load>, Load::UNIT),
         other => {
             return Err(ApiError::Unprocessable(format!(
                 "runs of kind {other} do not compare here (an ab run is already a comparison of two targets)"
@@ -354,7 +189,7 @@ pub fn compare(a: &RunDetail, b: &RunDetail, alpha: f64) -> Result<RunComparison
     };
     let (side_a, side_b) = (side(a)?, side(b)?);
     let metrics = diffs(&side_a.figures, &side_b.figures);
-    if kind == "ltm" {
+    if kind == Ltm::KIND {
         // The LTM pairing is `judge compare`'s own, so the CLI and the API always agree.
         let (ra, rb): (RunResults, RunResults) = (parse(a)?, parse(b)?);
         let c = ltm::compare(&ra, &rb, alpha);
@@ -399,7 +234,7 @@ pub fn compare(a: &RunDetail, b: &RunDetail, alpha: f64) -> Result<RunComparison
         match (ua.score, ub.and_then(|u| u.score.map(|s| (u, s)))) {
             (Some(score_a), Some((ub, score_b))) => pairs.push(PairView {
                 id: ua.id.clone(),
-                test_type: ua.test_type.clone(),
+                test_type: None,
                 group: ua.group.clone(),
                 score_a,
                 score_b,

@@ -19,7 +19,6 @@ use crate::suites::sim::{SimRunConfig, SimSettings, SimulatorSpec};
 use crate::target::{Credentials, RetryPolicy, TargetSettings};
 
 /// Every conversation's virtual start, as `judge sim` uses: the same config gives the same run.
-const SIM_START: &str = "2026-01-05T09:00:00Z";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -559,9 +558,7 @@ impl SimulationConfig {
                 single_turn: run.single_turn,
                 stop_token: run.stop_token.clone(),
                 concurrency: run.concurrency,
-                start: SIM_START
-                    .parse()
-                    .map_err(|_| ApiError::Internal("the simulation start time".to_owned()))?,
+                start: crate::suites::sim::runner::sim_start(),
                 max_reply_chars: run.max_reply_chars,
                 keep_unfaithful_simulator: false,
             },

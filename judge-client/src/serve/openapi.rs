@@ -44,7 +44,7 @@ use super::{apps, catalog, compare, config, injection, runs, simulations, state}
         compare::RunComparison,
         compare::PairView,
         compare::MetricDiff,
-        compare::Better,
+        crate::suites::Better,
         state::SimState,
         apps::AppsSimulationView,
     ))

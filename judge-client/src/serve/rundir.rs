@@ -6,26 +6,18 @@
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::error::ApiError;
 use super::index::records::{SIMULATION_FILE, SimulationRecord};
+use crate::rundir::{self, AnyManifest, RunDirError, RunState};
 
-/// Writes `value` to `dir/name` through a temporary file and a rename, so a reader (the
-/// catalog, the index) sees the old file or the new one, never half of one.
-fn write_atomic(dir: &Path, name: &str, value: &Value) -> Result<(), ApiError> {
-    let fail = |e: std::io::Error| ApiError::Internal(format!("{}: {e}", dir.join(name).display()));
-    let tmp = dir.join(format!(".{name}.tmp"));
-    let mut text =
-        serde_json::to_vec_pretty(value).map_err(|e| ApiError::Internal(format!("{name}: {e}")))?;
-    text.push(b'\n');
-    std::fs::write(&tmp, text).map_err(fail)?;
-    std::fs::rename(&tmp, dir.join(name)).map_err(fail)
+fn internal(e: RunDirError) -> ApiError {
+    ApiError::Internal(e.to_string())
 }
 
 pub fn write_simulation(dir: &Path, record: &SimulationRecord) -> Result<(), ApiError> {
-    let value = serde_json::to_value(record).map_err(|e| ApiError::Internal(format!("{e}")))?;
-    write_atomic(dir, SIMULATION_FILE, &value)
+    rundir::write_json(&dir.join(SIMULATION_FILE), record).map_err(internal)
 }
 
 /// What a stop records.
@@ -36,25 +28,29 @@ pub struct Stop {
     pub conversations_planned: usize,
 }
 
-/// Records the stop in the manifest: `state: "stopped"`, when, and how many conversations had
-/// finished. A run stopped before `judge sim` wrote its manifest (during the target's probe)
-/// gets a minimal one, so it is still listed, as stopped.
+/// Records the stop in the manifest: state [`RunState::Stopped`], when, and how many
+/// conversations had finished. A run stopped before `judge sim` wrote its manifest (during the
+/// target's probe) gets a minimal one, so it is still listed, as stopped.
 pub fn mark_stopped(dir: &Path, stop: &Stop) -> Result<(), ApiError> {
-    let manifest = std::fs::read_to_string(dir.join("manifest.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<Value>(&t).ok())
-        .filter(Value::is_object);
-    let mut manifest = manifest
-        .unwrap_or_else(|| json!({"run_id": stop.run_id, "suite": "sim", "created_at": stop.at}));
-    manifest["state"] = json!("stopped");
-    manifest["stopped_at"] = json!(stop.at);
-    manifest["conversations_done"] = json!(stop.conversations_done);
-    manifest["conversations_planned"] = json!(stop.conversations_planned);
-    write_atomic(dir, "manifest.json", &manifest)
+    let mut manifest: AnyManifest = rundir::read_manifest(dir)
+        .unwrap_or_else(|_| AnyManifest::minimal(stop.run_id.clone(), "sim", stop.at));
+    manifest.state = RunState::Stopped;
+    manifest.stopped_at = Some(stop.at);
+    manifest.details.insert(
+        "conversations_done".to_owned(),
+        json!(stop.conversations_done),
+    );
+    manifest.details.insert(
+        "conversations_planned".to_owned(),
+        json!(stop.conversations_planned),
+    );
+    rundir::write_manifest(dir, &manifest).map_err(internal)
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
     use super::*;
 
     #[test]
@@ -62,7 +58,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(
             dir.path().join("manifest.json"),
-            r#"{"run_id": "r", "suite": "sim", "seed": 4}"#,
+            r#"{"run_id": "r", "suite": "sim", "created_at": "2026-01-05T08:00:00Z", "seed": 4}"#,
         )
         .unwrap();
         let at: DateTime<Utc> = "2026-01-05T09:00:00Z".parse().unwrap();

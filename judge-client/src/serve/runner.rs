@@ -12,7 +12,7 @@ use super::index::live::record;
 use super::rundir::{Stop, mark_stopped, write_simulation};
 use super::simulations::state_name;
 use super::state::{ServeState, SimState};
-use crate::run::create_unique_dir;
+use crate::rundir::create_unique_dir;
 use crate::suites::sim::injection::EndpointMetrics;
 use crate::suites::sim::run_sim_observed;
 use crate::suites::sim::runner::{Conversation, PanelObserver, Round};

@@ -13,7 +13,7 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use protocol::control::{InjectRequest, InjectResponse, MemoryView, ResetResponse};
 use protocol::headers::{MOCK_TIME, SESSION_ID, TRACEPARENT, format_mock_time};
 use protocol::openai::{
-    ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody, Tool, ToolCall,
+    ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody, ModelList, Tool, ToolCall,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -175,14 +175,6 @@ impl TargetClient {
 
     /// `GET /v1/models`: the model ids the target lists.
     pub async fn models(&self) -> Result<Vec<String>, TargetError> {
-        #[derive(Deserialize)]
-        struct ModelList {
-            data: Vec<ModelEntry>,
-        }
-        #[derive(Deserialize)]
-        struct ModelEntry {
-            id: String,
-        }
         let url = format!("{}/models", self.api_base);
         let raw = self
             .execute(Call {

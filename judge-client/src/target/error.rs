@@ -73,3 +73,24 @@ impl TargetError {
         self
     }
 }
+
+/// A classified failure, as reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    pub kind: FailureKind,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    pub attempts: u32,
+}
+
+impl From<TargetError> for Failure {
+    fn from(e: TargetError) -> Self {
+        Self {
+            kind: e.kind,
+            message: e.message,
+            status: e.status,
+            attempts: e.attempts,
+        }
+    }
+}

@@ -10,6 +10,6 @@ pub mod trace;
 
 pub use breaker::BreakerPolicy;
 pub use client::{ChatReply, Credentials, RequestContext, TargetClient, TargetSettings};
-pub use error::{FailureKind, TargetError};
+pub use error::{Failure, FailureKind, TargetError};
 pub use probe::{Capabilities, Requirement, probe};
 pub use resilience::RetryPolicy;

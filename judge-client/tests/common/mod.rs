@@ -338,9 +338,9 @@ pub async fn scripted(behaviours: Vec<Behaviour>) -> Fake {
 /// The shipped transfer scenario (`01_transfer_basic.yaml`) played `trials` times by its
 /// reference agent in directive mode, seed 1: the apps run the `judge serve` tests index, list and
 /// compare. Callers write it out with the manifest and results their test needs.
-pub async fn play_transfer_scenario(trials: u32) -> judge_client::apps::ScenarioOutcome {
-    use judge_client::apps::scripted::ReferenceAgent;
-    use judge_client::apps::{ActionMode, AppRegistry, Scenario, run_scenario};
+pub async fn play_transfer_scenario(trials: u32) -> judge_client::suites::apps::ScenarioOutcome {
+    use judge_client::suites::apps::scripted::ReferenceAgent;
+    use judge_client::suites::apps::{ActionMode, AppRegistry, Scenario, run_scenario};
     let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("scenarios/apps/01_transfer_basic.yaml");
     let mut scenario = Scenario::load(&path).unwrap();

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::slo::Slos;
 use crate::target::FailureKind;
@@ -247,7 +247,7 @@ impl Metrics {
 }
 
 /// Percentiles of one histogram, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
     pub count: u64,
     pub mean_ms: f64,

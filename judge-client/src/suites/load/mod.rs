@@ -40,11 +40,8 @@ pub enum LoadError {
     Remote(String),
     #[error("no model found at {url} ({message}); pass --model")]
     Model { url: String, message: String },
-    #[error("writing {path}: {source}")]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("writing the run directory: {0}")]
+    Write(#[from] crate::rundir::RunDirError),
     #[error("a worker thread panicked")]
     Worker,
 }
@@ -55,4 +52,86 @@ pub struct LoadOutcome {
     pub results: LoadResults,
     /// The run directory holding `results.json` and `report.html`.
     pub dir: PathBuf,
+}
+
+use crate::report::stats::mean;
+use crate::suites::{Better, Figure, Headline, Suite, UnitScore};
+
+/// The load suite ([`Suite`]): no headline (its figures are per load level), compared level by
+/// level; the run's figures are each level's figure averaged over the levels.
+pub struct Load;
+
+/// A load level's figures.
+fn level_figures(step: &StepResult) -> Vec<Figure> {
+    let p50 = |p: &Option<metrics::Percentiles>| p.map(|p| p.p50_ms);
+    vec![
+        Figure::new(
+            "requests_per_s",
+            Some(step.throughput.requests_per_s),
+            Better::Higher,
+        ),
+        Figure::new(
+            "output_tokens_per_s",
+            Some(step.throughput.output_tokens_per_s),
+            Better::Higher,
+        ),
+        Figure::new(
+            "goodput_per_s",
+            step.throughput.goodput_per_s,
+            Better::Higher,
+        ),
+        Figure::new("error_rate", Some(step.requests.error_rate), Better::Lower),
+        Figure::new("latency_p50_ms", p50(&step.latency), Better::Lower),
+        Figure::new(
+            "latency_p99_ms",
+            step.latency.map(|p| p.p99_ms),
+            Better::Lower,
+        ),
+        Figure::new("ttft_p50_ms", p50(&step.ttft), Better::Lower),
+        Figure::new("itl_p50_ms", p50(&step.itl), Better::Lower),
+    ]
+}
+
+impl Suite for Load {
+    const KIND: &'static str = "load";
+    const UNIT: &'static str = "load level";
+    type Results = LoadResults;
+
+    const HEADLINE: Option<Headline> = None;
+
+    fn headline(_: &Self::Results) -> Option<f64> {
+        None
+    }
+
+    fn seed(r: &Self::Results) -> Option<u64> {
+        Some(r.seed)
+    }
+
+    fn figures(r: &Self::Results) -> Vec<Figure> {
+        let levels: Vec<Vec<Figure>> = r.steps.iter().map(level_figures).collect();
+        let Some(first) = levels.first() else {
+            return Vec::new();
+        };
+        first
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let values: Vec<f64> = levels.iter().filter_map(|l| l[i].value).collect();
+                Figure::new(f.name, mean(&values), f.better)
+            })
+            .collect()
+    }
+
+    fn units(r: &Self::Results) -> Vec<UnitScore> {
+        r.steps
+            .iter()
+            .map(|step| UnitScore {
+                id: step.label.clone(),
+                group: step.label.clone(),
+                score: Some(1.0 - step.requests.error_rate),
+                passed: step.requests.failed == 0,
+                figures: level_figures(step),
+            })
+            .collect()
+    }
 }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::LoadError;
 use super::metrics::{Metrics, Percentiles};
@@ -15,8 +15,9 @@ use super::runner::LoadConfig;
 use super::schedule::LoadLevel;
 use super::slo::Slos;
 use super::workload::Workload;
-use crate::report::junit::escape;
-use crate::run::create_unique_dir;
+use crate::report::escape::escape;
+use crate::report::html::page_head;
+use crate::rundir::{self, Manifest};
 
 /// Each figure's definition, written into both files so a reader never has to guess.
 pub const DEFINITIONS: [(&str, &str); 11] = [
@@ -66,18 +67,20 @@ pub const DEFINITIONS: [(&str, &str); 11] = [
     ),
 ];
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RequestCounts {
     pub sent: u64,
     pub ok: u64,
     pub failed: u64,
     pub error_rate: f64,
+    /// Written per failure class; not read back (the names are the judge's own constants).
+    #[serde(skip_deserializing)]
     pub errors: BTreeMap<&'static str, u64>,
     pub late_sends: u64,
     pub skipped_sends: u64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Throughput {
     pub requests_per_s: f64,
     pub output_tokens_per_s: f64,
@@ -86,7 +89,7 @@ pub struct Throughput {
     pub good_requests: Option<u64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ClientCpu {
     pub threads: usize,
     pub cpu_s: f64,
@@ -98,7 +101,7 @@ pub struct ClientCpu {
 }
 
 /// One load level's figures.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct StepResult {
     pub label: String,
     pub level: LoadLevel,
@@ -214,17 +217,20 @@ impl StepResult {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct WorkloadSummary {
     pub prompt_tokens: String,
     pub output_tokens: String,
     pub sessions: u32,
 }
 
-/// Everything `results.json` holds.
-#[derive(Debug, Clone, Serialize)]
+/// Everything `results.json` holds. Read back (by `judge serve`) without the fields that are the
+/// judge's own constants or the run's flags: they are written for people and other tools.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LoadResults {
+    #[serde(skip_deserializing)]
     pub suite: &'static str,
+    #[serde(skip_deserializing)]
     pub judge_version: &'static str,
     pub started_at: DateTime<Utc>,
     pub endpoint: String,
@@ -236,7 +242,9 @@ pub struct LoadResults {
     pub requests_per_step: Option<u64>,
     pub duration_per_step_s: Option<f64>,
     pub threads: usize,
+    #[serde(skip_deserializing)]
     pub slos: Slos,
+    #[serde(skip_deserializing)]
     pub definitions: BTreeMap<&'static str, &'static str>,
     pub steps: Vec<StepResult>,
 }
@@ -278,24 +286,36 @@ impl LoadResults {
     }
 }
 
-/// Writes `results.json` and `report.html` into `<out>/load-<time>/` and returns that directory.
+/// What a load run records in its manifest beside the envelope every run has.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LoadDetails {
+    pub endpoint: String,
+    pub model: String,
+    pub stream: bool,
+    pub seed: u64,
+}
+
+/// Writes `manifest.json`, `results.json` and `report.html` into `<out>/load-<time>/` and
+/// returns that directory. The manifest's `created_at` is the results' `started_at`.
 pub fn write(out: &Path, results: &LoadResults) -> Result<PathBuf, LoadError> {
     let stamp = results.started_at.format("%Y%m%dT%H%M%S%.3fZ");
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| LoadError::Write { path, source }
+    let (dir, run_id) = rundir::create(out, &format!("load-{stamp}"))?;
+    let details = LoadDetails {
+        endpoint: results.endpoint.clone(),
+        model: results.model.clone(),
+        stream: results.stream,
+        seed: results.seed,
     };
-    let dir = create_unique_dir(out, &format!("load-{stamp}")).map_err(io(out))?;
-    let json = serde_json::to_vec_pretty(results).expect("results serialise");
-    let json_path = dir.join("results.json");
-    std::fs::write(&json_path, json).map_err(io(&json_path))?;
-    let html_path = dir.join("report.html");
-    std::fs::write(&html_path, render_html(results)).map_err(io(&html_path))?;
+    let mut manifest = Manifest::running(run_id, "load", results.started_at, details);
+    rundir::write_json(&dir.join("results.json"), results)?;
+    rundir::write_atomic(&dir.join("report.html"), render_html(results).as_bytes())?;
+    manifest.complete();
+    rundir::write_manifest(&dir, &manifest)?;
     Ok(dir)
 }
 
-const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}
+/// What the load report changes of the shared stylesheet: wider, figures right-aligned.
+const EXTRA_STYLE: &str = "body{max-width:1100px}td,th{text-align:right}
 th:first-child,td:first-child{text-align:left}.warn{color:#b42318}dt{font-weight:bold;margin-top:.4em}";
 
 fn ms(p: &Option<Percentiles>, pick: fn(&Percentiles) -> f64) -> String {
@@ -396,10 +416,7 @@ fn throughput_chart(steps: &[StepResult]) -> String {
 }
 
 pub fn render_html(r: &LoadResults) -> String {
-    let mut h = format!(
-        "<!doctype html><html><head><meta charset=\"utf-8\"><title>judge load: {}</title><style>{STYLE}</style></head><body>",
-        escape(&r.endpoint)
-    );
+    let mut h = page_head(&format!("judge load: {}", r.endpoint), EXTRA_STYLE);
     let _ = write!(
         h,
         "<h1>Load: {}</h1><p>model <code>{}</code>, {}, prompts {} tokens, outputs {} tokens, {} sessions, seed {}, warm-up {} s excluded, {} worker threads, started {}</p>",

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use awc::http::Uri;
 use awc::http::header::HeaderValue;
-use serde::Deserialize;
+use protocol::openai::ModelList;
 
 use super::cpu::{self, SATURATED_SHARE};
 use super::exchange::{self, Endpoint};
@@ -215,16 +215,6 @@ pub fn run(
     let results = LoadResults::new(config, &workload, started_at, steps);
     let dir = report::write(out, &results)?;
     Ok(LoadOutcome { results, dir })
-}
-
-#[derive(Deserialize)]
-struct ModelList {
-    data: Vec<ModelEntry>,
-}
-
-#[derive(Deserialize)]
-struct ModelEntry {
-    id: String,
 }
 
 fn first_model(

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::LoadError;
 
@@ -25,7 +25,7 @@ use super::LoadError;
 pub const LATE_AFTER: Duration = Duration::from_millis(2);
 
 /// How open-loop sends are spaced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Arrivals {
     /// Exactly `1 / rate` apart.
@@ -50,7 +50,7 @@ impl FromStr for Arrivals {
 }
 
 /// One load level of a run (a sweep is several).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum LoadLevel {
     /// `concurrency` clients, each waiting for its reply before sending again.

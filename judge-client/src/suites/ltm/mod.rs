@@ -1,12 +1,78 @@
-//! The long-term-memory suite: seeded generators, deterministic scorers, the runner.
+//! The long-term-memory suite: seeded generators, deterministic scorers, the runner, and its run
+//! directory from start (or resume) to its final files, sharded or not.
+//!
+//! - [`types`], [`generators`], [`filler`], [`vocab`], [`script`]: the seeded test plan;
+//! - [`runner`] plays one test, [`scoring`] scores its replies;
+//! - [`run`] takes a run directory from start (or `--resume`) to its final files, [`shard`]
+//!   splits the plan across processes and merges the parts (`judge merge`);
+//! - [`config`], [`manifest`], [`results`], [`summary`]: what a run is asked and what it writes;
+//!   [`html`], [`junit`], [`logs`] render it; [`compare`] is `judge compare`.
 
+pub mod compare;
+pub mod config;
 pub mod filler;
 pub mod generators;
+pub mod html;
+pub mod junit;
+pub mod logs;
+pub mod manifest;
+pub mod results;
+pub mod run;
 pub mod runner;
 pub mod scoring;
 pub mod script;
+pub mod shard;
+pub mod summary;
 pub mod types;
 pub mod vocab;
 
+pub use config::LtmConfig;
 pub use script::{GenParams, Step, TestSpec};
 pub use types::{TestType, generate_all};
+
+use crate::suites::{Figure, Headline, Suite, Units};
+
+/// The long-term-memory suite ([`Suite`]): judged on the overall score, compared test by test
+/// (`judge compare`'s own pairing, [`compare`]).
+pub struct Ltm;
+
+impl Suite for Ltm {
+    const KIND: &'static str = "ltm";
+    const UNIT: &'static str = "test";
+    type Results = results::RunResults;
+
+    const HEADLINE: Option<Headline> = Some(Headline {
+        label: "overall score",
+        units: Units::Fraction,
+    });
+
+    fn headline(r: &Self::Results) -> Option<f64> {
+        r.overall
+    }
+
+    fn seed(r: &Self::Results) -> Option<u64> {
+        Some(r.seed)
+    }
+
+    fn figures(r: &Self::Results) -> Vec<Figure> {
+        let mut figures = vec![Figure::new(
+            "overall",
+            r.overall,
+            crate::suites::Better::Higher,
+        )];
+        // Each test type's mean score, named by the type.
+        for t in &r.types {
+            figures.push(Figure::new(
+                t.test_type.name(),
+                t.mean,
+                crate::suites::Better::Higher,
+            ));
+        }
+        figures
+    }
+
+    /// LTM runs pair through [`compare::compare`], which keeps the test type of each pair.
+    fn units(_: &Self::Results) -> Vec<crate::suites::UnitScore> {
+        Vec::new()
+    }
+}

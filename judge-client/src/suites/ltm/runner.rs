@@ -13,11 +13,11 @@ use protocol::control::{InjectFact, InjectRequest};
 use protocol::openai::ChatMessage;
 
 use super::script::{Check, Step, TURN_GAP_SECONDS, TestSpec};
-use crate::config::HistoryMode;
-use crate::report::results::{
-    CheckResult, Failure, SessionRecord, TestResult, TestStatus, TestTiming, TranscriptEntry,
+use crate::suites::HistoryMode;
+use crate::suites::ltm::results::{
+    CheckResult, SessionRecord, TestResult, TestStatus, TestTiming, TranscriptEntry,
 };
-use crate::target::{Capabilities, FailureKind, RequestContext, TargetClient, telemetry};
+use crate::target::{Capabilities, Failure, FailureKind, RequestContext, TargetClient, telemetry};
 
 /// Everything a test run needs from the run around it.
 pub struct Runner<'a> {

@@ -17,7 +17,7 @@ use super::ratings::{Comparison, PairedTest, Preference, Rating, paired_test, ra
 use super::report;
 use super::results::ConversationResult;
 use super::suite::{SimError, SimOutcome, SimRunConfig, run_sim, write, write_json};
-use crate::report::results::Failure;
+use crate::target::Failure;
 use crate::target::{Credentials, TargetClient, TargetSettings};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

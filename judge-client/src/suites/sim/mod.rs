@@ -33,3 +33,96 @@ pub mod transcript;
 pub use persona::Persona;
 pub use runner::{Conversation, SimSettings};
 pub use suite::{SimError, SimOutcome, SimRunConfig, SimulatorSpec, run_sim, run_sim_observed};
+
+use crate::suites::{Better, Figure, Headline, Suite, UnitScore, Units};
+
+/// The persona-simulation suite ([`Suite`]): judged on the goal rate, compared conversation by
+/// conversation.
+pub struct Sim;
+
+impl Suite for Sim {
+    const KIND: &'static str = "sim";
+    const UNIT: &'static str = "conversation";
+    type Results = results::SimResults;
+
+    const HEADLINE: Option<Headline> = Some(Headline {
+        label: "goal rate",
+        units: Units::Fraction,
+    });
+
+    fn headline(r: &Self::Results) -> Option<f64> {
+        r.summary.goal_rate
+    }
+
+    fn seed(r: &Self::Results) -> Option<u64> {
+        Some(r.seed)
+    }
+
+    fn figures(r: &Self::Results) -> Vec<Figure> {
+        let s = &r.summary;
+        let count = |n: usize| Some(n as f64);
+        vec![
+            Figure::new("goal_rate", s.goal_rate, Better::Higher),
+            Figure::new("mean_score", s.mean_score, Better::Higher),
+            Figure::new(
+                "mean_turns_to_resolution",
+                s.mean_turns_to_resolution,
+                Better::Lower,
+            ),
+            Figure::new("safety_hits", count(s.safety_hits), Better::Lower),
+            Figure::new("refusals", count(s.refusals), Better::Lower),
+            Figure::new("empty_replies", count(s.empty_replies), Better::Lower),
+            Figure::new("overlong_replies", count(s.overlong_replies), Better::Lower),
+            Figure::new("repeated_replies", count(s.repeated_replies), Better::Lower),
+            Figure::new("fallback_turns", count(s.fallback_turns), Better::Lower),
+            Figure::new("injected_mean_score", s.injected_mean_score, Better::Higher),
+        ]
+    }
+
+    fn units(r: &Self::Results) -> Vec<UnitScore> {
+        r.conversations
+            .iter()
+            .map(|c| UnitScore {
+                id: format!("{}#{}", c.persona_id, c.trial),
+                group: c.persona_id.clone(),
+                score: Some(c.checks.score),
+                passed: c.checks.goal_reached,
+                figures: Vec::new(),
+            })
+            .collect()
+    }
+}
+
+/// An A/B run ([`Suite`]): already a comparison of two targets, judged on A's share of the
+/// decisive pairs; it has no units of its own to pair with another run.
+pub struct Ab;
+
+impl Suite for Ab {
+    const KIND: &'static str = "ab";
+    const UNIT: &'static str = "pair";
+    type Results = ab::AbResults;
+
+    const HEADLINE: Option<Headline> = Some(Headline {
+        label: "A's share of decisive pairs",
+        units: Units::Fraction,
+    });
+
+    fn headline(r: &Self::Results) -> Option<f64> {
+        r.test.win_share_a
+    }
+
+    fn seed(_: &Self::Results) -> Option<u64> {
+        None
+    }
+
+    fn figures(r: &Self::Results) -> Vec<Figure> {
+        vec![
+            Figure::new("goal_rate_a", r.goal_rate_a, Better::Higher),
+            Figure::new("goal_rate_b", r.goal_rate_b, Better::Higher),
+        ]
+    }
+
+    fn units(_: &Self::Results) -> Vec<UnitScore> {
+        Vec::new()
+    }
+}

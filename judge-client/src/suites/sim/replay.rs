@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::injection::InjectedEndpoint;
 use super::injection::config::{EndpointSpec, PrivacyTier, Protocol};
 use super::injection::fixtures::FixtureFile;
-use crate::report::results::Failure;
+use crate::target::Failure;
 use crate::target::{
     BreakerPolicy, Credentials, FailureKind, RequestContext, RetryPolicy, TargetClient,
     TargetError, TargetSettings,

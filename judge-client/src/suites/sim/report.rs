@@ -7,8 +7,8 @@ use super::ab::AbResults;
 use super::injection::EndpointMetrics;
 use super::results::SimResults;
 use super::runner::{Conversation, UserSource};
-use crate::report::html::STYLE;
-use crate::report::junit::escape;
+use crate::report::escape::escape;
+use crate::report::html::page_head;
 
 const FAILURE_CLASSES: [&str; 5] = [
     "agent_error",
@@ -86,10 +86,7 @@ fn percent(v: Option<f64>) -> String {
 }
 
 fn page(title: &str, body: &str) -> String {
-    format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n{body}</body></html>\n",
-        escape(title)
-    )
+    format!("{}\n{body}</body></html>\n", page_head(title, ""))
 }
 
 fn summary_table(out: &mut String, r: &SimResults) {

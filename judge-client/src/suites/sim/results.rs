@@ -9,8 +9,8 @@ use super::evaluate::{ConversationChecks, InjectedChecks};
 use super::fidelity::Fidelity;
 use super::judge::Rubric;
 use super::runner::{Conversation, UserSource};
-use crate::report::results::Failure;
 use crate::report::stats::{bootstrap_ci, mean};
+use crate::target::Failure;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConversationResult {

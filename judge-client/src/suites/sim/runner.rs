@@ -21,7 +21,7 @@ use super::injection::schema::{
 use super::injection::{EndpointMetrics, FallbackStrategy, InjectedEndpoint, Protocol};
 use super::persona::Persona;
 use super::simulator::{Exchange, LlmUser, ScriptedUser, UserSimulator, UserTurn};
-use crate::report::results::Failure;
+use crate::target::Failure;
 use crate::target::{FailureKind, RequestContext, TargetClient};
 
 /// Turns of context sent to an injected endpoint (document 000's `last_k_turns`).
@@ -30,6 +30,12 @@ const MAX_CONTEXT_CHARS: usize = 16_000;
 const TOKEN_BUDGET: u32 = 4_000;
 /// The sender name of the agent under test in injected requests.
 pub const TARGET_SENDER: &str = "target";
+
+/// Virtual start of every simulated conversation, whether `judge sim` or `judge serve` runs it:
+/// fixed, so transcripts are reproducible (2026-01-05T09:00:00Z).
+pub fn sim_start() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_767_603_600, 0).expect("a representable instant")
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SimSettings {

@@ -28,10 +28,13 @@ use super::report;
 use super::results::{SimResults, conversation_result, exclusion, summarise};
 use super::runner::{Conversation, Panel, PanelObserver, SimSettings, SimulatorChoice, run_panel};
 use super::transcript::{log_text, transcript_json};
+use crate::rundir::{self, Manifest, RunDirError};
 use crate::target::{Credentials, TargetClient, TargetError, TargetSettings, probe};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,
@@ -114,12 +117,10 @@ pub struct SimOutcome {
     pub metrics: Vec<EndpointMetrics>,
 }
 
+/// What a sim run records in its manifest beside the envelope every run has (written only:
+/// readers take it as [`crate::rundir::AnyManifest`]).
 #[derive(Serialize)]
-struct Manifest<'a> {
-    judge_version: &'static str,
-    run_id: &'a str,
-    suite: &'static str,
-    created_at: chrono::DateTime<Utc>,
+pub struct SimDetails<'a> {
     settings: &'a SimSettings,
     config_hash: &'a str,
     target: &'a TargetSettings,
@@ -168,10 +169,7 @@ pub async fn run_sim_observed(
         return Err(SimError::NoPersonas);
     }
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let run_id = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let run_id = rundir::run_id(dir);
     let mut target = TargetClient::new(config.target.clone(), config.credentials.clone());
     let capabilities = probe(&target, &derived_uuid(config.settings.seed, "probe"))
         .await
@@ -219,11 +217,7 @@ pub async fn run_sim_observed(
         SimulatorSpec::Scripted => "scripted",
         SimulatorSpec::Llm { .. } => "llm",
     };
-    let manifest = Manifest {
-        judge_version: env!("CARGO_PKG_VERSION"),
-        run_id: &run_id,
-        suite: "sim",
-        created_at: Utc::now(),
+    let details = SimDetails {
         settings: &config.settings,
         config_hash: &config_hash,
         target: &config.target,
@@ -236,7 +230,10 @@ pub async fn run_sim_observed(
             .collect(),
         injection: &config.injection,
     };
-    write_json(&dir.join("manifest.json"), &manifest)?;
+    let mut manifest = Manifest::running(run_id, "sim", Utc::now(), details);
+    rundir::write_manifest(dir, &manifest)?;
+    // From here on the directory holds the run: an error that ends it is recorded in it.
+    let finished: Result<SimOutcome, SimError> = async {
 
     let panel = Panel {
         target: &target,
@@ -305,7 +302,7 @@ pub async fn run_sim_observed(
     let results = SimResults {
         suite: "sim".to_owned(),
         seed: config.settings.seed,
-        config_hash,
+        config_hash: config_hash.clone(),
         target_model: capabilities.model.clone(),
         simulator: simulator_name.to_owned(),
         max_turns: config.settings.max_turns(),
@@ -333,10 +330,19 @@ pub async fn run_sim_observed(
         &dir.join("report.html"),
         report::html(&results, &conversations, &metrics, None).as_bytes(),
     )?;
+    manifest.complete();
+    rundir::write_manifest(dir, &manifest)?;
     Ok(SimOutcome {
         dir: dir.to_path_buf(),
         results,
         conversations,
         metrics,
     })
+    }
+    .await;
+    if let Err(e) = &finished {
+        // The error being returned matters more than a failure to record it.
+        let _ = rundir::mark_failed(dir, "sim", &e.to_string());
+    }
+    finished
 }

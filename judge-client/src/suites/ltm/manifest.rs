@@ -1,29 +1,18 @@
-//! `manifest.json`: what ran, against what, with which settings and capabilities. This is the one
-//! file with wall-clock times (besides `timing.json`); `--resume` reads its configuration back.
+//! What an LTM run records in its `manifest.json` beside the envelope every run has
+//! ([`crate::rundir::Manifest`]); `--resume` and `judge merge` read it back.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::config::LtmConfig;
-use crate::shard::Shard;
+use super::config::LtmConfig;
+use crate::rundir::{Manifest, Shard};
 use crate::target::{Capabilities, TargetSettings};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunState {
-    Running,
-    Complete,
-}
+/// An LTM run's manifest.
+pub type LtmManifest = Manifest<LtmDetails>;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Manifest {
-    pub judge_version: String,
-    pub run_id: String,
-    pub suite: String,
-    pub state: RunState,
-    pub created_at: DateTime<Utc>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub finished_at: Option<DateTime<Utc>>,
+pub struct LtmDetails {
     /// Times the run was resumed.
     #[serde(default)]
     pub resumed_at: Vec<DateTime<Utc>>,

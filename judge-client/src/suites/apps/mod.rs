@@ -43,6 +43,63 @@ pub use runner::{
 pub use scenario::Scenario;
 pub use world::{Checkpoint, LogicalClock, World};
 
+use crate::report::stats::mean;
+use crate::suites::{Better, Figure, Headline, Suite, UnitScore, Units};
+
+/// The simulated-applications suite ([`Suite`]): judged on the mean pass^k over scenarios,
+/// compared scenario by scenario.
+pub struct Apps;
+
+impl Suite for Apps {
+    const KIND: &'static str = "apps";
+    const UNIT: &'static str = "scenario";
+    type Results = suite::AppsResults;
+
+    const HEADLINE: Option<Headline> = Some(Headline {
+        label: "mean pass^k",
+        units: Units::Fraction,
+    });
+
+    fn headline(r: &Self::Results) -> Option<f64> {
+        r.mean_pass_hat_k
+    }
+
+    fn seed(r: &Self::Results) -> Option<u64> {
+        Some(r.seed)
+    }
+
+    fn figures(r: &Self::Results) -> Vec<Figure> {
+        let pass_at_k: Vec<f64> = r.scenarios.iter().filter_map(|s| s.pass_at_k).collect();
+        vec![
+            Figure::new("mean_pass_hat_k", r.mean_pass_hat_k, Better::Higher),
+            Figure::new("mean_pass_at_k", mean(&pass_at_k), Better::Higher),
+            Figure::new(
+                "passed_scenarios",
+                Some(f64::from(r.passed_scenarios)),
+                Better::Higher,
+            ),
+            Figure::new(
+                "graded_scenarios",
+                Some(f64::from(r.graded_scenarios)),
+                Better::Higher,
+            ),
+        ]
+    }
+
+    fn units(r: &Self::Results) -> Vec<UnitScore> {
+        r.scenarios
+            .iter()
+            .map(|s| UnitScore {
+                id: s.id.clone(),
+                group: s.id.clone(),
+                score: s.pass_hat_k,
+                passed: s.graded > 0 && s.all_passed,
+                figures: Vec::new(),
+            })
+            .collect()
+    }
+}
+
 /// Parameters of an action call: a JSON object, as a directive or a tool call gives them.
 pub type Params = Map<String, Value>;
 

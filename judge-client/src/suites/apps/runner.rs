@@ -24,7 +24,7 @@ use super::scenario::{Scenario, ScenarioError, pass_at_k, pass_hat_k};
 use super::tools::{execute_tool_calls, instructions, tools};
 use super::world::{LogicalClock, World, WorldError};
 use super::{AppRegistry, Observation};
-use crate::config::HistoryMode;
+use crate::suites::HistoryMode;
 use crate::target::{FailureKind, RequestContext, TargetClient, TargetError};
 
 /// Tool-call rounds allowed within one user turn before the judge stops answering calls.
@@ -480,7 +480,7 @@ pub fn render_turn(observations: &[Observation], text: &str) -> String {
     if observations.is_empty() {
         return text.to_owned();
     }
-    let mut out = String::from("[App notifications]\n");
+    let mut out = format!("{}\n", protocol::apps::NOTIFICATIONS_HEADER);
     for observation in observations {
         out.push_str("- ");
         out.push_str(&observation.message);

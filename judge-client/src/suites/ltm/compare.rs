@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::results::{RunResults, TestStatus};
-use super::stats::{bootstrap_ci, mcnemar_exact, mean};
+use crate::report::stats::{PairOutcome, pair_stats};
 use crate::suites::ltm::TestType;
 
 #[derive(Debug, thiserror::Error)]
@@ -123,53 +123,6 @@ pub fn compare(a: &RunResults, b: &RunResults, alpha: f64) -> Comparison {
     }
 }
 
-/// One paired unit's outcome in runs A and B.
-#[derive(Debug, Clone, Copy)]
-pub struct PairOutcome {
-    pub score_a: f64,
-    pub score_b: f64,
-    pub passed_a: bool,
-    pub passed_b: bool,
-}
-
-/// The statistics of a paired comparison; `judge compare` and `judge serve` both use these.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PairStats {
-    /// Passed in A, not in B.
-    pub regressions: usize,
-    /// Passed in B, not in A.
-    pub improvements: usize,
-    /// McNemar's exact two-sided p-value on the discordant pairs.
-    pub p_value: f64,
-    pub mean_a: Option<f64>,
-    pub mean_b: Option<f64>,
-    /// Mean of `score_b - score_a`, with its 95 % bootstrap interval.
-    pub mean_diff: Option<f64>,
-    pub diff_ci: Option<(f64, f64)>,
-    /// B is significantly worse: more regressions than improvements with p < alpha, or a mean
-    /// score difference whose whole interval is below zero.
-    pub regression: bool,
-}
-
-pub fn pair_stats(pairs: &[PairOutcome], alpha: f64) -> PairStats {
-    let regressions = pairs.iter().filter(|p| p.passed_a && !p.passed_b).count();
-    let improvements = pairs.iter().filter(|p| !p.passed_a && p.passed_b).count();
-    let p_value = mcnemar_exact(regressions, improvements);
-    let diffs: Vec<f64> = pairs.iter().map(|p| p.score_b - p.score_a).collect();
-    let diff_ci = bootstrap_ci(&diffs);
-    PairStats {
-        regressions,
-        improvements,
-        p_value,
-        mean_a: mean(&pairs.iter().map(|p| p.score_a).collect::<Vec<_>>()),
-        mean_b: mean(&pairs.iter().map(|p| p.score_b).collect::<Vec<_>>()),
-        mean_diff: mean(&diffs),
-        diff_ci,
-        regression: (regressions > improvements && p_value < alpha)
-            || diff_ci.is_some_and(|(_, hi)| hi < 0.0),
-    }
-}
-
 pub fn render(c: &Comparison) -> String {
     let mut out = String::new();
     if c.seed_a != c.seed_b {
@@ -246,8 +199,8 @@ pub fn render(c: &Comparison) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::HistoryMode;
-    use crate::report::results::TestResult;
+    use crate::suites::HistoryMode;
+    use crate::suites::ltm::results::TestResult;
 
     fn run(scores: &[Option<f64>]) -> RunResults {
         RunResults {

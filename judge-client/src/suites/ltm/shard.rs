@@ -7,55 +7,13 @@
 //! and the position in the full plan, never on the shard, so the merged run is the run a single
 //! process would have made: same `results.json`, `junit.xml` and logs.
 
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
-use serde::{Deserialize, Serialize};
-
-use crate::report::manifest::{Manifest, RunState};
-use crate::report::results::{TestResult, TestTiming};
-use crate::run::{self, RunError, RunOutcome};
-
-/// Shard `index` of `count` (`0 <= index < count`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Shard {
-    pub index: u32,
-    pub count: u32,
-}
-
-impl Shard {
-    /// Whether the test at `position` of the full plan belongs to this shard.
-    pub fn includes(&self, position: usize) -> bool {
-        position % self.count as usize == self.index as usize
-    }
-}
-
-impl fmt::Display for Shard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
-
-impl FromStr for Shard {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let usage = || {
-            format!(
-                "`{s}` is not a shard: write INDEX/COUNT with 0 <= INDEX < COUNT, e.g. 0/4 (the \
-                 first of four); in a Kubernetes Indexed Job: $(JOB_COMPLETION_INDEX)/4"
-            )
-        };
-        let (index, count) = s.trim().split_once('/').ok_or_else(usage)?;
-        let index: u32 = index.trim().parse().map_err(|_| usage())?;
-        let count: u32 = count.trim().parse().map_err(|_| usage())?;
-        if count == 0 || index >= count {
-            return Err(usage());
-        }
-        Ok(Self { index, count })
-    }
-}
+use super::manifest::LtmManifest;
+use super::results::{TestResult, TestTiming};
+use super::run::{self, RunError, RunOutcome};
+pub use crate::rundir::Shard;
+use crate::rundir::{self, RunState};
 
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
@@ -83,21 +41,22 @@ pub enum MergeError {
 /// Merges the part directories into a new run directory under `out_root`.
 pub fn merge(parts: &[PathBuf], out_root: &Path) -> Result<RunOutcome, MergeError> {
     let first_dir = parts.first().ok_or(MergeError::NoParts)?;
-    let mut manifests: Vec<(PathBuf, Manifest, Shard)> = Vec::with_capacity(parts.len());
+    let mut manifests: Vec<(PathBuf, LtmManifest, Shard)> = Vec::with_capacity(parts.len());
     for dir in parts {
-        let manifest = run::read_manifest(dir)?;
+        let manifest: LtmManifest = rundir::read_manifest(dir).map_err(RunError::from)?;
         if manifest.state != RunState::Complete {
             return Err(MergeError::Incomplete(dir.clone(), manifest.state));
         }
         let shard = manifest
+            .details
             .shard
             .ok_or_else(|| MergeError::NotAShard(dir.clone()))?;
         manifests.push((dir.clone(), manifest, shard));
     }
     let (_, first, first_shard) = &manifests[0];
     for (dir, manifest, shard) in &manifests {
-        if manifest.config_hash != first.config_hash
-            || manifest.seed != first.seed
+        if manifest.details.config_hash != first.details.config_hash
+            || manifest.details.seed != first.details.seed
             || shard.count != first_shard.count
         {
             return Err(MergeError::Mismatch {
@@ -122,21 +81,21 @@ pub fn merge(parts: &[PathBuf], out_root: &Path) -> Result<RunOutcome, MergeErro
         return Err(MergeError::MissingShards { missing, count });
     }
 
-    let config = first.config.clone();
+    let config = first.details.config.clone();
     let specs = config.specs();
     let mut manifest = first.clone();
-    manifest.shard = None;
-    manifest.parts = manifests.iter().map(|(_, m, _)| m.run_id.clone()).collect();
+    manifest.details.shard = None;
+    manifest.details.parts = manifests.iter().map(|(_, m, _)| m.run_id.clone()).collect();
     manifest.created_at = manifests
         .iter()
         .map(|(_, m, _)| m.created_at)
         .min()
         .unwrap_or(first.created_at);
-    manifest.resumed_at = Vec::new();
+    manifest.details.resumed_at = Vec::new();
     let base = format!(
         "ltm-{}-seed{}-merged",
         manifest.created_at.format("%Y%m%dT%H%M%SZ"),
-        manifest.seed
+        manifest.details.seed
     );
     let dir = run::create_run_dir(out_root, &base)?;
     manifest.run_id = dir
@@ -160,30 +119,4 @@ pub fn merge(parts: &[PathBuf], out_root: &Path) -> Result<RunOutcome, MergeErro
         .filter_map(|spec| run::read_timing(&dir, spec))
         .collect();
     Ok(run::finish(dir, manifest, results, timings, 0)?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_index_over_count_and_explains_mistakes() {
-        assert_eq!("2/4".parse::<Shard>(), Ok(Shard { index: 2, count: 4 }));
-        assert_eq!(" 0 / 1 ".parse::<Shard>(), Ok(Shard { index: 0, count: 1 }));
-        for bad in ["4/4", "1/0", "-1/4", "a/4", "2", "", "1/2/3"] {
-            let err = bad.parse::<Shard>().unwrap_err();
-            assert!(err.contains("INDEX/COUNT"), "{bad}: {err}");
-        }
-    }
-
-    #[test]
-    fn shards_partition_the_plan() {
-        let count = 3;
-        for position in 0..20 {
-            let owners = (0..count)
-                .filter(|&index| Shard { index, count }.includes(position))
-                .count();
-            assert_eq!(owners, 1, "position {position}");
-        }
-    }
 }

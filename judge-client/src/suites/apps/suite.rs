@@ -15,15 +15,15 @@
 
 use std::path::{Path, PathBuf};
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use super::artifacts::{ArtifactError, write_outcome};
 use super::report;
 use super::runner::{ActionMode, RunError, ScenarioOutcome, TargetAgent, run_scenario};
 use super::{AppRegistry, Scenario};
-use crate::config::HistoryMode;
-use crate::run::create_unique_dir;
+use crate::rundir::{self, Manifest, RunDirError};
+use crate::suites::HistoryMode;
 use crate::target::{Capabilities, Credentials, TargetClient, TargetError, TargetSettings, probe};
 
 /// What `judge apps` was asked to do.
@@ -38,13 +38,12 @@ pub struct AppsConfig {
     pub source: String,
 }
 
+/// An apps run's manifest.
+pub type AppsManifest = Manifest<AppsDetails>;
+
+/// What an apps run records in its manifest beside the envelope every run has.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AppsManifest {
-    pub judge_version: String,
-    pub run_id: String,
-    pub suite: String,
-    pub created_at: DateTime<Utc>,
-    pub finished_at: Option<DateTime<Utc>>,
+pub struct AppsDetails {
     pub config: AppsConfig,
     pub target: TargetSettings,
     pub capabilities: Capabilities,
@@ -120,18 +119,8 @@ pub enum AppsSuiteError {
     Run(#[from] RunError),
     #[error(transparent)]
     Artifact(#[from] ArtifactError),
-    #[error("cannot write {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("cannot encode {what}: {source}")]
-    Json {
-        what: &'static str,
-        #[source]
-        source: serde_json::Error,
-    },
+    #[error(transparent)]
+    RunDir(#[from] RunDirError),
 }
 
 /// Told about each scenario as it finishes (the CLI's progress bar).
@@ -177,46 +166,42 @@ pub async fn run(
         created_at.format("%Y%m%dT%H%M%SZ"),
         config.seed
     );
-    let dir = create_unique_dir(out_root, &base).map_err(|source| AppsSuiteError::Io {
-        path: out_root.to_path_buf(),
-        source,
-    })?;
-    let run_id = dir
-        .file_name()
-        .map_or(base, |n| n.to_string_lossy().into_owned());
-    let mut manifest = AppsManifest {
-        judge_version: env!("CARGO_PKG_VERSION").to_owned(),
-        run_id,
-        suite: "apps".to_owned(),
-        created_at,
-        finished_at: None,
+    let (dir, run_id) = rundir::create(out_root, &base)?;
+    let details = AppsDetails {
         config: config.clone(),
         target: settings,
         capabilities: capabilities.clone(),
     };
-    write_json(&dir.join("manifest.json"), &manifest, "the manifest")?;
-
-    let mut agent = TargetAgent::new(&client, capabilities.mock_time)
-        .with_history(config.history)
-        .resetting_sessions(capabilities.reset);
-    let mut outcomes = Vec::with_capacity(scenarios.len());
-    for scenario in &scenarios {
-        let outcome =
-            run_scenario(&mut agent, &registry, scenario, config.mode, config.seed).await?;
-        write_outcome(&dir.join("scenarios"), &outcome)?;
-        progress.scenario_done(&outcome);
-        outcomes.push(outcome);
-    }
+    let mut manifest = AppsManifest::running(run_id, "apps", created_at, details);
+    rundir::write_manifest(&dir, &manifest)?;
+    let played = play(
+        &client,
+        &capabilities,
+        &registry,
+        &config,
+        &scenarios,
+        &dir,
+        progress,
+    )
+    .await;
+    let outcomes = match played {
+        Ok(outcomes) => outcomes,
+        Err(e) => {
+            // The error being returned matters more than a failure to record it.
+            let _ = rundir::mark_failed(&dir, "apps", &e.to_string());
+            return Err(e);
+        }
+    };
     let mode = outcomes.first().map_or(config.mode, |o| o.mode);
     let results = AppsResults::from_outcomes(config.seed, mode, &outcomes);
-    write_json(&dir.join("results.json"), &results, "the results")?;
-    write_text(&dir.join("junit.xml"), &report::junit(&results))?;
-    manifest.finished_at = Some(Utc::now());
-    write_text(
+    rundir::write_json(&dir.join("results.json"), &results)?;
+    rundir::write_atomic(&dir.join("junit.xml"), report::junit(&results).as_bytes())?;
+    manifest.complete();
+    rundir::write_atomic(
         &dir.join("report.html"),
-        &report::html(&manifest, &results, &outcomes),
+        report::html(&manifest, &results, &outcomes).as_bytes(),
     )?;
-    write_json(&dir.join("manifest.json"), &manifest, "the manifest")?;
+    rundir::write_manifest(&dir, &manifest)?;
     Ok(AppsRun {
         dir,
         results,
@@ -224,20 +209,26 @@ pub async fn run(
     })
 }
 
-fn write_text(path: &Path, text: &str) -> Result<(), AppsSuiteError> {
-    std::fs::write(path, text).map_err(|source| AppsSuiteError::Io {
-        path: path.to_owned(),
-        source,
-    })
-}
-
-fn write_json<T: Serialize>(
-    path: &Path,
-    value: &T,
-    what: &'static str,
-) -> Result<(), AppsSuiteError> {
-    let mut text = serde_json::to_string_pretty(value)
-        .map_err(|source| AppsSuiteError::Json { what, source })?;
-    text.push('\n');
-    write_text(path, &text)
+/// Plays every scenario against the target, writing each one's files as it finishes.
+async fn play(
+    client: &TargetClient,
+    capabilities: &Capabilities,
+    registry: &AppRegistry,
+    config: &AppsConfig,
+    scenarios: &[Scenario],
+    dir: &Path,
+    progress: &dyn AppsProgress,
+) -> Result<Vec<ScenarioOutcome>, AppsSuiteError> {
+    let mut agent = TargetAgent::new(client, capabilities.mock_time)
+        .with_history(config.history)
+        .resetting_sessions(capabilities.reset);
+    let mut outcomes = Vec::with_capacity(scenarios.len());
+    for scenario in scenarios {
+        let outcome =
+            run_scenario(&mut agent, registry, scenario, config.mode, config.seed).await?;
+        write_outcome(&dir.join("scenarios"), &outcome)?;
+        progress.scenario_done(&outcome);
+        outcomes.push(outcome);
+    }
+    Ok(outcomes)
 }

@@ -6,10 +6,10 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::config::HistoryMode;
-use crate::suites::ltm::TestType;
-use crate::suites::ltm::scoring::Scorer;
-use crate::target::{FailureKind, TargetError};
+use super::TestType;
+use super::scoring::Scorer;
+use crate::suites::HistoryMode;
+use crate::target::Failure;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -29,27 +29,6 @@ impl TestStatus {
             TestStatus::Failed => "failed",
             TestStatus::Error => "error",
             TestStatus::NotApplicable => "not_applicable",
-        }
-    }
-}
-
-/// A classified failure, as reported.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Failure {
-    pub kind: FailureKind,
-    pub message: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<u16>,
-    pub attempts: u32,
-}
-
-impl From<TargetError> for Failure {
-    fn from(e: TargetError) -> Self {
-        Self {
-            kind: e.kind,
-            message: e.message,
-            status: e.status,
-            attempts: e.attempts,
         }
     }
 }

@@ -7,9 +7,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::AppRegistry;
-use super::directive::{Directive, MARKER, parse_message};
+use super::directive::{Directive, parse_message};
 use super::grade::Expectations;
 use super::world::AppSetup;
+use protocol::apps::DIRECTIVE_MARKER as MARKER;
 
 fn default_trials() -> u32 {
     3

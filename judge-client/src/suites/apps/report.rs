@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::runner::{ScenarioOutcome, TrialOutcome, TrialStatus};
 use super::suite::{AppsManifest, AppsResults};
+use crate::report::escape::escape;
 use crate::report::html::{page_head, pct};
-use crate::report::junit::escape;
 
 /// One testsuite, one testcase per scenario: passed when every trial passed; a failure lists why
 /// each other trial did not; a scenario no trial of which could be graded is an error.
@@ -228,11 +228,11 @@ pub fn html(
         r#"<h1>Simulated applications</h1><p class="meta">run {} · judge {} · target {} · model {} · seed {} · action mode {:?} · history {:?}</p>"#,
         escape(&manifest.run_id),
         escape(&manifest.judge_version),
-        escape(&manifest.target.endpoint),
-        escape(&manifest.capabilities.model),
+        escape(&manifest.details.target.endpoint),
+        escape(&manifest.details.capabilities.model),
         results.seed,
         results.mode,
-        manifest.config.history
+        manifest.details.config.history
     );
     let _ = write!(
         out,

@@ -1,26 +1,10 @@
 //! `junit.xml`: one testsuite per test type, one testcase per test; not applicable as skipped,
 //! a failed test as a failure carrying its score or its failure class, a judge error as an error.
-//! The five XML escapes are written by hand: an XML crate would add nothing else here.
 
 use std::fmt::Write;
 
 use super::results::{RunResults, TestResult, TestStatus};
-
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c as u32) < 0x20 && !matches!(c, '\n' | '\r' | '\t') => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::report::escape::escape;
 
 fn failure_text(test: &TestResult) -> (String, String, String) {
     if let Some(f) = &test.failure {

@@ -1,48 +1,11 @@
-//! Run configuration that goes into the manifest (and is read back by `--resume`).
-
-use std::fmt;
-use std::str::FromStr;
+//! An LTM run's configuration, which goes into the manifest (and is read back by `--resume`).
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::suites::ltm::{GenParams, TestSpec, TestType, generate_all};
+use super::{GenParams, TestSpec, TestType, generate_all};
+use crate::suites::HistoryMode;
 use crate::target::TargetSettings;
-
-/// What each chat request carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum HistoryMode {
-    /// Only the new user turn: memory must come from the agent (the default).
-    #[default]
-    New,
-    /// The whole conversation of the session so far, to benchmark stateless models fairly.
-    Full,
-}
-
-impl fmt::Display for HistoryMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            HistoryMode::New => "new",
-            HistoryMode::Full => "full",
-        })
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown history mode {0:?}; use `new` or `full`")]
-pub struct UnknownHistoryMode(pub String);
-
-impl FromStr for HistoryMode {
-    type Err = UnknownHistoryMode;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim() {
-            "new" => Ok(HistoryMode::New),
-            "full" => Ok(HistoryMode::Full),
-            other => Err(UnknownHistoryMode(other.to_owned())),
-        }
-    }
-}
 
 /// Settings of an LTM run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

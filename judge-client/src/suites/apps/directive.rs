@@ -10,12 +10,10 @@
 
 use std::ops::Range;
 
+use protocol::apps::DIRECTIVE_MARKER as MARKER;
 use serde_json::{Number, Value};
 
 use super::Params;
-
-/// The marker that opens a directive.
-pub const MARKER: &str = "APP_ACTION:";
 
 /// A well-formed directive.
 #[derive(Debug, Clone, PartialEq)]

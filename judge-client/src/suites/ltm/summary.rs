@@ -2,9 +2,10 @@
 
 use std::fmt::Write;
 
+use super::config::LtmConfig;
+use super::results::TestTiming;
 use super::results::{CheckSummary, RunResults, TestResult, TestStatus, TypeSummary};
-use super::stats::{bootstrap_ci, mean};
-use crate::config::LtmConfig;
+use crate::report::stats::{bootstrap_ci, mean, nearest_rank};
 
 /// Per-type summaries and the overall score, in the configuration's type order.
 pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
@@ -110,4 +111,61 @@ pub fn render_table(results: &RunResults) -> String {
         results.history
     );
     out
+}
+
+/// Latency figures of a run's chat turns.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Latency {
+    pub turns: usize,
+    pub p50_ms: u64,
+    pub p95_ms: u64,
+    pub max_ms: u64,
+    /// Turns that needed more than one attempt (429 retries).
+    pub retried: usize,
+}
+
+/// Nearest-rank percentiles over every turn. A sorted vector is enough for a few thousand turns;
+/// the load suite, with far more samples, is where a histogram crate earns its place.
+pub fn latency(timings: &[TestTiming]) -> Option<Latency> {
+    let mut all: Vec<u64> = timings
+        .iter()
+        .flat_map(|t| t.turn_ms.iter().copied())
+        .collect();
+    if all.is_empty() {
+        return None;
+    }
+    all.sort_unstable();
+    Some(Latency {
+        turns: all.len(),
+        p50_ms: nearest_rank(&all, 0.50)?,
+        p95_ms: nearest_rank(&all, 0.95)?,
+        max_ms: all[all.len() - 1],
+        retried: timings
+            .iter()
+            .flat_map(|t| &t.turn_attempts)
+            .filter(|a| **a > 1)
+            .count(),
+    })
+}
+
+#[cfg(test)]
+mod latency_tests {
+    use super::*;
+    use crate::suites::ltm::results::TestTiming;
+
+    #[test]
+    fn nearest_rank_percentiles() {
+        let timing = TestTiming {
+            id: "x".into(),
+            total_ms: 0,
+            turn_ms: (1..=100).rev().collect(),
+            turn_attempts: vec![1, 2, 1, 4],
+        };
+        let l = latency(&[timing]).unwrap();
+        assert_eq!(
+            (l.turns, l.p50_ms, l.p95_ms, l.max_ms, l.retried),
+            (100, 50, 95, 100, 2)
+        );
+        assert_eq!(latency(&[]), None);
+    }
 }

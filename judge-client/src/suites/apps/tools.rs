@@ -1,16 +1,12 @@
 //! The apps' actions as OpenAI tools, and tool calls executed through the same path as directives.
 //! Also the text that tells a directive-mode agent which actions exist.
 
+use protocol::apps::{DIRECTIVE_MARKER as MARKER, TOOL_SEPARATOR as SEPARATOR};
 use protocol::openai::{ChatMessage, FunctionDefinition, MessageContent, Role, Tool, ToolCall};
 use serde_json::{Value, json};
 
-use super::directive::MARKER;
 use super::world::World;
 use super::{AppResult, Params};
-
-/// Separates app and action in a tool name: OpenAI names allow `[a-zA-Z0-9_-]` only, so the
-/// directive's `.` cannot be used, and a single `_` would be ambiguous (`request_money`).
-pub const SEPARATOR: &str = "__";
 
 pub fn tool_name(app: &str, action: &str) -> String {
     format!("{app}{SEPARATOR}{action}")
@@ -167,8 +163,8 @@ pub fn message_text(message: &ChatMessage) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apps::AppRegistry;
-    use crate::apps::world::{AppSetup, LogicalClock};
+    use crate::suites::apps::AppRegistry;
+    use crate::suites::apps::world::{AppSetup, LogicalClock};
 
     fn world() -> World {
         let apps = [AppSetup {

@@ -1,0 +1,92 @@
+//! The one contract a suite offers to everything that reads its runs: the CLI's summaries,
+//! `judge serve`'s run list, its comparisons and its index. A suite names its kind (the `suite`
+//! of its manifest and results), its typed `results.json`, the headline figure it is judged on,
+//! and how two of its runs compare (paired units, summary figures).
+//!
+//! A new suite (a memory benchmark, a conformance suite) plugs in by implementing [`Suite`] on
+//! a marker type in its own module and adding one arm where readers dispatch on the kind
+//! (`crate::serve::catalog` and `crate::serve::compare`): everything else reads the trait, so
+//! renaming a results field is a compile error wherever it is read, never a silent blank.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// How a figure is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+/// The units of a headline figure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Units {
+    /// A share from 0 to 1 (a score, a rate).
+    Fraction,
+}
+
+/// What the one figure a run is judged on is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Headline {
+    /// What the figure is, for people (`overall score`).
+    pub label: &'static str,
+    pub units: Units,
+}
+
+/// A named summary figure of a run or of a unit, compared across runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Figure {
+    /// The results' field name (`goal_rate`, `latency_p50_ms`, ...).
+    pub name: &'static str,
+    pub value: Option<f64>,
+    pub better: Better,
+}
+
+impl Figure {
+    pub fn new(name: &'static str, value: Option<f64>, better: Better) -> Self {
+        Self {
+            name,
+            value,
+            better,
+        }
+    }
+}
+
+/// One unit of a run (a test, a conversation, a scenario, a load level), paired by `id` with
+/// the same unit of another run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitScore {
+    pub id: String,
+    /// What the unit belongs to (a persona, a scenario, a level).
+    pub group: String,
+    /// 0 to 1; a unit without a score is not paired.
+    pub score: Option<f64>,
+    pub passed: bool,
+    /// Per-unit figures (load levels).
+    pub figures: Vec<Figure>,
+}
+
+/// A benchmark suite, as its runs are read back.
+pub trait Suite {
+    /// The `suite` field of its manifests and results: `ltm`, `apps`, `sim`, `ab`, `load`.
+    const KIND: &'static str;
+    /// What one paired unit of a comparison is (`test`, `conversation`, ...).
+    const UNIT: &'static str;
+    /// `results.json`, typed.
+    type Results: DeserializeOwned;
+
+    /// What the suite is judged on; `None` when it has no single figure (a load run's figures
+    /// are per level).
+    const HEADLINE: Option<Headline>;
+
+    /// The value of [`Suite::HEADLINE`] in `results` (`None` when it has none, e.g. nothing was
+    /// graded).
+    fn headline(results: &Self::Results) -> Option<f64>;
+    /// The seed the run was made with.
+    fn seed(results: &Self::Results) -> Option<u64>;
+    /// The run's summary figures, side by side when two runs are compared.
+    fn figures(results: &Self::Results) -> Vec<Figure>;
+    /// The run's units, paired by id when two runs are compared.
+    fn units(results: &Self::Results) -> Vec<UnitScore>;
+}

@@ -1,0 +1,13 @@
+//! The conventions of simulated applications (design document 004) that an agent and the judge
+//! must agree on, whichever side writes or reads them.
+
+/// Starts a directive line in an agent's text reply:
+/// `APP_ACTION: app.action(name=value, ...)`.
+pub const DIRECTIVE_MARKER: &str = "APP_ACTION:";
+
+/// Separates app and action in a tool name (`paypal__transfer`): OpenAI tool names allow
+/// neither `.` nor an unambiguous single `_`.
+pub const TOOL_SEPARATOR: &str = "__";
+
+/// Heads the block of app notifications a client puts before the user's words in a turn.
+pub const NOTIFICATIONS_HEADER: &str = "[App notifications]";
