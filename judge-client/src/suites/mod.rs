@@ -3,4 +3,5 @@
 
 pub mod load;
 pub mod ltm;
+pub mod membench;
 pub mod sim;
