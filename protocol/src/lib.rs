@@ -1,7 +1,7 @@
 //! The agentwall wire contract.
 //!
 //! Everything the judge and the agent-server say to each other over HTTP is typed here, and nothing
-//! else: OpenAI Chat Completions types ([`openai`]), the benchmark control plane ([`control`]) and the
+//! else: OpenAI Chat Completions types ([`openai`]), the benchmark control plane ([`control`], [`recall`]) and the
 //! header names and their parsers ([`headers`]). The crate does no I/O, so both programs (and any third
 //! party) can depend on it without pulling in a runtime.
 //!
@@ -12,5 +12,6 @@
 pub mod control;
 pub mod headers;
 pub mod openai;
+pub mod recall;
 
 pub use headers::{MockTimeError, SessionId, SessionIdError, parse_mock_time};

@@ -13,8 +13,9 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use protocol::control::{InjectRequest, InjectResponse, MemoryView, ResetResponse};
 use protocol::headers::{MOCK_TIME, SESSION_ID, TRACEPARENT, format_mock_time};
 use protocol::openai::{
-    ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody, Tool, ToolCall,
+    ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody, Tool, ToolCall, Usage,
 };
+use protocol::recall::{RecallRequest, RecallResponse};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +90,10 @@ pub struct ChatReply {
     /// Tool calls of the first choice (only when the request offered tools).
     pub tool_calls: Vec<ToolCall>,
     pub attempts: u32,
+    /// Token counts, when the target reports them.
+    pub usage: Option<Usage>,
+    /// The answer's headers (lower-case names), for capabilities a target signals by echo.
+    pub headers: Vec<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -98,6 +103,7 @@ struct RawResponse {
     body: Bytes,
     /// Attempts it took, retries included.
     attempts: u32,
+    headers: Vec<(String, String)>,
 }
 
 struct AttemptError {
@@ -118,6 +124,8 @@ struct Call<'a> {
     plane: Plane,
     ctx: Option<&'a RequestContext>,
     body: Option<Vec<u8>>,
+    /// Headers beyond the wall's own (benchmark annotations such as `X-Turn-Id`).
+    extra_headers: &'a [(&'static str, String)],
 }
 
 pub struct TargetClient {
@@ -185,6 +193,7 @@ impl TargetClient {
                 plane: Plane::Data,
                 ctx: None,
                 body: None,
+                extra_headers: &[],
             })
             .await?;
         let list: ModelList = parse_ok(&raw, "a model list")?;
@@ -231,6 +240,16 @@ impl TargetClient {
         ctx: &RequestContext,
         request: &ChatCompletionRequest,
     ) -> Result<ChatReply, TargetError> {
+        self.chat_request_with_headers(ctx, request, &[]).await
+    }
+
+    /// [`TargetClient::chat_request`] with extra request headers (benchmark annotations).
+    pub async fn chat_request_with_headers(
+        &self,
+        ctx: &RequestContext,
+        request: &ChatCompletionRequest,
+        extra_headers: &[(&'static str, String)],
+    ) -> Result<ChatReply, TargetError> {
         let body = serde_json::to_vec(request).map_err(|e| {
             TargetError::new(
                 FailureKind::JudgeError,
@@ -245,6 +264,7 @@ impl TargetClient {
                 plane: Plane::Data,
                 ctx: Some(ctx),
                 body: Some(body),
+                extra_headers,
             })
             .await?;
         let attempts = raw.attempts;
@@ -269,6 +289,8 @@ impl TargetClient {
             text,
             tool_calls,
             attempts,
+            usage: completion.usage,
+            headers: raw.headers,
         })
     }
 
@@ -282,6 +304,7 @@ impl TargetClient {
                 plane: Plane::Control,
                 ctx: Some(ctx),
                 body: None,
+                extra_headers: &[],
             })
             .await?;
         parse_ok(&raw, "a reset answer")
@@ -292,6 +315,16 @@ impl TargetClient {
         &self,
         ctx: &RequestContext,
         request: &InjectRequest,
+    ) -> Result<InjectResponse, TargetError> {
+        self.inject_with_headers(ctx, request, &[]).await
+    }
+
+    /// [`TargetClient::inject`] with extra request headers (`X-Turn-Id` of each fact).
+    pub async fn inject_with_headers(
+        &self,
+        ctx: &RequestContext,
+        request: &InjectRequest,
+        extra_headers: &[(&'static str, String)],
     ) -> Result<InjectResponse, TargetError> {
         let body = serde_json::to_vec(request).map_err(|e| {
             TargetError::new(FailureKind::JudgeError, format!("cannot encode facts: {e}"))
@@ -304,9 +337,36 @@ impl TargetClient {
                 plane: Plane::Control,
                 ctx: Some(ctx),
                 body: Some(body),
+                extra_headers,
             })
             .await?;
         parse_ok(&raw, "an inject answer")
+    }
+
+    /// `POST /control/memory/recall`: what the agent would recall for a text.
+    pub async fn recall(
+        &self,
+        ctx: &RequestContext,
+        request: &RecallRequest,
+    ) -> Result<RecallResponse, TargetError> {
+        let body = serde_json::to_vec(request).map_err(|e| {
+            TargetError::new(
+                FailureKind::JudgeError,
+                format!("cannot encode recall: {e}"),
+            )
+        })?;
+        let url = format!("{}/control/memory/recall", self.control_base);
+        let raw = self
+            .execute(Call {
+                method: Method::POST,
+                url,
+                plane: Plane::Control,
+                ctx: Some(ctx),
+                body: Some(body),
+                extra_headers: &[],
+            })
+            .await?;
+        parse_ok(&raw, "a recall answer")
     }
 
     /// `GET /control/memory`.
@@ -319,6 +379,7 @@ impl TargetClient {
                 plane: Plane::Control,
                 ctx: Some(ctx),
                 body: None,
+                extra_headers: &[],
             })
             .await?;
         parse_ok(&raw, "a memory view")
@@ -408,6 +469,9 @@ impl TargetClient {
                 request = request.insert_header((MOCK_TIME, format_mock_time(time)));
             }
         }
+        for (name, value) in call.extra_headers {
+            request = request.insert_header((*name, value.clone()));
+        }
         let token = match call.plane {
             Plane::Data => self.credentials.api_key.as_ref(),
             Plane::Control => self
@@ -436,6 +500,13 @@ impl TargetClient {
             }
         })?;
         let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(name, value)| {
+                Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+            })
+            .collect();
         let retry_after = response
             .headers()
             .get("retry-after")
@@ -458,6 +529,7 @@ impl TargetClient {
             retry_after,
             body,
             attempts: 1,
+            headers,
         })
     }
 }

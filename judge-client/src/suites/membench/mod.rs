@@ -7,4 +7,5 @@
 
 pub mod bm25;
 pub mod dataset;
+pub mod judge;
 pub mod scoring;
