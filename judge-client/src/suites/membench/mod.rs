@@ -7,5 +7,9 @@
 
 pub mod bm25;
 pub mod dataset;
+pub mod ingest;
 pub mod judge;
+pub mod report;
+pub mod results;
+pub mod runner;
 pub mod scoring;
