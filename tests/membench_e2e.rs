@@ -131,8 +131,10 @@ fn the_fixture_through_chat_and_inject_on_the_embedded_backend() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path(), &[]);
     let locomo = fixture("locomo_small.json");
+    let mut runs = Vec::new();
     for protocol in ["chat", "inject"] {
-        let (dir, _out) = membench(&server.base_url, &locomo, protocol, &[]);
+        let (dir, out) = membench(&server.base_url, &locomo, protocol, &[]);
+        runs.push((dir.clone(), out));
         assert_agent_server_run(&dir, protocol, 7, 9);
         let results = read_json(&dir.join("results.json"));
         let by_id = |id: &str| {
@@ -176,6 +178,17 @@ fn the_fixture_through_chat_and_inject_on_the_embedded_backend() {
             "a full run is its own reference"
         );
     }
+    // The two runs paired per question by `judge compare`.
+    let (code, output) = judge(&[
+        "compare",
+        runs[0].0.to_str().unwrap(),
+        runs[1].0.to_str().unwrap(),
+    ]);
+    assert!(code == 0 || code == 3, "{output}");
+    assert!(
+        output.contains("LoCoMo: 7 questions paired (0 unpaired)"),
+        "{output}"
+    );
     let (dir, _out) = membench(
         &server.base_url,
         &locomo,

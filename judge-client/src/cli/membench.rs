@@ -17,6 +17,8 @@ use judge_client::suites::membench::runner::{
 };
 use judge_client::target::{Credentials, TargetClient, TargetSettings};
 
+use super::EXIT_REGRESSION;
+use super::runs::CompareArgs;
 use super::target::TargetArgs;
 
 #[derive(Args)]
@@ -279,4 +281,22 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
     }
     println!("run directory: {}", dir.display());
     Ok(ExitCode::SUCCESS)
+}
+
+/// `judge compare` of two membench runs, paired per question.
+pub fn compare_membench(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    use judge_client::suites::membench::compare;
+    let a = compare::load(&args.run_a)?;
+    let b = compare::load(&args.run_b)?;
+    let comparison = compare::compare(&a, &b, args.alpha)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&comparison)?);
+    } else {
+        print!("{}", compare::render(&comparison));
+    }
+    Ok(if comparison.regression {
+        ExitCode::from(EXIT_REGRESSION)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use judge_client::report::compare;
 use judge_client::shard::{self};
+use judge_client::suites::membench;
 use judge_client::target::{TargetClient, probe};
 
 #[derive(Args)]
@@ -48,6 +49,9 @@ pub fn merge_parts(args: MergeArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    if membench::compare::is_membench_run(&args.run_a) {
+        return super::membench::compare_membench(&args);
+    }
     let a = compare::load(&args.run_a)?;
     let b = compare::load(&args.run_b)?;
     let comparison = compare::compare(&a, &b, args.alpha);
