@@ -17,8 +17,7 @@ use judge_client::suites::membench::runner::{
 };
 use judge_client::target::{Credentials, TargetClient, TargetSettings};
 
-use super::EXIT_REGRESSION;
-use super::runs::CompareArgs;
+use super::runs::{CompareArgs, print_comparison};
 use super::target::TargetArgs;
 
 #[derive(Args)]
@@ -238,10 +237,7 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
         questions_planned: planned,
         excluded: args.exclude.clone(),
         data_problems: data.problems.clone(),
-        not_supported: vec![
-            "--resume and --shard".to_owned(),
-            "judge compare between membench runs".to_owned(),
-        ],
+        not_supported: vec!["--resume and --shard".to_owned()],
     };
     let dir = write_run_dir(&args.out, &manifest, &results, &data)
         .with_context(|| format!("writing the run under {}", args.out.display()))?;
@@ -289,14 +285,10 @@ pub fn compare_membench(args: &CompareArgs) -> anyhow::Result<ExitCode> {
     let a = compare::load(&args.run_a)?;
     let b = compare::load(&args.run_b)?;
     let comparison = compare::compare(&a, &b, args.alpha)?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&comparison)?);
-    } else {
-        print!("{}", compare::render(&comparison));
-    }
-    Ok(if comparison.regression {
-        ExitCode::from(EXIT_REGRESSION)
-    } else {
-        ExitCode::SUCCESS
-    })
+    print_comparison(
+        args.json,
+        &comparison,
+        compare::render(&comparison),
+        comparison.regression,
+    )
 }

@@ -55,12 +55,27 @@ pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
     let a = compare::load(&args.run_a)?;
     let b = compare::load(&args.run_b)?;
     let comparison = compare::compare(&a, &b, args.alpha);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&comparison)?);
+    print_comparison(
+        args.json,
+        &comparison,
+        compare::render(&comparison),
+        comparison.regression,
+    )
+}
+
+/// Prints a comparison (as JSON with `--json`, else `rendered`); exit 3 on a regression.
+pub fn print_comparison<T: serde::Serialize>(
+    json: bool,
+    comparison: &T,
+    rendered: String,
+    regression: bool,
+) -> anyhow::Result<ExitCode> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(comparison)?);
     } else {
-        print!("{}", compare::render(&comparison));
+        print!("{rendered}");
     }
-    Ok(if comparison.regression {
+    Ok(if regression {
         ExitCode::from(EXIT_REGRESSION)
     } else {
         ExitCode::SUCCESS

@@ -326,10 +326,42 @@ impl TargetClient {
         request: &InjectRequest,
         extra_headers: &[(&'static str, String)],
     ) -> Result<InjectResponse, TargetError> {
-        let body = serde_json::to_vec(request).map_err(|e| {
-            TargetError::new(FailureKind::JudgeError, format!("cannot encode facts: {e}"))
+        self.control_post(
+            "memory/inject",
+            ctx,
+            request,
+            extra_headers,
+            "an inject answer",
+        )
+        .await
+    }
+
+    /// `POST /control/memory/recall`: what the agent would recall for a text.
+    pub async fn recall(
+        &self,
+        ctx: &RequestContext,
+        request: &RecallRequest,
+    ) -> Result<RecallResponse, TargetError> {
+        self.control_post("memory/recall", ctx, request, &[], "a recall answer")
+            .await
+    }
+
+    /// `POST /control/<path>` with a JSON body, answered by `what`.
+    async fn control_post<B: Serialize, R: DeserializeOwned>(
+        &self,
+        path: &str,
+        ctx: &RequestContext,
+        body: &B,
+        extra_headers: &[(&'static str, String)],
+        what: &str,
+    ) -> Result<R, TargetError> {
+        let body = serde_json::to_vec(body).map_err(|e| {
+            TargetError::new(
+                FailureKind::JudgeError,
+                format!("cannot encode the body of /control/{path}: {e}"),
+            )
         })?;
-        let url = format!("{}/control/memory/inject", self.control_base);
+        let url = format!("{}/control/{path}", self.control_base);
         let raw = self
             .execute(Call {
                 method: Method::POST,
@@ -340,33 +372,7 @@ impl TargetClient {
                 extra_headers,
             })
             .await?;
-        parse_ok(&raw, "an inject answer")
-    }
-
-    /// `POST /control/memory/recall`: what the agent would recall for a text.
-    pub async fn recall(
-        &self,
-        ctx: &RequestContext,
-        request: &RecallRequest,
-    ) -> Result<RecallResponse, TargetError> {
-        let body = serde_json::to_vec(request).map_err(|e| {
-            TargetError::new(
-                FailureKind::JudgeError,
-                format!("cannot encode recall: {e}"),
-            )
-        })?;
-        let url = format!("{}/control/memory/recall", self.control_base);
-        let raw = self
-            .execute(Call {
-                method: Method::POST,
-                url,
-                plane: Plane::Control,
-                ctx: Some(ctx),
-                body: Some(body),
-                extra_headers: &[],
-            })
-            .await?;
-        parse_ok(&raw, "a recall answer")
+        parse_ok(&raw, what)
     }
 
     /// `GET /control/memory`.
