@@ -274,7 +274,8 @@ fn the_fixture_through_chat_and_inject_on_redis_and_postgres() {
 }
 
 /// A stateless OpenAI-compatible target with no control plane (as a LiteLLM proxy is): it
-/// answers "Lisbon" when its prompt mentions Lisbon and reports prompt tokens as words.
+/// answers "Lisbon" when its prompt mentions Lisbon, "yes" to LongMemEval's judge prompts, and
+/// reports prompt tokens as words.
 fn stateless_target() -> String {
     async fn chat(body: web::Json<Value>) -> HttpResponse {
         let prompt: String = body["messages"]
@@ -284,7 +285,9 @@ fn stateless_target() -> String {
             .filter_map(|m| m["content"].as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        let reply = if prompt.contains("Lisbon") {
+        let reply = if prompt.contains("Answer yes or no only.") {
+            "yes"
+        } else if prompt.contains("Lisbon") {
             "Lisbon"
         } else {
             "I do not know."
@@ -419,5 +422,74 @@ fn bad_files_are_refused_with_nothing_written() {
         assert!(output.contains(expected), "{data}: {output}");
         assert!(!output.contains("panicked"), "{output}");
         assert!(!out.exists(), "nothing created for {data}");
+    }
+}
+
+#[test]
+fn longmemeval_accuracy_needs_the_model_judge() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &[]);
+    let judge_endpoint = stateless_target();
+    let longmemeval = fixture("longmemeval_small.json");
+    let run = |extra: &[&str]| {
+        let out = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            "membench",
+            "--endpoint",
+            &server.base_url,
+            "--dataset",
+            "longmemeval",
+            "--data",
+            &longmemeval,
+            "--protocol",
+            "chat",
+            "--quiet",
+            "--out",
+            out.path().to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let (code, output) = judge(&args);
+        assert_eq!(code, 0, "{output}");
+        let dir = std::fs::read_dir(out.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        (
+            read_json(&dir.join("results.json")),
+            read_json(&dir.join("manifest.json")),
+            out,
+        )
+    };
+    let (results, manifest, _out) = run(&[]);
+    assert!(manifest["judge_model"].is_null());
+    assert!(
+        results["summary"]["overall"]["score"].is_null(),
+        "accuracy not applicable"
+    );
+    assert!(
+        results["summary"]["overall"]["f1_stand_in"]
+            .as_f64()
+            .is_some()
+    );
+    assert!(
+        results["summary"]["score_definition"]
+            .as_str()
+            .unwrap()
+            .contains("stand-in")
+    );
+    let first = &results["questions"][0];
+    assert_eq!(first["evidence"], json!(["answer_s2:1"]));
+    assert_eq!(first["bm25_recall"]["5"], 1.0);
+
+    let (results, manifest, _out) = run(&["--judge-endpoint", &judge_endpoint]);
+    assert_eq!(manifest["judge_model"], "fake");
+    assert_eq!(
+        results["summary"]["overall"]["score"], 1.0,
+        "the judge said yes to all"
+    );
+    for q in results["questions"].as_array().unwrap() {
+        assert_eq!(q["judge"]["reply"], "yes", "{q}");
     }
 }
