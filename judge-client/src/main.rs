@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use cli::apps::{AppsArgs, apps};
 use cli::load::{LoadArgs, load_run};
 use cli::ltm::{LtmArgs, ltm};
+use cli::membench::{MembenchArgs, membench};
 use cli::runs::{CompareArgs, MergeArgs, ProbeArgs, compare_runs, merge_parts, probe_only};
 use cli::serve::{ServeArgs, serve};
 use cli::sim::{ReplayArgs, SimArgs, replay, simulate};
@@ -29,6 +30,9 @@ struct Cli {
 enum Command {
     /// Run the long-term-memory suite (or finish an interrupted run with --resume).
     Ltm(LtmArgs),
+    /// Run LoCoMo or LongMemEval (the published files) against the target: answers scored as
+    /// the datasets' authors define, retrieval measured by recall@k.
+    Membench(MembenchArgs),
     /// Let the target operate simulated apps (PayPal) for scripted users; graded by final state.
     Apps(AppsArgs),
     /// Simulate persona conversations against the target (A/B with --endpoint-b).
@@ -63,6 +67,7 @@ async fn run_command(command: Command) -> anyhow::Result<ExitCode> {
     let provider = telemetry::install()?;
     let outcome = match command {
         Command::Ltm(args) => ltm(args).await,
+        Command::Membench(args) => membench(args).await,
         Command::Compare(args) => compare_runs(args),
         Command::Probe(args) => probe_only(args).await,
         Command::Apps(args) => apps(args).await,

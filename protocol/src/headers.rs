@@ -10,6 +10,17 @@ use serde::{Deserialize, Serialize};
 pub const SESSION_ID: &str = "x-session-id";
 /// Optional: the request's "now" (RFC 3339 with an offset). Moves the agent's clock for time travel.
 pub const MOCK_TIME: &str = "x-mock-time";
+/// Optional: the id of the dataset turn a request carries (a chat turn, or one injected fact
+/// each: several ids comma-separated in the order of the facts). An agent that keeps it can name
+/// the turns a memory came from in `POST /control/memory/recall`. Benchmarks send it; agents may
+/// ignore it.
+pub const TURN_ID: &str = "x-turn-id";
+/// Optional: `off` asks the agent to answer this chat turn without storing anything from it, so
+/// that benchmark questions do not write memory. An agent honouring it echoes the header back
+/// with the value `off` on its answer; the judge probes for that echo.
+pub const MEMORY_WRITE: &str = "x-memory-write";
+/// The one value of [`MEMORY_WRITE`] defined so far.
+pub const MEMORY_WRITE_OFF: &str = "off";
 /// W3C trace context.
 pub const TRACEPARENT: &str = "traceparent";
 pub const TRACESTATE: &str = "tracestate";

@@ -1,9 +1,10 @@
 //! The agentwall wire contract.
 //!
 //! Everything the judge and the agent-server say to each other over HTTP is typed here, and nothing
-//! else: OpenAI Chat Completions types ([`openai`]), the benchmark control plane ([`control`]) and the
-//! header names and their parsers ([`headers`]), and the conventions of simulated applications
-//! ([`apps`]: the directive marker, the tool-name separator, the notifications header). The crate does no I/O, so both programs (and any third
+//! else: OpenAI Chat Completions types ([`openai`]), the benchmark control plane ([`control`],
+//! [`recall`]) and the header names and their parsers ([`headers`]), and the conventions of
+//! simulated applications ([`apps`]: the directive marker, the tool-name separator, the
+//! notifications header). The crate does no I/O, so both programs (and any third
 //! party) can depend on it without pulling in a runtime.
 //!
 //! Leniency rule: types that *arrive* from other implementations accept what real servers send
@@ -14,5 +15,6 @@ pub mod apps;
 pub mod control;
 pub mod headers;
 pub mod openai;
+pub mod recall;
 
 pub use headers::{MockTimeError, SessionId, SessionIdError, parse_mock_time};

@@ -4,6 +4,7 @@
 pub mod apps;
 pub mod load;
 pub mod ltm;
+pub mod membench;
 pub mod progress;
 pub mod runs;
 pub mod serve;

@@ -10,6 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use judge_client::suites::ltm::compare;
 use judge_client::suites::ltm::shard::{self};
+use judge_client::suites::membench;
 use judge_client::target::{TargetClient, probe};
 
 #[derive(Args)]
@@ -48,15 +49,33 @@ pub fn merge_parts(args: MergeArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
+    if membench::compare::is_membench_run(&args.run_a) {
+        return super::membench::compare_membench(&args);
+    }
     let a = compare::load(&args.run_a)?;
     let b = compare::load(&args.run_b)?;
     let comparison = compare::compare(&a, &b, args.alpha);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&comparison)?);
+    print_comparison(
+        args.json,
+        &comparison,
+        compare::render(&comparison),
+        comparison.regression,
+    )
+}
+
+/// Prints a comparison (as JSON with `--json`, else `rendered`); exit 3 on a regression.
+pub fn print_comparison<T: serde::Serialize>(
+    json: bool,
+    comparison: &T,
+    rendered: String,
+    regression: bool,
+) -> anyhow::Result<ExitCode> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(comparison)?);
     } else {
-        print!("{}", compare::render(&comparison));
+        print!("{rendered}");
     }
-    Ok(if comparison.regression {
+    Ok(if regression {
         ExitCode::from(EXIT_REGRESSION)
     } else {
         ExitCode::SUCCESS

@@ -6,6 +6,7 @@ pub mod apps;
 pub mod history;
 pub mod load;
 pub mod ltm;
+pub mod membench;
 pub mod sim;
 pub mod suite;
 

@@ -13,8 +13,9 @@ use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use protocol::control::{InjectRequest, InjectResponse, MemoryView, ResetResponse};
 use protocol::headers::{MOCK_TIME, SESSION_ID, TRACEPARENT, format_mock_time};
 use protocol::openai::{
-    ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody, ModelList, Tool, ToolCall,
+    ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody, ModelList, Tool, ToolCall, Usage,
 };
+use protocol::recall::{RecallRequest, RecallResponse};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -95,6 +96,10 @@ pub struct ChatReply {
     /// Tool calls of the first choice (only when the request offered tools).
     pub tool_calls: Vec<ToolCall>,
     pub attempts: u32,
+    /// Token counts, when the target reports them.
+    pub usage: Option<Usage>,
+    /// The answer's headers (lower-case names), for capabilities a target signals by echo.
+    pub headers: Vec<(String, String)>,
 }
 
 #[derive(Debug)]
@@ -104,6 +109,7 @@ struct RawResponse {
     body: Bytes,
     /// Attempts it took, retries included.
     attempts: u32,
+    headers: Vec<(String, String)>,
 }
 
 struct AttemptError {
@@ -124,6 +130,8 @@ struct Call<'a> {
     plane: Plane,
     ctx: Option<&'a RequestContext>,
     body: Option<Vec<u8>>,
+    /// Headers beyond the wall's own (benchmark annotations such as `X-Turn-Id`).
+    extra_headers: &'a [(&'static str, String)],
 }
 
 pub struct TargetClient {
@@ -183,6 +191,7 @@ impl TargetClient {
                 plane: Plane::Data,
                 ctx: None,
                 body: None,
+                extra_headers: &[],
             })
             .await?;
         let list: ModelList = parse_ok(&raw, "a model list")?;
@@ -230,6 +239,16 @@ impl TargetClient {
         ctx: &RequestContext,
         request: &ChatCompletionRequest,
     ) -> Result<ChatReply, TargetError> {
+        self.chat_request_with_headers(ctx, request, &[]).await
+    }
+
+    /// [`TargetClient::chat_request`] with extra request headers (benchmark annotations).
+    pub async fn chat_request_with_headers(
+        &self,
+        ctx: &RequestContext,
+        request: &ChatCompletionRequest,
+        extra_headers: &[(&'static str, String)],
+    ) -> Result<ChatReply, TargetError> {
         let body = serde_json::to_vec(request).map_err(|e| {
             TargetError::new(
                 FailureKind::JudgeError,
@@ -244,6 +263,7 @@ impl TargetClient {
                 plane: Plane::Data,
                 ctx: Some(ctx),
                 body: Some(body),
+                extra_headers,
             })
             .await?;
         let attempts = raw.attempts;
@@ -268,6 +288,8 @@ impl TargetClient {
             text,
             tool_calls,
             attempts,
+            usage: completion.usage,
+            headers: raw.headers,
         })
     }
 
@@ -281,6 +303,7 @@ impl TargetClient {
                 plane: Plane::Control,
                 ctx: Some(ctx),
                 body: None,
+                extra_headers: &[],
             })
             .await?;
         parse_ok(&raw, "a reset answer")
@@ -292,10 +315,52 @@ impl TargetClient {
         ctx: &RequestContext,
         request: &InjectRequest,
     ) -> Result<InjectResponse, TargetError> {
-        let body = serde_json::to_vec(request).map_err(|e| {
-            TargetError::new(FailureKind::JudgeError, format!("cannot encode facts: {e}"))
+        self.inject_with_headers(ctx, request, &[]).await
+    }
+
+    /// [`TargetClient::inject`] with extra request headers (`X-Turn-Id` of each fact).
+    pub async fn inject_with_headers(
+        &self,
+        ctx: &RequestContext,
+        request: &InjectRequest,
+        extra_headers: &[(&'static str, String)],
+    ) -> Result<InjectResponse, TargetError> {
+        self.control_post(
+            "memory/inject",
+            ctx,
+            request,
+            extra_headers,
+            "an inject answer",
+        )
+        .await
+    }
+
+    /// `POST /control/memory/recall`: what the agent would recall for a text.
+    pub async fn recall(
+        &self,
+        ctx: &RequestContext,
+        request: &RecallRequest,
+    ) -> Result<RecallResponse, TargetError> {
+        self.control_post("memory/recall", ctx, request, &[], "a recall answer")
+            .await
+    }
+
+    /// `POST /control/<path>` with a JSON body, answered by `what`.
+    async fn control_post<B: Serialize, R: DeserializeOwned>(
+        &self,
+        path: &str,
+        ctx: &RequestContext,
+        body: &B,
+        extra_headers: &[(&'static str, String)],
+        what: &str,
+    ) -> Result<R, TargetError> {
+        let body = serde_json::to_vec(body).map_err(|e| {
+            TargetError::new(
+                FailureKind::JudgeError,
+                format!("cannot encode the body of /control/{path}: {e}"),
+            )
         })?;
-        let url = format!("{}/control/memory/inject", self.control_base);
+        let url = format!("{}/control/{path}", self.control_base);
         let raw = self
             .execute(Call {
                 method: Method::POST,
@@ -303,9 +368,10 @@ impl TargetClient {
                 plane: Plane::Control,
                 ctx: Some(ctx),
                 body: Some(body),
+                extra_headers,
             })
             .await?;
-        parse_ok(&raw, "an inject answer")
+        parse_ok(&raw, what)
     }
 
     /// `GET /control/memory`.
@@ -318,6 +384,7 @@ impl TargetClient {
                 plane: Plane::Control,
                 ctx: Some(ctx),
                 body: None,
+                extra_headers: &[],
             })
             .await?;
         parse_ok(&raw, "a memory view")
@@ -407,6 +474,9 @@ impl TargetClient {
                 request = request.insert_header((MOCK_TIME, format_mock_time(time)));
             }
         }
+        for (name, value) in call.extra_headers {
+            request = request.insert_header((*name, value.clone()));
+        }
         let token = match call.plane {
             Plane::Data => self.credentials.api_key.as_ref(),
             Plane::Control => self
@@ -435,6 +505,13 @@ impl TargetClient {
             }
         })?;
         let status = response.status().as_u16();
+        let headers = response
+            .headers()
+            .iter()
+            .filter_map(|(name, value)| {
+                Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+            })
+            .collect();
         let retry_after = response
             .headers()
             .get("retry-after")
@@ -457,6 +534,7 @@ impl TargetClient {
             retry_after,
             body,
             attempts: 1,
+            headers,
         })
     }
 }

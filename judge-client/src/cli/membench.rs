@@ -1,0 +1,294 @@
+//! `judge membench`: LoCoMo or LongMemEval against the target, through the API wall.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use judge_client::suites::membench::dataset::{self, DatasetKind};
+use judge_client::suites::membench::ingest::Protocol;
+use judge_client::suites::membench::judge::ModelJudge;
+use judge_client::suites::membench::report::{
+    MembenchManifest, TURN_ID_DESIGN, file_sha256, write_run_dir,
+};
+use judge_client::suites::membench::results::CategorySummary;
+use judge_client::suites::membench::runner::{
+    MembenchConfig, RunContext, probe_capabilities, run, select,
+};
+use judge_client::target::{Credentials, TargetClient, TargetSettings};
+
+use super::runs::{CompareArgs, print_comparison};
+use super::target::TargetArgs;
+
+#[derive(Args)]
+pub struct MembenchArgs {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Which benchmark the file holds.
+    #[arg(long, value_enum)]
+    pub dataset: DatasetKind,
+    /// The dataset file in its published format (locomo10.json, longmemeval_s.json, ...).
+    #[arg(long)]
+    pub data: PathBuf,
+    /// How the history reaches the agent: chat turns, control-plane inject, or in the prompt.
+    #[arg(long, value_enum, default_value = "chat")]
+    pub protocol: Protocol,
+    /// Seed of the question order and of category 5's option order.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Conversations run at once.
+    #[arg(long, default_value_t = 1)]
+    pub concurrency: usize,
+    /// Keep only these conversation or question ids (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+    /// Leave out these question ids (known label errors; recorded in the manifest).
+    #[arg(long, value_delimiter = ',')]
+    pub exclude: Vec<String>,
+    /// Run at most this many conversations (LongMemEval: items).
+    #[arg(long)]
+    pub limit_conversations: Option<usize>,
+    /// Ingest at most this many sessions per conversation; only questions whose evidence lies in
+    /// them are asked.
+    #[arg(long)]
+    pub limit_sessions: Option<usize>,
+    /// Ask at most this many questions per conversation.
+    #[arg(long)]
+    pub limit_questions: Option<usize>,
+    /// `context` protocol: history budget in the prompt, in cl100k tokens.
+    #[arg(long, default_value_t = 16_000)]
+    pub context_tokens: usize,
+    /// An OpenAI-compatible endpoint whose model judges answers (LongMemEval accuracy, LoCoMo J).
+    #[arg(long)]
+    pub judge_endpoint: Option<String>,
+    /// The judge's model (default: the first one its /v1/models lists).
+    #[arg(long)]
+    pub judge_model: Option<String>,
+    /// Bearer key for the judge endpoint.
+    #[arg(long, env = "JUDGE_JUDGE_API_KEY", hide_env_values = true)]
+    pub judge_api_key: Option<String>,
+    /// Folder the run directory is written under.
+    #[arg(long, default_value = "runs")]
+    pub out: PathBuf,
+    /// No per-question progress lines.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+fn print_row(c: &CategorySummary) {
+    let pct = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{:.1}", v * 100.0));
+    let recall = |r: &Option<std::collections::BTreeMap<usize, f64>>| {
+        r.as_ref().map_or("n/a".to_owned(), |r| {
+            r.values()
+                .map(|v| format!("{:.0}", v * 100.0))
+                .collect::<Vec<_>>()
+                .join("/")
+        })
+    };
+    println!(
+        "  {:<22} {:>5}  score {:>5}  J {:>5}  F1* {:>5}  agent R@5/8/20 {:>10}  BM25 R@5/8/20 {:>10}",
+        c.name,
+        c.questions,
+        pct(c.score),
+        pct(c.judge_accuracy),
+        pct(c.f1_stand_in),
+        recall(&c.agent_recall),
+        recall(&c.bm25_recall)
+    );
+}
+
+pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
+    // The file is read and checked before anything is created or sent.
+    let data = dataset::load(args.dataset, &args.data)?;
+    let sha =
+        file_sha256(&args.data).with_context(|| format!("reading {}", args.data.display()))?;
+    let run_id = format!(
+        "membench-{}-{}-{}",
+        args.dataset.name().to_lowercase(),
+        args.protocol.name(),
+        chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
+    );
+    let config = MembenchConfig {
+        dataset: args.dataset,
+        protocol: args.protocol,
+        seed: args.seed,
+        concurrency: args.concurrency.clamp(1, 32),
+        only: args.only.clone(),
+        exclude: args.exclude.clone(),
+        limit_conversations: args.limit_conversations,
+        limit_sessions: args.limit_sessions,
+        limit_questions: args.limit_questions,
+        context_tokens: args.context_tokens,
+        session_prefix: format!("mb{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
+    };
+    let conversations = select(&data, &config);
+    if conversations.is_empty() {
+        bail!("no question left after --only, --exclude and the limits");
+    }
+    let unknown: Vec<&String> = args
+        .exclude
+        .iter()
+        .filter(|id| !data.questions().any(|(_, q)| &q.id == *id))
+        .collect();
+    if !unknown.is_empty() {
+        bail!("--exclude names questions the file does not have: {unknown:?}");
+    }
+
+    let settings = args.target.settings()?;
+    let mut client = TargetClient::new(settings, args.target.credentials());
+    let capabilities = probe_capabilities(&client, &format!("{}-probe", config.session_prefix))
+        .await
+        .context("probing the target")?;
+    client.set_model(capabilities.base.model.clone());
+    if args.protocol == Protocol::Inject && !capabilities.base.inject {
+        bail!(
+            "--protocol inject needs POST /control/memory/inject, which the target does not offer (capability probe); use --protocol chat"
+        );
+    }
+    let judge = match &args.judge_endpoint {
+        Some(endpoint) => {
+            let mut judge_client = TargetClient::new(
+                TargetSettings {
+                    model: args.judge_model.clone(),
+                    ..TargetSettings::new(endpoint.clone())
+                },
+                Credentials {
+                    api_key: args.judge_api_key.clone(),
+                    admin_token: None,
+                },
+            );
+            let model = match &args.judge_model {
+                Some(model) => model.clone(),
+                None => judge_client
+                    .models()
+                    .await
+                    .ok()
+                    .and_then(|m| m.into_iter().next())
+                    .unwrap_or_else(|| "default".to_owned()),
+            };
+            judge_client.set_model(model.clone());
+            Some(ModelJudge {
+                client: judge_client,
+                model,
+            })
+        }
+        None => None,
+    };
+
+    let planned: usize = conversations.iter().map(|c| c.questions.len()).sum();
+    let created_at = chrono::Utc::now();
+    let quiet = args.quiet;
+    let context = RunContext {
+        client: &client,
+        judge: judge.as_ref(),
+        config: &config,
+        capabilities: &capabilities,
+    };
+    let done = std::cell::Cell::new(0usize);
+    let results = run(&context, &conversations, &|q| {
+        done.set(done.get() + 1);
+        if !quiet {
+            eprintln!(
+                "[{}/{planned}] {} {}",
+                done.get(),
+                q.id,
+                q.score
+                    .or(q.f1_stand_in)
+                    .map_or("error".to_owned(), |s| format!("{s:.2}"))
+            );
+        }
+    })
+    .await;
+    let undelivered: usize = results
+        .ingestion
+        .values()
+        .map(|i| i.undelivered_assistant_turns)
+        .sum();
+    let protocol = match args.protocol {
+        Protocol::Chat => format!(
+            "chat: every turn one chat request in its conversation's session, in order, X-Mock-Time = its session's date (UTC), speaker on `name` and in the text, photos as captions; replies recorded, not scored{}",
+            if undelivered > 0 {
+                format!("; {undelivered} LongMemEval assistant turns ending a session were not sent")
+            } else {
+                String::new()
+            }
+        ),
+        Protocol::Inject => "inject: each session one POST /control/memory/inject, a fact per turn observed at the session's date".to_owned(),
+        Protocol::Context => format!(
+            "context: nothing ingested; each question carries the most recent history fitting {} cl100k tokens in its prompt, in a fresh session",
+            args.context_tokens
+        ),
+    };
+    let manifest = MembenchManifest {
+        judge_version: env!("CARGO_PKG_VERSION").to_owned(),
+        run_id,
+        suite: "membench".to_owned(),
+        created_at,
+        finished_at: chrono::Utc::now(),
+        dataset: args.dataset,
+        dataset_file: args.data.display().to_string(),
+        dataset_sha256: sha,
+        config,
+        protocol,
+        turn_ids: TURN_ID_DESIGN.to_owned(),
+        target: client.settings().clone(),
+        capabilities,
+        judge_model: judge.as_ref().map(|j| j.model.clone()),
+        questions_planned: planned,
+        excluded: args.exclude.clone(),
+        data_problems: data.problems.clone(),
+        not_supported: vec!["--resume and --shard".to_owned()],
+    };
+    let dir = write_run_dir(&args.out, &manifest, &results, &data)
+        .with_context(|| format!("writing the run under {}", args.out.display()))?;
+    let summary = &results.summary;
+    println!(
+        "{} · protocol {} · {} questions · {}",
+        args.dataset.name(),
+        args.protocol.name(),
+        summary.overall.questions,
+        summary.score_definition
+    );
+    for c in summary
+        .categories
+        .iter()
+        .chain(std::iter::once(&summary.overall))
+    {
+        print_row(c);
+    }
+    let s = &summary.speed;
+    println!(
+        "  ingestion: {} turns in {:.1} s ({}); question latency p50 {} ms, p95 {} ms; prompt tokens/question {}",
+        s.ingested_turns,
+        s.ingestion_seconds,
+        s.turns_per_second
+            .map_or("–".to_owned(), |t| format!("{t:.1} turns/s")),
+        s.latency_p50_ms.map_or("–".to_owned(), |v| v.to_string()),
+        s.latency_p95_ms.map_or("–".to_owned(), |v| v.to_string()),
+        s.mean_prompt_tokens
+            .map_or("not reported".to_owned(), |v| format!("{v:.0}"))
+    );
+    for note in summary
+        .agent_recall_note
+        .iter()
+        .chain(&summary.comparability_note)
+    {
+        println!("  note: {note}");
+    }
+    println!("run directory: {}", dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `judge compare` of two membench runs, paired per question.
+pub fn compare_membench(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    use judge_client::suites::membench::compare;
+    let a = compare::load(&args.run_a)?;
+    let b = compare::load(&args.run_b)?;
+    let comparison = compare::compare(&a, &b, args.alpha)?;
+    print_comparison(
+        args.json,
+        &comparison,
+        compare::render(&comparison),
+        comparison.regression,
+    )
+}

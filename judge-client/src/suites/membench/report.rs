@@ -1,0 +1,457 @@
+//! The run directory of `judge membench`: `manifest.json` (dataset, protocol, exclusions, data
+//! problems, capabilities), `results.json`, `junit.xml` (one testcase per question) and a
+//! self-contained `report.html` (per-category chart, each question's evidence, recalled items,
+//! answer and verdict). Files are written into a hidden folder first and renamed into place, so
+//! an interrupted run leaves nothing half-written.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::bm25::RECALL_KS;
+use super::dataset::{DataProblem, Dataset, DatasetKind};
+use super::results::{CategorySummary, MembenchResults, QuestionResult};
+use super::runner::{MembenchCapabilities, MembenchConfig};
+use crate::report::escape::escape;
+use crate::report::html::{page_head, pct};
+use crate::rundir::create_unique_dir;
+use crate::target::TargetSettings;
+
+/// How the judge names the turns it sends; recorded so a reader knows what recall@k compares.
+pub const TURN_ID_DESIGN: &str = "Every ingested turn travels with its id in the X-Turn-Id request header (LoCoMo dia_id such as D1:3; LongMemEval <session id>:<turn number>), comma-separated in message or fact order when a request carries several. An agent that keeps it names the turns in POST /control/memory/recall's source_turn_ids.";
+
+/// A LoCoMo reply counts as a passed testcase in junit.xml from this F1 on.
+pub const PASS_F1: f64 = 0.5;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MembenchManifest {
+    pub judge_version: String,
+    pub run_id: String,
+    pub suite: String,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub dataset: DatasetKind,
+    pub dataset_file: String,
+    pub dataset_sha256: String,
+    pub config: MembenchConfig,
+    /// The ingestion protocol, described.
+    pub protocol: String,
+    pub turn_ids: String,
+    pub target: TargetSettings,
+    pub capabilities: MembenchCapabilities,
+    /// The judge model behind `--judge-endpoint`, when one scored.
+    pub judge_model: Option<String>,
+    pub questions_planned: usize,
+    /// Question ids left out by `--exclude`.
+    pub excluded: Vec<String>,
+    /// Problems of single items the reader worked around.
+    pub data_problems: Vec<DataProblem>,
+    /// What this harness does not do yet.
+    pub not_supported: Vec<String>,
+}
+
+/// SHA-256 of the dataset file, so two runs can tell they read the same data.
+pub fn file_sha256(path: &Path) -> std::io::Result<String> {
+    let bytes = std::fs::read(path)?;
+    Ok(Sha256::digest(&bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect())
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
+    let mut text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    text.push('\n');
+    std::fs::write(path, text)
+}
+
+/// Writes the run's files into `out_root/<run_id>` (or `-2`, ...), all or nothing.
+pub fn write_run_dir(
+    out_root: &Path,
+    manifest: &MembenchManifest,
+    results: &MembenchResults,
+    dataset: &Dataset,
+) -> std::io::Result<PathBuf> {
+    let staging = create_unique_dir(out_root, &format!(".partial-{}", manifest.run_id))?;
+    let written = (|| {
+        write_json(&staging.join("manifest.json"), manifest)?;
+        write_json(&staging.join("results.json"), results)?;
+        std::fs::write(staging.join("junit.xml"), junit(manifest, results))?;
+        std::fs::write(
+            staging.join("report.html"),
+            html(manifest, results, dataset),
+        )
+    })();
+    if let Err(e) = written {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(e);
+    }
+    let dir = create_unique_dir(out_root, &manifest.run_id)?;
+    std::fs::remove_dir(&dir)?;
+    std::fs::rename(&staging, &dir)?;
+    Ok(dir)
+}
+
+/// Passed, failed, not applicable or error, as junit.xml and the report show it.
+fn verdict(dataset: DatasetKind, q: &QuestionResult) -> (&'static str, String) {
+    if let Some(error) = &q.error
+        && q.reply.is_none()
+    {
+        return ("error", error.clone());
+    }
+    match (dataset, q.score) {
+        (DatasetKind::Locomo, Some(score)) if score >= PASS_F1 => {
+            ("passed", format!("F1 {score:.2}"))
+        }
+        (DatasetKind::Locomo, Some(score)) => ("failed", format!("F1 {score:.2} below {PASS_F1}")),
+        (DatasetKind::Longmemeval, Some(score)) if score >= 1.0 => {
+            ("passed", "judged correct".to_owned())
+        }
+        (DatasetKind::Longmemeval, Some(_)) => ("failed", "judged wrong".to_owned()),
+        (_, None) => (
+            "not_applicable",
+            format!(
+                "accuracy needs a model judge (--judge-endpoint); token-F1 stand-in {:.2}",
+                q.f1_stand_in.unwrap_or(0.0)
+            ),
+        ),
+    }
+}
+
+pub fn junit(manifest: &MembenchManifest, results: &MembenchResults) -> String {
+    let dataset = manifest.dataset;
+    let count = |status: &str| {
+        results
+            .questions
+            .iter()
+            .filter(|q| verdict(dataset, q).0 == status)
+            .count()
+    };
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        r#"<testsuites name="agentwall-membench-{}" tests="{}" failures="{}" errors="{}" skipped="{}">"#,
+        dataset.name(),
+        results.questions.len(),
+        count("failed"),
+        count("error"),
+        count("not_applicable")
+    );
+    for category in &results.summary.categories {
+        let questions: Vec<&QuestionResult> = results
+            .questions
+            .iter()
+            .filter(|q| q.category == category.category)
+            .collect();
+        let _ = writeln!(
+            out,
+            r#"  <testsuite name="{} {}" tests="{}">"#,
+            dataset.name(),
+            escape(&category.name),
+            questions.len()
+        );
+        for q in questions {
+            let (status, detail) = verdict(dataset, q);
+            let _ = write!(
+                out,
+                r#"    <testcase classname="membench.{}.{}" name="{}" time="{:.3}">"#,
+                dataset.name(),
+                escape(&q.conversation),
+                escape(&q.id),
+                q.latency_ms.unwrap_or(0) as f64 / 1000.0
+            );
+            match status {
+                "failed" => {
+                    let _ = write!(out, r#"<failure message="{}"/>"#, escape(&detail));
+                }
+                "error" => {
+                    let _ = write!(out, r#"<error message="{}"/>"#, escape(&detail));
+                }
+                "not_applicable" => {
+                    let _ = write!(out, r#"<skipped message="{}"/>"#, escape(&detail));
+                }
+                _ => {}
+            }
+            let _ = writeln!(
+                out,
+                "<system-out>{}</system-out></testcase>",
+                escape(&format!(
+                    "Q: {}\nGold: {}\nReply: {}",
+                    q.asked,
+                    q.gold,
+                    q.reply.as_deref().unwrap_or("(none)")
+                ))
+            );
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    out.push_str("</testsuites>\n");
+    out
+}
+
+fn recall_cells(recall: &Option<std::collections::BTreeMap<usize, f64>>) -> String {
+    RECALL_KS
+        .iter()
+        .map(|k| {
+            format!(
+                "<td>{}</td>",
+                recall
+                    .as_ref()
+                    .and_then(|r| r.get(k))
+                    .map_or("n/a".to_owned(), |v| pct(Some(*v)))
+            )
+        })
+        .collect()
+}
+
+fn category_row(c: &CategorySummary, longmemeval: bool) -> String {
+    let score = match (c.score, c.score_ci) {
+        (Some(s), Some((lo, hi))) => {
+            format!("{} ({}–{})", pct(Some(s)), pct(Some(lo)), pct(Some(hi)))
+        }
+        (Some(s), None) => pct(Some(s)),
+        (None, _) => "n/a".to_owned(),
+    };
+    let second = if longmemeval {
+        c.f1_stand_in.map_or("–".to_owned(), |v| pct(Some(v)))
+    } else {
+        c.judge_accuracy.map_or("–".to_owned(), |v| pct(Some(v)))
+    };
+    format!(
+        "<tr><td>{}</td><td>{}</td><td>{score}</td><td>{second}</td><td>{}</td>{}{}</tr>",
+        escape(&c.name),
+        c.questions,
+        c.recall_questions,
+        recall_cells(&c.agent_recall),
+        recall_cells(&c.bm25_recall)
+    )
+}
+
+/// Bars per category: score, agent recall@8 and BM25 recall@8.
+fn chart(categories: &[CategorySummary]) -> String {
+    let (left, width, bar, gap) = (170.0, 460.0, 9.0, 10.0);
+    let row = bar * 3.0 + gap;
+    let height = row * categories.len() as f64 + 40.0;
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" role="img" aria-label="Score and recall per category">"#,
+        left + width + 60.0
+    );
+    let series = [
+        ("score", "#3b82f6"),
+        ("agent recall@8", "#16a34a"),
+        ("BM25 recall@8", "#9ca3af"),
+    ];
+    for (i, c) in categories.iter().enumerate() {
+        let y = i as f64 * row + 4.0;
+        let _ = write!(
+            svg,
+            r#"<text x="{}" y="{}" font-size="12" text-anchor="end">{}</text>"#,
+            left - 8.0,
+            y + bar * 2.0,
+            escape(&c.name)
+        );
+        let values = [
+            c.score.or(c.f1_stand_in),
+            c.agent_recall.as_ref().and_then(|r| r.get(&8).copied()),
+            c.bm25_recall.as_ref().and_then(|r| r.get(&8).copied()),
+        ];
+        for (j, (value, (_, colour))) in values.iter().zip(series).enumerate() {
+            let yy = y + j as f64 * bar;
+            match value {
+                Some(v) => {
+                    let _ = write!(
+                        svg,
+                        r#"<rect x="{left}" y="{yy}" width="{:.1}" height="{}" fill="{colour}"/><text x="{:.1}" y="{}" font-size="9">{}</text>"#,
+                        v * width,
+                        bar - 1.0,
+                        left + v * width + 4.0,
+                        yy + bar - 1.5,
+                        pct(Some(*v))
+                    );
+                }
+                None => {
+                    let _ = write!(
+                        svg,
+                        r##"<text x="{left}" y="{}" font-size="9" fill="#777">n/a</text>"##,
+                        yy + bar - 1.5
+                    );
+                }
+            }
+        }
+    }
+    let legend_y = height - 12.0;
+    for (j, (label, colour)) in series.iter().enumerate() {
+        let x = left + j as f64 * 150.0;
+        let _ = write!(
+            svg,
+            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{colour}"/><text x="{}" y="{legend_y}" font-size="11">{label}</text>"#,
+            legend_y - 9.0,
+            x + 14.0
+        );
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
+pub fn html(manifest: &MembenchManifest, results: &MembenchResults, dataset: &Dataset) -> String {
+    let summary = &results.summary;
+    let longmemeval = manifest.dataset == DatasetKind::Longmemeval;
+    let lines: HashMap<(&str, &str), String> = dataset
+        .conversations
+        .iter()
+        .flat_map(|c| {
+            c.turns()
+                .map(move |(_, t)| ((c.id.as_str(), t.id.as_str()), t.line()))
+        })
+        .collect();
+    let mut out = page_head(
+        &format!(
+            "agentwall {} report · {}",
+            manifest.dataset.name(),
+            manifest.run_id
+        ),
+        ".ev{background:#f0fdf4}.rc{background:#eef4ff}",
+    );
+    let _ = write!(
+        out,
+        r#"<h1>{} through the API wall</h1><p class="meta">run {} · judge {} · protocol <b>{}</b> · target {} · model {} · seed {}</p>"#,
+        manifest.dataset.name(),
+        escape(&manifest.run_id),
+        escape(&manifest.judge_version),
+        manifest.config.protocol.name(),
+        escape(&manifest.target.endpoint),
+        escape(&manifest.capabilities.base.model),
+        manifest.config.seed
+    );
+    let _ = write!(
+        out,
+        r#"<p class="big">{}</p><p>{}</p>"#,
+        summary
+            .overall
+            .score
+            .map_or("n/a".to_owned(), |s| pct(Some(s))),
+        escape(&summary.score_definition)
+    );
+    for note in summary
+        .agent_recall_note
+        .iter()
+        .chain(&summary.comparability_note)
+    {
+        let _ = write!(out, r#"<p class="error">{}</p>"#, escape(note));
+    }
+    out.push_str(&chart(&summary.categories));
+    let second = if longmemeval { "F1 stand-in" } else { "J" };
+    let ks: String = RECALL_KS.iter().map(|k| format!("<th>@{k}</th>")).collect();
+    let _ = write!(
+        out,
+        r#"<table><tr><th rowspan="2">category</th><th rowspan="2">questions</th><th rowspan="2">score (95 % CI)</th><th rowspan="2">{second}</th><th rowspan="2">in recall</th><th colspan="3">agent recall</th><th colspan="3">BM25 recall</th></tr><tr>{ks}{ks}</tr>"#
+    );
+    for c in &summary.categories {
+        out.push_str(&category_row(c, longmemeval));
+    }
+    out.push_str(&category_row(&summary.overall, longmemeval));
+    out.push_str("</table>");
+    let s = &summary.speed;
+    let _ = write!(
+        out,
+        "<h2>Cost and speed</h2><table><tr><td>ingested turns</td><td>{}</td></tr><tr><td>ingestion time</td><td>{:.1} s ({} turns/s)</td></tr><tr><td>question latency p50 / p95</td><td>{} / {} ms</td></tr><tr><td>prompt tokens per question</td><td>{}</td></tr><tr><td>failed requests</td><td>{}</td></tr><tr><td>wall time</td><td>{:.1} s</td></tr></table>",
+        s.ingested_turns,
+        s.ingestion_seconds,
+        s.turns_per_second
+            .map_or("–".to_owned(), |t| format!("{t:.1}")),
+        s.latency_p50_ms.map_or("–".to_owned(), |v| v.to_string()),
+        s.latency_p95_ms.map_or("–".to_owned(), |v| v.to_string()),
+        s.mean_prompt_tokens
+            .map_or("not reported".to_owned(), |v| format!("{v:.0}")),
+        s.failed_requests,
+        s.wall_seconds
+    );
+    let _ = write!(
+        out,
+        "<h2>Data problems ({})</h2><ul>",
+        manifest.data_problems.len()
+    );
+    for p in &manifest.data_problems {
+        let _ = write!(
+            out,
+            "<li>{}: {} — {}</li>",
+            escape(&p.item),
+            escape(&p.problem),
+            escape(&p.action)
+        );
+    }
+    out.push_str("</ul><h2>Questions</h2>");
+    for q in &results.questions {
+        let (status, detail) = verdict(manifest.dataset, q);
+        let _ = write!(
+            out,
+            r#"<details><summary><span class="{status}">{status}</span> {} [{}] {}</summary><p class="meta">{}</p><div class="turn user">{}</div><div class="turn assistant">{}</div><p>gold: <b>{}</b></p>"#,
+            escape(&q.id),
+            escape(&q.category),
+            escape(&q.asked),
+            escape(&detail),
+            escape(&q.asked),
+            escape(q.reply.as_deref().unwrap_or("(no reply)")),
+            escape(&q.gold)
+        );
+        if let Some(v) = &q.judge {
+            let _ = write!(
+                out,
+                "<p class=\"meta\">judge: {} ({})</p>",
+                if v.correct { "correct" } else { "wrong" },
+                escape(&v.reply)
+            );
+        }
+        out.push_str("<p>evidence:</p>");
+        for id in &q.evidence {
+            let line = lines
+                .get(&(q.conversation.as_str(), id.as_str()))
+                .map_or("", String::as_str);
+            let _ = write!(
+                out,
+                r#"<div class="turn ev">{} · {}</div>"#,
+                escape(id),
+                escape(line)
+            );
+        }
+        if let Some(why) = &q.recall_excluded {
+            let _ = write!(
+                out,
+                r#"<p class="meta">not in recall@k: {}</p>"#,
+                escape(why)
+            );
+        }
+        match &q.recalled {
+            Some(items) => {
+                let _ = write!(out, "<p>agent recalled ({}):</p>", items.len());
+                for item in items.iter().take(8) {
+                    let _ = write!(
+                        out,
+                        r#"<div class="turn rc">[{}] {}</div>"#,
+                        escape(&item.source_turn_ids.join(", ")),
+                        escape(&item.text)
+                    );
+                }
+            }
+            None => out.push_str(r#"<p class="meta">agent recall: not applicable</p>"#),
+        }
+        let _ = write!(
+            out,
+            r#"<p class="meta">BM25 top 5: {}</p></details>"#,
+            escape(
+                &q.bm25_top
+                    .iter()
+                    .take(5)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        );
+    }
+    out.push_str("</body></html>");
+    out
+}
