@@ -76,13 +76,13 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> RunError + '_ {
 }
 
 /// Writes through a temporary file and a rename, so a crash never leaves half a file.
-fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), RunError> {
+pub(crate) fn write_atomic(path: &Path, contents: &[u8]) -> Result<(), RunError> {
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, contents).map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io_err(path))
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), RunError> {
+pub(crate) fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), RunError> {
     let mut text = serde_json::to_string_pretty(value).map_err(|source| RunError::Json {
         path: path.to_path_buf(),
         source,

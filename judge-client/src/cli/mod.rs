@@ -2,6 +2,7 @@
 //! and the progress bar they share. `main.rs` only parses and dispatches.
 
 pub mod apps;
+pub mod conform;
 pub mod load;
 pub mod ltm;
 pub mod progress;
@@ -14,3 +15,5 @@ pub mod target;
 pub const EXIT_BELOW_THRESHOLD: u8 = 2;
 /// Exit code when `judge compare` finds a regression.
 pub const EXIT_REGRESSION: u8 = 3;
+/// Exit code when `judge conform` finds a check that fails (not applicable checks do not count).
+pub const EXIT_NONCONFORMANT: u8 = 4;
