@@ -147,11 +147,19 @@ async fn stream_usage(probe: &Probe<'_>) -> CheckResult {
     let verdict = sent.ok_stream().map(sse::parse).and_then(|s| {
         let chunks = chat_chunks(&s)?;
         let last = chunks.last().expect("chat_chunks returns at least one");
-        if last["choices"].as_array().is_none_or(|c| !c.is_empty()) {
-            return Err(format!(
-                "the last chunk before [DONE] has choices {}, not [] (the usage chunk is missing)",
-                shape::clip(&last["choices"].to_string())
-            ));
+        let choices = shape::clip(&last["choices"].to_string());
+        match (last.get("usage").is_some_and(|u| u.is_object()), last["choices"].as_array()) {
+            (true, Some(c)) if c.is_empty() => {}
+            (true, _) => {
+                return Err(format!(
+                    "the usage arrives on a chunk with choices {choices}; OpenAI sends it on a chunk of its own with choices []"
+                ));
+            }
+            (false, _) => {
+                return Err(format!(
+                    "no usage chunk: the last chunk before [DONE] has no usage (choices {choices})"
+                ));
+            }
         }
         usage_consistent(last)
     });
