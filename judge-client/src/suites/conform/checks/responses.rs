@@ -364,8 +364,11 @@ async fn store_false(probe: &Probe<'_>) -> CheckResult {
     let get = probe.get(&format!("{PATH}/{id}")).await;
     let verdict = match get.status() {
         Some(404) => get.client_error(),
+        Some(status) if (200..300).contains(&status) => Err(format!(
+            "a response created with store: false was retrieved (GET answered HTTP {status})"
+        )),
         _ => Err(format!(
-            "a response created with store: false was retrieved: GET answered {}",
+            "GET of a response created with store: false answered {}, not 404",
             status_text(&get)
         )),
     };
@@ -460,8 +463,11 @@ async fn delete(probe: &Probe<'_>) -> CheckResult {
     let get = probe.get(&format!("{PATH}/{id}")).await;
     let verdict = deleted_ok.and_then(|()| match get.status() {
         Some(404) => get.client_error(),
+        Some(status) if (200..300).contains(&status) => Err(format!(
+            "the deleted response is still there (GET answered HTTP {status})"
+        )),
         _ => Err(format!(
-            "the deleted response is still there: GET answered {}",
+            "GET of the deleted response answered {}, not 404",
             status_text(&get)
         )),
     });
