@@ -5,11 +5,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::litellm::{self, LiteLlm};
-use common::{Server, binary};
+use common::{Server, binary, read_json, run_dir};
 use serde_json::Value;
 
 /// `judge conform`'s exit code when a check fails (cli::EXIT_NONCONFORMANT).
@@ -30,21 +30,6 @@ fn conform(endpoint: &str, out: &Path, extra: &[&str]) -> (i32, String) {
             String::from_utf8_lossy(&output.stderr)
         ),
     )
-}
-
-/// The single run directory below `out`.
-fn run_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    assert_eq!(dirs.len(), 1, "one run directory in {}", out.display());
-    dirs.into_iter().next().unwrap()
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 fn checks<'a>(results: &'a Value, api: &str) -> Vec<&'a Value> {

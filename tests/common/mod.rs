@@ -162,3 +162,18 @@ pub fn say(base_url: &str, session: &str, text: &str) -> String {
         .unwrap()
         .to_owned()
 }
+
+/// The single run directory below `out`.
+pub fn run_dir(out: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(dirs.len(), 1, "one run directory in {}", out.display());
+    dirs.into_iter().next().unwrap()
+}
+
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}

@@ -167,6 +167,22 @@ pub fn missing(value: &Value, spec: Spec) -> Vec<String> {
         .collect()
 }
 
+/// `body.usage` has the shape `spec` and its `total_tokens` is the sum of its `input` and
+/// `output` fields (`prompt_tokens` and `completion_tokens` in Chat Completions, `input_tokens`
+/// and `output_tokens` in the Responses API).
+pub fn usage_adds_up(body: &Value, spec: Spec, input: &str, output: &str) -> Result<(), String> {
+    require(body, spec, "usage")?;
+    let usage = &body["usage"];
+    let count = |field: &str| usage[field].as_u64().unwrap_or_default();
+    let (i, o, t) = (count(input), count(output), count("total_tokens"));
+    if i + o != t {
+        return Err(format!(
+            "total_tokens {t} is not {input} {i} + {output} {o}"
+        ));
+    }
+    Ok(())
+}
+
 /// `Ok` when `value` has the shape, else every problem in one line.
 pub fn require(value: &Value, spec: Spec, what: &str) -> Result<(), String> {
     let problems = missing(value, spec);

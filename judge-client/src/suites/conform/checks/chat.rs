@@ -83,19 +83,7 @@ fn completion_shape(body: &Value) -> Result<(), String> {
 
 /// `usage` is there and adds up.
 fn usage_consistent(body: &Value) -> Result<(), String> {
-    require(body, CHAT_USAGE, "usage")?;
-    let usage = &body["usage"];
-    let (p, c, t) = (
-        usage["prompt_tokens"].as_u64().unwrap_or_default(),
-        usage["completion_tokens"].as_u64().unwrap_or_default(),
-        usage["total_tokens"].as_u64().unwrap_or_default(),
-    );
-    if p + c != t {
-        return Err(format!(
-            "total_tokens {t} is not prompt_tokens {p} + completion_tokens {c}"
-        ));
-    }
-    Ok(())
+    shape::usage_adds_up(body, CHAT_USAGE, "prompt_tokens", "completion_tokens")
 }
 
 /// `chat.stream_shape`, `chat.sse_framing` and `chat.stream_done` on one stream.

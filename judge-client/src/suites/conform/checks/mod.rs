@@ -237,18 +237,24 @@ impl Sent {
         self.answer.as_ref().ok().map(|a| a.status)
     }
 
+    /// The answer, when it is a 2xx; else why not.
+    fn ok_answer(&self) -> Result<&RawAnswer, String> {
+        let answer = self.answer.as_ref().map_err(|e| e.to_string())?;
+        if (200..300).contains(&answer.status) {
+            return Ok(answer);
+        }
+        Err(format!(
+            "{} {} answered HTTP {}: {}",
+            self.exchange.method,
+            self.exchange.path,
+            answer.status,
+            super::shape::clip(&String::from_utf8_lossy(&answer.body))
+        ))
+    }
+
     /// The body as JSON, when the answer is a 2xx JSON document; else why not.
     pub fn ok_json(&self) -> Result<Value, String> {
-        let answer = self.answer.as_ref().map_err(|e| e.to_string())?;
-        if !(200..300).contains(&answer.status) {
-            return Err(format!(
-                "{} {} answered HTTP {}: {}",
-                self.exchange.method,
-                self.exchange.path,
-                answer.status,
-                super::shape::clip(&String::from_utf8_lossy(&answer.body))
-            ));
-        }
+        let answer = self.ok_answer()?;
         serde_json::from_slice(&answer.body).map_err(|e| {
             format!(
                 "{} {} answered a body that is not JSON ({e}): {}",
@@ -261,16 +267,7 @@ impl Sent {
 
     /// The raw 2xx body of a stream, after checking it is `text/event-stream`.
     pub fn ok_stream(&self) -> Result<&[u8], String> {
-        let answer = self.answer.as_ref().map_err(|e| e.to_string())?;
-        if !(200..300).contains(&answer.status) {
-            return Err(format!(
-                "{} {} answered HTTP {}: {}",
-                self.exchange.method,
-                self.exchange.path,
-                answer.status,
-                super::shape::clip(&String::from_utf8_lossy(&answer.body))
-            ));
-        }
+        let answer = self.ok_answer()?;
         let content_type = answer.content_type.as_deref().unwrap_or("");
         if !content_type.starts_with("text/event-stream") {
             return Err(format!(

@@ -94,19 +94,7 @@ fn response_shape(body: &Value, status: &str) -> Result<(), String> {
 }
 
 fn usage_consistent(body: &Value) -> Result<(), String> {
-    require(body, RESPONSE_USAGE, "usage")?;
-    let usage = &body["usage"];
-    let (i, o, t) = (
-        usage["input_tokens"].as_u64().unwrap_or_default(),
-        usage["output_tokens"].as_u64().unwrap_or_default(),
-        usage["total_tokens"].as_u64().unwrap_or_default(),
-    );
-    if i + o != t {
-        return Err(format!(
-            "total_tokens {t} is not input_tokens {i} + output_tokens {o}"
-        ));
-    }
-    Ok(())
+    shape::usage_adds_up(body, RESPONSE_USAGE, "input_tokens", "output_tokens")
 }
 
 /// `responses.stream_events`, `.stream_sequence`, `.sse_framing` and `.stream_usage` on one
