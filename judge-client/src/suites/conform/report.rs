@@ -206,3 +206,57 @@ fn exchanges_html(out: &mut String, exchanges: &[Exchange]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suites::conform::checks::{Verdict, result};
+
+    #[test]
+    fn junit_has_one_testcase_per_check_with_skips_and_escaped_failures() {
+        let exchange = Exchange {
+            method: "POST".into(),
+            path: "/v1/responses".into(),
+            request_body: Some("{\"input\":\"<hi>\"}".into()),
+            status: Some(500),
+            content_type: Some("application/json".into()),
+            response_body: Some("oops & more".into()),
+            error: None,
+        };
+        let checks = vec![
+            result("chat.json_shape", Verdict::Pass, &[&exchange]),
+            result(
+                "chat.tool_call",
+                Verdict::NotApplicable("no call".into()),
+                &[&exchange],
+            ),
+            result(
+                "responses.json_shape",
+                Verdict::Fail("status <500>".into()),
+                &[&exchange],
+            ),
+        ];
+        let results = ConformResults::new(
+            "http://x".into(),
+            "m".into(),
+            &[Api::Chat, Api::Responses],
+            checks,
+        );
+        assert_eq!(
+            (results.passed, results.failed, results.not_applicable),
+            (1, 1, 1)
+        );
+        let xml = junit(&results);
+        assert_eq!(xml.matches("<testcase ").count(), 3);
+        assert!(
+            xml.contains(r#"<skipped message="not applicable: no call"/>"#),
+            "{xml}"
+        );
+        assert!(
+            xml.contains(r#"<failure message="status &lt;500&gt;""#),
+            "{xml}"
+        );
+        assert!(xml.contains("oops &amp; more"), "{xml}");
+        assert!(xml.contains(r#"<testsuite name="conform.responses" tests="1" failures="1""#));
+    }
+}

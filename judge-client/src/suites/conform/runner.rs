@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::checks::{self, CATALOGUE, Probe};
 use super::{Api, CheckResult, ConformResults, report};
 use crate::run::{RunError, create_unique_dir, write_atomic, write_json};
-use crate::target::{Credentials, TargetClient, TargetSettings};
+use crate::target::{Credentials, FailureKind, TargetClient, TargetError, TargetSettings};
 
 /// What `judge conform` was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -44,6 +44,10 @@ pub struct ConformManifest {
 pub enum ConformError {
     #[error(transparent)]
     Write(#[from] RunError),
+    /// Not one request got an answer: 30 checks failing on the same refused connection would
+    /// say nothing more.
+    #[error("the target does not answer: {0}")]
+    Unreachable(TargetError),
     #[error("cannot create the run directory under {path}: {source}")]
     Dir {
         path: PathBuf,
@@ -65,7 +69,8 @@ impl ConformRun {
 }
 
 /// Runs the checks of `config.apis` against the target and writes the run directory. A target
-/// that answers nothing still gets a complete run directory: each check fails with its reason.
+/// that answers some requests and not others gets a complete run directory, each check failing
+/// with its reason; one that answers nothing at all is an error.
 pub async fn run(
     mut settings: TargetSettings,
     credentials: Credentials,
@@ -77,15 +82,23 @@ pub async fn run(
     settings.breaker.failure_threshold = 0;
     let client =
         TargetClient::new(settings.clone(), credentials).with_headers(config.headers.clone());
-    let model = match &settings.model {
-        Some(model) => model.clone(),
-        None => client
-            .models()
-            .await
-            .ok()
-            .and_then(|m| m.into_iter().next())
-            .unwrap_or_else(|| "default".to_owned()),
+    // `GET /v1/models` names the model when none was given, and shows the target answers at
+    // all (any status will do; a server may not list models).
+    let listed = match client.models().await {
+        Ok(models) => models,
+        Err(e)
+            if e.status.is_none()
+                && matches!(e.kind, FailureKind::InfraError | FailureKind::Timeout) =>
+        {
+            return Err(ConformError::Unreachable(e));
+        }
+        Err(_) => Vec::new(),
     };
+    let model = settings
+        .model
+        .clone()
+        .or_else(|| listed.into_iter().next())
+        .unwrap_or_else(|| "default".to_owned());
     let created_at = Utc::now();
     let base = format!("conform-{}", created_at.format("%Y%m%dT%H%M%SZ"));
     let dir = create_unique_dir(out_root, &base).map_err(|source| ConformError::Dir {
