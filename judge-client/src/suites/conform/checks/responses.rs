@@ -1,5 +1,6 @@
 //! The Responses API checks (`/v1/responses`, its retrieval, input items and deletion).
 
+use protocol::openai::responses::{FunctionTool, Item, ResponseCreateRequest, ResponseInput};
 use serde_json::{Value, json};
 
 use super::{
@@ -19,7 +20,7 @@ const HELLO: &str = "Say hello in one short sentence.";
 /// not served: every check fails with that one reason (and the one exchange) instead of each
 /// failing on its own.
 pub async fn run(probe: &Probe<'_>) -> Vec<CheckResult> {
-    let created = probe.post(PATH, &input(probe, HELLO)).await;
+    let created = send(probe, &input(probe, HELLO)).await;
     if created.status() == Some(404) {
         let reason = format!("{NOT_SERVED}: POST /v1/responses answered 404");
         return CATALOGUE
@@ -43,8 +44,18 @@ pub async fn run(probe: &Probe<'_>) -> Vec<CheckResult> {
     out
 }
 
-fn input(probe: &Probe<'_>, text: &str) -> Value {
-    json!({"model": probe.model, "input": text})
+/// A request of `text` as its input.
+fn input(probe: &Probe<'_>, text: &str) -> ResponseCreateRequest {
+    ResponseCreateRequest {
+        model: Some(probe.model.clone()),
+        input: Some(ResponseInput::Text(text.to_owned())),
+        ..ResponseCreateRequest::default()
+    }
+}
+
+async fn send(probe: &Probe<'_>, request: &ResponseCreateRequest) -> Sent {
+    let body = serde_json::to_value(request).expect("a request always encodes");
+    probe.post(PATH, &body).await
 }
 
 fn id_of(body: &Value) -> Option<&str> {
@@ -100,9 +111,11 @@ fn usage_consistent(body: &Value) -> Result<(), String> {
 /// `responses.stream_events`, `.stream_sequence`, `.sse_framing` and `.stream_usage` on one
 /// stream.
 async fn stream(probe: &Probe<'_>) -> Vec<CheckResult> {
-    let mut body = input(probe, HELLO);
-    body["stream"] = json!(true);
-    let sent = probe.post(PATH, &body).await;
+    let request = ResponseCreateRequest {
+        stream: Some(true),
+        ..input(probe, HELLO)
+    };
+    let sent = send(probe, &request).await;
     let exchanges = [&sent.exchange];
     let parsed = sent.ok_stream().map(sse::parse);
     let events = parsed.clone().and_then(|s| response_events(&s));
@@ -130,9 +143,11 @@ async fn stream(probe: &Probe<'_>) -> Vec<CheckResult> {
 async fn max_output_tokens(probe: &Probe<'_>) -> CheckResult {
     // OpenAI's smallest accepted max_output_tokens.
     const LIMIT: u64 = 16;
-    let mut body = input(probe, LONG_PROMPT);
-    body["max_output_tokens"] = json!(LIMIT);
-    let sent = probe.post(PATH, &body).await;
+    let request = ResponseCreateRequest {
+        max_output_tokens: Some(LIMIT as u32),
+        ..input(probe, LONG_PROMPT)
+    };
+    let sent = send(probe, &request).await;
     let verdict = match sent
         .ok_json()
         .and_then(|b| require(&b, RESPONSE_USAGE, "usage (needed to verify the limit)").map(|()| b))
@@ -166,19 +181,27 @@ async fn max_output_tokens(probe: &Probe<'_>) -> CheckResult {
     result("responses.max_output_tokens", verdict, &[&sent.exchange])
 }
 
-fn function_tool() -> Value {
-    json!([{"type": "function", "name": TOOL_NAME, "description": TOOL_DESCRIPTION,
-            "parameters": super::tool_parameters()}])
+fn function_tool() -> Vec<FunctionTool> {
+    vec![FunctionTool {
+        kind: "function".to_owned(),
+        name: TOOL_NAME.to_owned(),
+        description: Some(TOOL_DESCRIPTION.to_owned()),
+        parameters: Some(super::tool_parameters()),
+        strict: None,
+        extra: Default::default(),
+    }]
 }
 
 /// `responses.function_call`, `.function_call_round_trip` (stateless: the call and its output
 /// sent back as input) and `.chain_function_call` (the output chained to the stored response
 /// holding the call).
 async fn tools(probe: &Probe<'_>) -> Vec<CheckResult> {
-    let mut body = input(probe, TOOL_PROMPT);
-    body["tools"] = function_tool();
-    body["tool_choice"] = json!({"type": "function", "name": TOOL_NAME});
-    let sent = probe.post(PATH, &body).await;
+    let request = ResponseCreateRequest {
+        tools: Some(function_tool()),
+        tool_choice: Some(json!({"type": "function", "name": TOOL_NAME})),
+        ..input(probe, TOOL_PROMPT)
+    };
+    let sent = send(probe, &request).await;
     let answer = sent.ok_json();
     let (verdict, call) = match &answer {
         Err(reason) => (Verdict::Fail(reason.clone()), None),
@@ -191,22 +214,25 @@ async fn tools(probe: &Probe<'_>) -> Vec<CheckResult> {
     )];
 
     let made_up = call.is_none();
-    let call = call.unwrap_or_else(|| {
-        json!({"type": "function_call", "call_id": "call_conform_1", "name": TOOL_NAME,
-               "arguments": "{\"city\":\"Paris\"}"})
-    });
+    let call = call.unwrap_or_else(
+        || json!({"call_id": "call_conform_1", "arguments": "{\"city\":\"Paris\"}"}),
+    );
     let call_id = call["call_id"].as_str().unwrap_or_default().to_owned();
-    let output = json!({"type": "function_call_output", "call_id": call_id, "output": TOOL_RESULT});
-    let stateless = json!({
-        "model": probe.model,
-        "tools": function_tool(),
-        "input": [
-            {"type": "message", "role": "user", "content": TOOL_PROMPT},
-            {"type": "function_call", "call_id": call_id, "name": call["name"], "arguments": call["arguments"]},
-            output
-        ]
-    });
-    let back = probe.post(PATH, &stateless).await;
+    let output = Item::function_call_output(&call_id, TOOL_RESULT);
+    let stateless = ResponseCreateRequest {
+        tools: Some(function_tool()),
+        input: Some(ResponseInput::Items(vec![
+            Item::message("user", TOOL_PROMPT),
+            Item::function_call(
+                &call_id,
+                TOOL_NAME,
+                call["arguments"].as_str().unwrap_or_default(),
+            ),
+            output.clone(),
+        ])),
+        ..input(probe, TOOL_PROMPT)
+    };
+    let back = send(probe, &stateless).await;
     let mut exchanges: Vec<&Exchange> = Vec::new();
     if !made_up {
         exchanges.push(&sent.exchange);
@@ -244,9 +270,13 @@ async fn tools(probe: &Probe<'_>) -> Vec<CheckResult> {
             &[&sent.exchange],
         ),
         (false, Some(previous)) => {
-            let body = json!({"model": probe.model, "tools": function_tool(),
-                              "previous_response_id": previous, "input": [output]});
-            let next = probe.post(PATH, &body).await;
+            let request = ResponseCreateRequest {
+                tools: Some(function_tool()),
+                previous_response_id: Some(previous.clone()),
+                input: Some(ResponseInput::Items(vec![output])),
+                ..input(probe, TOOL_PROMPT)
+            };
+            let next = send(probe, &request).await;
             let verdict = next
                 .ok_json()
                 .and_then(|b| response_shape(&b, "completed").map(|()| b))
@@ -311,9 +341,11 @@ async fn chain(probe: &Probe<'_>, created: &Sent, stored: Option<&Value>) -> Che
             &[&created.exchange],
         );
     };
-    let mut body = input(probe, "And now say goodbye.");
-    body["previous_response_id"] = json!(previous);
-    let next = probe.post(PATH, &body).await;
+    let request = ResponseCreateRequest {
+        previous_response_id: Some(previous.to_owned()),
+        ..input(probe, "And now say goodbye.")
+    };
+    let next = send(probe, &request).await;
     let verdict = next
         .ok_json()
         .and_then(|b| response_shape(&b, "completed").map(|()| b))
@@ -327,9 +359,11 @@ async fn chain(probe: &Probe<'_>, created: &Sent, stored: Option<&Value>) -> Che
 
 /// `responses.store_false`: created, then not retrievable.
 async fn store_false(probe: &Probe<'_>) -> CheckResult {
-    let mut body = input(probe, HELLO);
-    body["store"] = json!(false);
-    let sent = probe.post(PATH, &body).await;
+    let request = ResponseCreateRequest {
+        store: Some(false),
+        ..input(probe, HELLO)
+    };
+    let sent = send(probe, &request).await;
     let id = match sent.ok_json() {
         Err(reason) => {
             return result(
@@ -438,7 +472,7 @@ async fn retrieval(probe: &Probe<'_>, created: &Sent, stored: Option<&Value>) ->
 
 /// `responses.delete`: a fresh stored response deleted, then 404.
 async fn delete(probe: &Probe<'_>) -> CheckResult {
-    let sent = probe.post(PATH, &input(probe, HELLO)).await;
+    let sent = send(probe, &input(probe, HELLO)).await;
     let id = match sent.ok_json() {
         Err(reason) => return result("responses.delete", Verdict::Fail(reason), &[&sent.exchange]),
         Ok(body) => id_of(&body).unwrap_or_default().to_owned(),
@@ -482,7 +516,11 @@ async fn malformed_json(probe: &Probe<'_>) -> CheckResult {
 }
 
 async fn missing_input(probe: &Probe<'_>) -> CheckResult {
-    let sent = probe.post(PATH, &json!({"model": probe.model})).await;
+    let request = ResponseCreateRequest {
+        input: None,
+        ..input(probe, HELLO)
+    };
+    let sent = send(probe, &request).await;
     result(
         "responses.error_missing_input",
         sent.client_error(),
@@ -491,9 +529,11 @@ async fn missing_input(probe: &Probe<'_>) -> CheckResult {
 }
 
 async fn unknown_previous(probe: &Probe<'_>) -> CheckResult {
-    let mut body = input(probe, HELLO);
-    body["previous_response_id"] = json!("resp_conform_does_not_exist_0000");
-    let sent = probe.post(PATH, &body).await;
+    let request = ResponseCreateRequest {
+        previous_response_id: Some("resp_conform_does_not_exist_0000".to_owned()),
+        ..input(probe, HELLO)
+    };
+    let sent = send(probe, &request).await;
     result(
         "responses.error_unknown_previous_response_id",
         sent.client_error(),
