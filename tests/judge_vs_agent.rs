@@ -12,7 +12,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Server, binary};
+use common::{Server, binary, read_json, run_dir};
 use serde_json::Value;
 
 fn judge(args: &[&str]) -> (i32, String) {
@@ -26,21 +26,6 @@ fn judge(args: &[&str]) -> (i32, String) {
         output.status.code().unwrap_or(-1),
         format!("{stdout}\n--- stderr ---\n{stderr}"),
     )
-}
-
-/// The single run directory below `out`.
-fn run_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = std::fs::read_dir(out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_dir())
-        .collect();
-    assert_eq!(dirs.len(), 1, "one run directory in {}", out.display());
-    dirs.into_iter().next().unwrap()
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// Every file below `dir`, as (relative path, bytes), sorted.

@@ -2,6 +2,7 @@
 //! and the progress bar they share. `main.rs` only parses and dispatches.
 
 pub mod apps;
+pub mod conform;
 pub mod load;
 pub mod ltm;
 pub mod membench;
@@ -18,3 +19,5 @@ pub const EXIT_REGRESSION: u8 = 3;
 /// Exit code when the run could not measure the agent: nothing was left to score (every
 /// conversation stopped by the judge's own failure or spoiled by its simulated user).
 pub const EXIT_NOT_MEASURED: u8 = 4;
+/// Exit code when `judge conform` finds a check that fails (not applicable checks do not count).
+pub const EXIT_NONCONFORMANT: u8 = 5;

@@ -1,8 +1,11 @@
 //! Benchmark suites: `ltm` (long-term memory), `apps` (simulated applications), `sim` (persona
-//! simulations, injection, A/B) and `load` (the load generator), each behind the one [`Suite`]
-//! trait that the CLI and `judge serve` read runs through.
+//! simulations, injection, A/B), `load` (the load generator), `membench` (the field's memory
+//! benchmarks, LoCoMo and LongMemEval) and `conform` (OpenAI API conformance of any server).
+//! `ltm`, `apps`, `sim` and `load` are behind the one [`Suite`] trait that the CLI and `judge
+//! serve` read runs through.
 
 pub mod apps;
+pub mod conform;
 pub mod history;
 pub mod load;
 pub mod ltm;

@@ -106,10 +106,20 @@ pub struct ChatReply {
 struct RawResponse {
     status: u16,
     retry_after: Option<Duration>,
+    content_type: Option<String>,
     body: Bytes,
     /// Attempts it took, retries included.
     attempts: u32,
     headers: Vec<(String, String)>,
+}
+
+/// An answer exactly as the target sent it, whatever its status (for the conformance suite, which
+/// judges the bytes themselves).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawAnswer {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Bytes,
 }
 
 struct AttemptError {
@@ -142,6 +152,8 @@ pub struct TargetClient {
     credentials: Credentials,
     api_base: String,
     control_base: String,
+    /// Sent on every request (`--header NAME:VALUE`); may hold secrets, so never recorded.
+    extra_headers: Vec<(String, String)>,
 }
 
 impl TargetClient {
@@ -165,7 +177,39 @@ impl TargetClient {
             credentials,
             api_base,
             control_base,
+            extra_headers: Vec::new(),
         }
+    }
+
+    /// Sends these headers on every request too (after the wall's own, so they can replace them).
+    pub fn with_headers(mut self, headers: Vec<(String, String)>) -> Self {
+        self.extra_headers = headers;
+        self
+    }
+
+    /// `method` on `/v1{path}` with `body` sent byte for byte (as `application/json`), with the
+    /// usual retries of a 429 or a refused connection; any status is returned as it came.
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<Vec<u8>>,
+    ) -> Result<RawAnswer, TargetError> {
+        let raw = self
+            .execute(Call {
+                method,
+                url: format!("{}{path}", self.api_base),
+                plane: Plane::Data,
+                ctx: None,
+                body,
+                extra_headers: &[],
+            })
+            .await?;
+        Ok(RawAnswer {
+            status: raw.status,
+            content_type: raw.content_type,
+            body: raw.body,
+        })
     }
 
     pub fn settings(&self) -> &TargetSettings {
@@ -488,6 +532,9 @@ impl TargetClient {
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
+        for (name, value) in &self.extra_headers {
+            request = request.insert_header((name.as_str(), value.as_str()));
+        }
         let sent = match &call.body {
             Some(body) => {
                 request
@@ -517,6 +564,11 @@ impl TargetClient {
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(|v| parse_retry_after(v, Utc::now()));
+        let content_type = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
         let body = response
             .body()
             .limit(BODY_LIMIT)
@@ -532,6 +584,7 @@ impl TargetClient {
         Ok(RawResponse {
             status,
             retry_after,
+            content_type,
             body,
             attempts: 1,
             headers,

@@ -9,7 +9,7 @@ pub mod telemetry;
 pub mod trace;
 
 pub use breaker::BreakerPolicy;
-pub use client::{ChatReply, Credentials, RequestContext, TargetClient, TargetSettings};
+pub use client::{ChatReply, Credentials, RawAnswer, RequestContext, TargetClient, TargetSettings};
 pub use error::{Failure, FailureKind, TargetError};
 pub use probe::{Capabilities, Requirement, probe};
 pub use resilience::RetryPolicy;

@@ -1,10 +1,11 @@
 //! OpenAI Chat Completions types, as OpenAI documents them and as OpenAI-compatible servers
-//! (vLLM, Ollama, LiteLLM, ...) actually send them.
+//! (vLLM, Ollama, LiteLLM, ...) actually send them; the Responses API types in [`responses`].
 
 mod chat;
 mod completion;
 mod error;
 mod models;
+pub mod responses;
 mod tools;
 
 pub use chat::{

@@ -1,0 +1,112 @@
+//! A LiteLLM proxy (PyPI `litellm[proxy]`, in .venv made by scripts/python-env.sh) serving one
+//! `mock_response` model offline: a real third-party OpenAI-compatible server for tests.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The name of the proxy's one model.
+pub const MODEL: &str = "mock-gpt";
+
+/// The Python of .venv (or `AGENTWALL_PYTHON`).
+pub fn python() -> PathBuf {
+    let path = std::env::var_os("AGENTWALL_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/python-env.sh (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// A LiteLLM proxy on 127.0.0.1; killed on drop.
+pub struct LiteLlm {
+    child: Child,
+    log: PathBuf,
+    pub base_url: String,
+}
+
+impl LiteLlm {
+    /// Starts the proxy in `dir`; its model answers every request with `mock_reply`.
+    pub fn start(dir: &Path, mock_reply: &str) -> Self {
+        let litellm = python().with_file_name("litellm");
+        assert!(
+            litellm.exists(),
+            "{} is missing: run scripts/python-env.sh (tests/python/requirements.txt has litellm[proxy])",
+            litellm.display()
+        );
+        let config = dir.join("litellm.yaml");
+        std::fs::write(
+            &config,
+            format!(
+                "model_list:\n  - model_name: {MODEL}\n    litellm_params:\n      model: openai/mock-gpt\n      \
+                 api_key: sk-not-used\n      mock_response: \"{mock_reply}\"\nlitellm_settings:\n  telemetry: false\n"
+            ),
+        )
+        .unwrap();
+        let port = super::free_port();
+        let log = dir.join("litellm.log");
+        let child = Command::new(&litellm)
+            .args([
+                "--config",
+                config.to_str().unwrap(),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
+            // Offline: the bundled model cost map instead of fetching it.
+            .env("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            .env("DISABLE_SCHEMA_UPDATE", "True")
+            .env_remove("DATABASE_URL")
+            .current_dir(dir)
+            .stdout(std::fs::File::create(&log).unwrap())
+            .stderr(Stdio::from(
+                std::fs::File::options().append(true).open(&log).unwrap(),
+            ))
+            .spawn()
+            .expect("litellm starts");
+        let proxy = Self {
+            child,
+            log,
+            base_url: format!("http://127.0.0.1:{port}"),
+        };
+        proxy.wait_ready();
+        proxy
+    }
+
+    fn wait_ready(&self) {
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while Instant::now() < deadline {
+            if ureq::get(&format!("{}/health/liveliness", self.base_url))
+                .call()
+                .is_ok()
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!(
+            "LiteLLM did not start within 180 s; its log:\n{}",
+            self.log_text()
+        );
+    }
+
+    pub fn log_text(&self) -> String {
+        let mut text = String::new();
+        if let Ok(mut f) = std::fs::File::open(&self.log) {
+            let _ = f.read_to_string(&mut text);
+        }
+        text
+    }
+}
+
+impl Drop for LiteLlm {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
