@@ -13,7 +13,7 @@ use common::{Server, binary, read_json, run_dir};
 use serde_json::Value;
 
 /// `judge conform`'s exit code when a check fails (cli::EXIT_NONCONFORMANT).
-const EXIT_NONCONFORMANT: i32 = 4;
+const EXIT_NONCONFORMANT: i32 = 5;
 
 fn conform(endpoint: &str, out: &Path, extra: &[&str]) -> (i32, String) {
     let output = Command::new(binary("judge"))
