@@ -10,6 +10,8 @@
 //!
 //! Without them every test fails and says so; none is skipped. Tests that stop servers start their
 //! own (a `redis-server` or `postgres` child on a free port) and never stop the shared ones.
+// Tests spawn their own tasks (database connections), outside any request.
+#![allow(clippy::disallowed_methods)]
 
 use std::net::TcpListener;
 use std::ops::Deref;

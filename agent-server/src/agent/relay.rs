@@ -34,7 +34,7 @@ use tracing::Instrument as _;
 use super::{Agent, AgentError, PreparedTurn};
 use crate::llm::ChunkStream;
 use crate::llm::upstream::reply_text;
-use crate::telemetry::sampling;
+use crate::task;
 
 /// One event of a relayed turn, in the order a client must see them.
 #[derive(Debug)]
@@ -66,9 +66,9 @@ impl TurnStream {
         include_usage: bool,
     ) -> Self {
         let (tx, rx) = mpsc::channel(64);
-        let relay = actix_rt::spawn(sampling::carried(
+        let relay = task::local_in_request(
             relay(agent, turn, chunks, include_usage, tx).instrument(tracing::Span::current()),
-        ));
+        );
         Self::from_parts(rx, relay)
     }
 

@@ -400,7 +400,7 @@ mod tests {
     /// The body `relayed_events` makes of what a relay task sends before it ends (or panics).
     async fn relayed_body(sent: &'static [&'static str], panics: bool) -> Vec<String> {
         let (tx, rx) = mpsc::channel::<Vec<StreamEvent>>(8);
-        let relay = tokio::spawn(async move {
+        let relay = crate::task::in_request(async move {
             for event in sent {
                 let event = match event.strip_prefix("data: ").unwrap().trim_end() {
                     "[DONE]" => StreamEvent::Done,

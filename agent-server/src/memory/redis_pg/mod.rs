@@ -80,6 +80,8 @@ use protocol::control::DependencyHealth;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use crate::task;
+
 use super::{
     MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
     ResetCounts, Snapshot, StoredFact, TurnWrite, ranking,
@@ -314,7 +316,7 @@ impl RedisPostgresStore {
         T: Send + 'static,
         F: Future<Output = Result<T, MemoryError>> + Send + 'static,
     {
-        tokio::spawn(work(self.inner.clone()))
+        task::in_request(work(self.inner.clone()))
             .await
             .unwrap_or_else(|e| {
                 Err(MemoryError::Backend {
