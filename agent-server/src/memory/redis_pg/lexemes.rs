@@ -115,6 +115,7 @@ impl Lexemes {
     }
 
     /// How many words' lexemes are known.
+    #[cfg(feature = "test-hooks")]
     pub(super) fn len(&self) -> usize {
         self.words
             .read()

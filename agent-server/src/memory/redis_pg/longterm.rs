@@ -432,6 +432,7 @@ impl<'a> FactWrites<'a> {
 /// (a test checks their generic plans, which prepared statements settle on). A plain join of
 /// `unnest(...)` with the table let the planner scan the table while it had no statistics yet:
 /// every fresh database for its first minute, until autovacuum's first `ANALYZE`.
+#[cfg(feature = "test-hooks")]
 pub(super) const FACT_LOOKUPS: [(&str, &str); 5] = [
     ("current_keyed", CURRENT_KEYED_SQL),
     ("restatable", RESTATABLE_SQL),

@@ -113,14 +113,14 @@ type TurnOutcome = Result<Vec<StoredFact>, MemoryError>;
 /// (`bigint[]`), `$4` ready tsqueries (`text[]`; each read uses one of `$2` and `$4`), `$5` and
 /// `$6` the `(epoch, turn_seq)` whose facts the server holds (`bigint[]`, NULL for none) and
 /// `$7` whether it would keep the session's facts (`boolean[]`).
-#[doc(hidden)]
+#[cfg(feature = "test-hooks")]
 pub fn recall_statement() -> &'static str {
     &longterm::RECALL_SQL
 }
 
 /// The statements of a group commit that find facts by id or key, by name, for plan checks:
 /// each reads its ids or keys from `$1` and `$2` arrays (see `longterm::FACT_LOOKUPS`).
-#[doc(hidden)]
+#[cfg(feature = "test-hooks")]
 pub fn fact_lookup_statements() -> &'static [(&'static str, &'static str)] {
     &longterm::FACT_LOOKUPS
 }
@@ -128,7 +128,7 @@ pub fn fact_lookup_statements() -> &'static [(&'static str, &'static str)] {
 /// `ts_rank(tsv, query)` as this process computes it for the facts it holds (`ts_rank.rs`), for
 /// tests that hold it against Postgres's: `tsv` as Postgres writes a tsvector, `lexemes` OR-ed.
 /// `None` if `tsv` cannot be read, `Some(None)` when the query does not match.
-#[doc(hidden)]
+#[cfg(feature = "test-hooks")]
 pub fn rank_in_process(tsv: &str, lexemes: &[&str]) -> Option<Option<f32>> {
     let terms = ts_rank::Terms::new(lexemes.iter().map(|l| Arc::from(*l)).collect());
     Some(ts_rank::Document::parse(tsv)?.rank(&terms))
@@ -296,14 +296,14 @@ impl RedisPostgresStore {
     }
 
     /// How many query words' lexemes this store knows (`lexemes.rs`), for tests and diagnosis.
-    #[doc(hidden)]
+    #[cfg(feature = "test-hooks")]
     pub fn known_query_words(&self) -> usize {
         self.inner.lexemes.len()
     }
 
     /// The `(epoch, turn_seq)` at which this store holds the session's facts (`known_facts.rs`),
     /// if it does, for tests and diagnosis.
-    #[doc(hidden)]
+    #[cfg(feature = "test-hooks")]
     pub fn known_facts_at(&self, session: &SessionId) -> Option<(u64, u64)> {
         let known = self.inner.known.get(session.as_str())?;
         Some((known.epoch, known.turn_seq))

@@ -16,7 +16,7 @@
 //!   their weights, which `tsv::text` gives (a lexeme stored without positions counts as one
 //!   position of weight D, as Postgres's `posnull` does).
 //!
-//! `a_document_is_ranked_as_postgres_ranks_it` (tests/memory_redis_pg.rs) checks this against
+//! `a_document_is_ranked_as_postgres_ranks_it` (tests/redis_pg/search.rs) checks this against
 //! Postgres's own `ts_rank` over documents with repeated words, weights and quoted lexemes.
 
 use std::sync::Arc;
