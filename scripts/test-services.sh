@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Throwaway Redis and Postgres for agent-server's integration tests (tests/memory_redis_pg.rs).
+# Throwaway Redis and Postgres for agent-server's integration tests (agent-server/tests/redis_pg/).
 #
 #   scripts/test-services.sh [start]       start both (or reuse running ones); print export lines
 #   eval "$(scripts/test-services.sh)"     ... and set the variables in this shell

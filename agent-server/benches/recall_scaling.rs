@@ -255,7 +255,7 @@ async fn admin_sql(admin_url: &str, sql: &str) {
     let (client, connection) = tokio_postgres::connect(admin_url, tokio_postgres::NoTls)
         .await
         .unwrap_or_else(|e| panic!("cannot connect to {admin_url}: {e}"));
-    let connection = tokio::spawn(connection);
+    let connection = agent_server::task::server_work(connection);
     client
         .batch_execute(sql)
         .await

@@ -59,6 +59,7 @@ impl From<AgentError> for ApiError {
         match e {
             AgentError::Memory(e) => ApiError::Memory(e),
             AgentError::Model(e) => ApiError::Model(e),
+            AgentError::RelayFailed => ApiError::Internal("relaying the upstream stream failed"),
         }
     }
 }

@@ -11,4 +11,5 @@ pub mod http;
 pub mod llm;
 pub mod memory;
 pub mod startup;
+pub mod task;
 pub mod telemetry;

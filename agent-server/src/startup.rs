@@ -34,7 +34,7 @@ impl Application {
         };
         let agent = Agent::new(store, model, config.memory_enabled(), config.recall_limit);
         let state = web::Data::new(AppState {
-            agent,
+            agent: std::sync::Arc::new(agent),
             api_key: config.api_key.clone(),
             admin_token: config.admin_token.clone(),
             deny_mock_time: config.deny_mock_time,

@@ -1,5 +1,7 @@
 //! The embedded store: the shared conformance suite, plus what only a file-backed store has
 //! (reopening, migrations, several processes or pools on one file, crash durability).
+// Tests spawn their own tasks (servers, concurrent clients), outside any request.
+#![allow(clippy::disallowed_methods)]
 
 use std::ops::Deref;
 use std::path::{Path, PathBuf};

@@ -4,6 +4,8 @@
 //! Batches are made deterministic by holding SQLite's write lock from a second connection: the
 //! writer thread blocks in `BEGIN IMMEDIATE` on a first "plug" write, the writes under test queue
 //! behind it, and releasing the lock lets them go as one batch.
+// Tests spawn their own tasks (servers, concurrent clients), outside any request.
+#![allow(clippy::disallowed_methods)]
 
 use std::path::Path;
 use std::time::Duration;

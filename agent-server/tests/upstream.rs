@@ -1,6 +1,8 @@
 //! Upstream mode against fake OpenAI-compatible servers (actix-web on port 0 in this process):
 //! error mapping (429 + Retry-After, timeout, refused, garbage), streaming pass-through with tool
 //! calls, commit-before-[DONE], memory in the prompt, traceparent forwarding, and /metrics.
+// Tests spawn their own tasks (servers, concurrent clients), outside any request.
+#![allow(clippy::disallowed_methods)]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

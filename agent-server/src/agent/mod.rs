@@ -6,23 +6,25 @@
 //!    so the reply can acknowledge exactly what was learned, and what standing items require.
 //!
 //! Then the model answers the [`PreparedTurn::prompt`] (standing rules and due reminders
-//! included): as a whole reply ([`Agent::respond`]), or streamed by an upstream model through the
-//! HTTP layer.
+//! included): as a whole reply ([`Agent::respond`]), as an upstream model's own completion, or as
+//! its stream, relayed as it arrives ([`relay`]).
 //!
 //! [`Agent::commit`] (after the model):
 //! 4. **promote**: important or repeated statements move to long-term memory ([`promote`]);
 //! 5. **store**: the turn, its facts and the standing-item changes, atomically, guarded by the
 //!    session epoch read in step 1.
 //!
-//! [`Agent::turn`] runs all of it for a whole reply. Callers send a reply (or, when streaming, its
-//! final chunk) only after `commit` returns, so a reply is never completed for a turn that was not
-//! stored.
+//! [`Agent::turn`] runs all of it and returns a [`TurnOutput`] for an API to encode. A reply or
+//! completion is returned only after `commit`; a stream completes ([`StreamEvent::Done`]) only
+//! after it. So a reply is never completed for a turn that was not stored, whatever API encodes
+//! it.
 
 pub mod dates;
 pub mod extract;
 pub mod language;
 pub mod lists;
 pub mod promote;
+pub mod relay;
 pub mod standing;
 
 use std::sync::Arc;
@@ -31,8 +33,9 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use protocol::SessionId;
 use protocol::control::FactKind;
-use protocol::openai::{ChatCompletionRequest, ChatMessage};
+use protocol::openai::{ChatCompletion, ChatCompletionRequest, ChatMessage};
 
+use crate::llm::upstream::reply_text;
 use crate::llm::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt};
 use crate::memory::ranking::Terms;
 use crate::memory::{
@@ -42,6 +45,7 @@ use crate::telemetry::{metrics, sampling};
 use extract::{FactExtractor, Learned};
 use language::to_second_person;
 use promote::PromotionEngine;
+pub use relay::{StreamEvent, TurnStream};
 use standing::Agenda;
 use tracing::Instrument as _;
 use tracing::field::Empty;
@@ -52,6 +56,20 @@ pub enum AgentError {
     Memory(#[from] MemoryError),
     #[error(transparent)]
     Model(#[from] LlmError),
+    /// A bug: the relay of a stream panicked (its message is in the log).
+    #[error("relaying the upstream stream failed")]
+    RelayFailed,
+}
+
+/// What a turn produced, for an API to encode.
+pub enum TurnOutput {
+    /// The builtin model's reply; the turn is stored.
+    Reply(ModelReply),
+    /// An upstream model's own completion, passed through as it is; the turn is stored.
+    Completion(ChatCompletion),
+    /// An upstream model's stream, relayed as it arrives; the turn is stored before the stream
+    /// completes ([`relay`]).
+    Stream(TurnStream),
 }
 
 /// A step span (recall, chat, store): DEBUG, so that logs at INFO do not build it while the trace
@@ -173,16 +191,44 @@ impl Agent {
         self.model.as_ref()
     }
 
-    /// The whole pipeline for a whole reply: prepare, respond, commit.
-    pub async fn turn(&self, input: TurnInput) -> Result<ModelReply, AgentError> {
+    /// The whole turn: prepare, the model's answer, commit. With an upstream model, its own
+    /// completion is passed through, or, when the request streams, its stream is relayed and
+    /// committed before it completes; errors up to the upstream's response head (429, 502, 504)
+    /// are still returned here.
+    pub async fn turn(self: &Arc<Self>, input: TurnInput) -> Result<TurnOutput, AgentError> {
+        let stream = input.request.is_stream();
+        let include_usage = input.request.wants_stream_usage();
         let turn = self.prepare(input).await?;
-        let reply = self.respond(&turn).await?;
-        self.commit(turn, &reply.text).await?;
-        Ok(reply)
+        match self.model.pass_through() {
+            None => {
+                let reply = self.respond(&turn).await?;
+                self.commit(turn, &reply.text).await?;
+                Ok(TurnOutput::Reply(reply))
+            }
+            Some(upstream) if !stream => {
+                let completion = upstream.completion(turn.prompt()).await?;
+                let text = completion
+                    .choices
+                    .first()
+                    .map(|c| reply_text(&c.message))
+                    .unwrap_or_default();
+                self.commit(turn, &text).await?;
+                Ok(TurnOutput::Completion(completion))
+            }
+            Some(upstream) => {
+                let chunks = upstream.stream(turn.prompt()).await?;
+                Ok(TurnOutput::Stream(TurnStream::start(
+                    Arc::clone(self),
+                    turn,
+                    chunks,
+                    include_usage,
+                )))
+            }
+        }
     }
 
     /// Steps 1 and 2: recall, then extract what the turn teaches and what standing items require.
-    pub async fn prepare(&self, input: TurnInput) -> Result<PreparedTurn, AgentError> {
+    async fn prepare(&self, input: TurnInput) -> Result<PreparedTurn, AgentError> {
         let user_terms = if self.memory_enabled {
             Terms::of(&input.user_text)
         } else {
@@ -256,7 +302,7 @@ impl Agent {
     }
 
     /// Step 3 for a whole reply: the model answers the turn's prompt.
-    pub async fn respond(&self, turn: &PreparedTurn) -> Result<ModelReply, LlmError> {
+    async fn respond(&self, turn: &PreparedTurn) -> Result<ModelReply, LlmError> {
         if self.model.pass_through().is_some() {
             // Upstream models open their own model-call span.
             return self.model.complete(turn.prompt()).await;
@@ -284,7 +330,7 @@ impl Agent {
 
     /// Steps 4 and 5: promote, then store the turn with the reply that was produced for it.
     /// Does nothing with memory off.
-    pub async fn commit(&self, turn: PreparedTurn, reply_text: &str) -> Result<(), AgentError> {
+    async fn commit(&self, turn: PreparedTurn, reply_text: &str) -> Result<(), AgentError> {
         if !self.memory_enabled {
             return Ok(());
         }
@@ -451,12 +497,12 @@ mod tests {
         let store = EmbeddedStore::open(&path, config.memory_config())
             .await
             .unwrap();
-        let agent = Agent::new(
+        let agent = Arc::new(Agent::new(
             Arc::new(store),
             Arc::new(BuiltinModel::new("builtin")),
             true,
             8,
-        );
+        ));
         let request: ChatCompletionRequest = serde_json::from_value(serde_json::json!({
             "model": "builtin",
             "messages": [{"role": "user", "content": "My kayak is green."}]
@@ -485,7 +531,8 @@ mod tests {
             } else {
                 RequestTrace::unrecorded()
             };
-            sampling::within(trace, agent.turn(input)).await.unwrap();
+            let output = sampling::within(trace, agent.turn(input)).await.unwrap();
+            assert!(matches!(output, TurnOutput::Reply(_)));
             assert_eq!(
                 recorded.take(),
                 expected,

@@ -1,11 +1,12 @@
-//! `POST /v1/chat/completions`: validate the request, run the turn, answer as JSON or as SSE.
+//! `POST /v1/chat/completions`: validate the request, run the turn ([`Agent::turn`]), and encode
+//! what it produced as JSON or as server-sent events.
 //!
-//! With the builtin model the turn runs whole ([`crate::agent::Agent::turn`] order: prepare,
-//! respond, commit) and the reply is rendered here. With an upstream model the upstream's own
-//! completion or chunks are passed through; a stream is relayed chunk by chunk as it arrives, and
-//! the turn is committed when the upstream stream ends, before the final chunks and `[DONE]`.
+//! The builtin model's reply is rendered here; an upstream's own completion goes out as it is;
+//! a relayed stream's events are encoded batch by batch as they come ([`TurnStream`] holds the
+//! rule that `[DONE]` follows the commit).
+//!
+//! [`Agent::turn`]: crate::agent::Agent::turn
 
-use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::time::Duration;
 
@@ -17,18 +18,14 @@ use protocol::openai::{
     ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage, Choice, ChunkChoice,
     Delta, Extra, FunctionCallDelta, Role, ToolCall, ToolCallDelta,
 };
-use tokio::sync::mpsc;
-use tracing::Instrument as _;
 
 use super::AppState;
 use super::auth::ApiKey;
 use super::body::read_json;
 use super::context::SessionContext;
-use crate::agent::{PreparedTurn, TurnInput};
+use crate::agent::{StreamEvent, TurnInput, TurnOutput, TurnStream};
 use crate::error::ApiError;
-use crate::llm::upstream::reply_text;
-use crate::llm::{ChunkStream, ModelReply};
-use crate::telemetry::sampling;
+use crate::llm::ModelReply;
 
 #[utoipa::path(
     post,
@@ -76,9 +73,9 @@ pub async fn chat_completions(
     let stream = request.is_stream();
     let include_usage = request.wants_stream_usage();
     let now = ctx.now;
-    let agent = &state.agent;
-    let turn = agent
-        .prepare(TurnInput {
+    let output = state
+        .agent
+        .turn(TurnInput {
             session: ctx.session,
             now,
             user_text,
@@ -87,33 +84,18 @@ pub async fn chat_completions(
             continuation,
         })
         .await?;
-    match agent.model().pass_through() {
-        None => {
-            let reply = agent.respond(&turn).await?;
-            agent.commit(turn, &reply.text).await?;
+    Ok(match output {
+        TurnOutput::Reply(reply) => {
             let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
             if stream {
-                Ok(sse_response(&id, &model, now, &reply, include_usage))
+                sse_response(&id, &model, now, &reply, include_usage)
             } else {
-                Ok(HttpResponse::Ok().json(completion(id, model, now, reply)))
+                HttpResponse::Ok().json(completion(id, model, now, reply))
             }
         }
-        Some(upstream) if !stream => {
-            let completion = upstream.completion(turn.prompt()).await?;
-            let text = completion
-                .choices
-                .first()
-                .map(|c| reply_text(&c.message))
-                .unwrap_or_default();
-            agent.commit(turn, &text).await?;
-            Ok(HttpResponse::Ok().json(completion))
-        }
-        Some(upstream) => {
-            // Errors up to the upstream's response head are still HTTP errors (429, 502, 504).
-            let chunks = upstream.stream(turn.prompt()).await?;
-            Ok(relayed_stream(state.clone(), turn, chunks, include_usage).await)
-        }
-    }
+        TurnOutput::Completion(completion) => HttpResponse::Ok().json(completion),
+        TurnOutput::Stream(turn) => relayed_response(turn).await,
+    })
 }
 
 /// How long the response head may wait for the first events of a relayed stream, to go out in
@@ -122,147 +104,51 @@ pub async fn chat_completions(
 /// thinks before its first token, the head goes out on its own after this, as before.
 const HEAD_WAITS_FOR_EVENTS: Duration = Duration::from_millis(5);
 
-/// Server-sent events relayed from an upstream stream, each upstream chunk forwarded as soon as
-/// it arrives by a local task on this worker; the head waits for the first events for up to
+/// Server-sent events of a relayed stream; the head waits for the first events for up to
 /// [`HEAD_WAITS_FOR_EVENTS`].
-async fn relayed_stream(
-    state: web::Data<AppState>,
-    turn: PreparedTurn,
-    chunks: ChunkStream,
-    include_usage: bool,
-) -> HttpResponse {
-    let (tx, rx) = mpsc::channel::<Bytes>(64);
-    // The relay stays in the request's trace: its spans and its store step follow the request's
-    // sampling decision.
-    let relay = actix_web::rt::spawn(sampling::carried(
-        relay(state, turn, chunks, include_usage, tx).instrument(tracing::Span::current()),
-    ));
-    let body = relayed_events(rx, relay).await;
+async fn relayed_response(turn: TurnStream) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/event-stream")
         .insert_header(("cache-control", "no-cache"))
-        .streaming(body)
+        .streaming(relayed_events(turn).await)
 }
 
-/// The body of a relayed stream: the relay's events as they come, the first ones waited for (up
-/// to [`HEAD_WAITS_FOR_EVENTS`]) so that they go out with the head.
-///
-/// If the relay's task panicked (a bug), the stream ends with an error event, as when a commit
-/// fails, instead of just stopping: without `[DONE]` or an error, a client could take the cut
-/// stream, or an empty 200, for a complete reply. Whether the turn was stored depends on where it
-/// panicked (before or after the commit), as for a client that loses the connection. A relay
-/// that stopped because the client went away needs nothing: this body is gone too.
+/// The body of a relayed stream: each batch of the turn's events as one piece of SSE, the first
+/// one waited for (up to [`HEAD_WAITS_FOR_EVENTS`]) so that it goes out with the head.
 async fn relayed_events(
-    mut events: mpsc::Receiver<Bytes>,
-    relay: tokio::task::JoinHandle<()>,
+    mut turn: TurnStream,
 ) -> impl futures_util::Stream<Item = Result<Bytes, Infallible>> + 'static {
-    // `None` if the wait ran out (`recv` is cancel-safe: nothing is lost) or the relay ended.
-    let first = tokio::time::timeout(HEAD_WAITS_FOR_EVENTS, events.recv())
+    // `None` if the wait ran out (`next_batch` is cancel-safe: nothing is lost) or the stream ended.
+    let first = tokio::time::timeout(HEAD_WAITS_FOR_EVENTS, turn.next_batch())
         .await
         .ok()
         .flatten();
-    let rest = futures_util::stream::unfold(events, |mut events| async move {
-        events.recv().await.map(|event| (event, events))
+    let rest = futures_util::stream::unfold(turn, |mut turn| async move {
+        turn.next_batch().await.map(|batch| (batch, turn))
     });
-    let failure = futures_util::stream::once(async move {
-        let panic = relay.await.err().and_then(|e| e.try_into_panic().ok())?;
-        // The panic's own message, for the log the error event points to.
-        let message = super::panics::panic_message(&*panic);
-        tracing::error!(panic = message, "the relay of an upstream stream panicked");
-        let mut events = Vec::new();
-        let e = ApiError::Internal("relaying the upstream stream failed");
-        push_error_event(&mut events, &e);
-        Some(Bytes::from(events))
-    })
-    .filter_map(std::future::ready);
     futures_util::stream::iter(first)
         .chain(rest)
-        .chain(failure)
-        .map(Ok)
+        .map(|batch| Ok(encode_events(batch)))
 }
 
-/// Relays one upstream stream to the client.
-///
-/// Chunks pass through unchanged as they arrive (the upstream's own bytes, unless they carry a
-/// `usage` the client did not ask for), except the final ones (those with a `finish_reason`, and
-/// the usage chunk), which are held back. When the upstream
-/// stream ends, the turn (user text and the assembled reply) is committed to memory, and only
-/// then are the held chunks and `data: [DONE]` sent. So a client that saw `[DONE]` knows the
-/// turn is stored. Chunks that have already arrived when one is read are sent in one piece, so a
-/// burst of tokens costs one write, not one each.
-///
-/// - If the commit fails, the client gets an SSE error event in OpenAI's error shape (what the
-///   official SDKs raise as an API error) and **no `[DONE]`**: the turn was not stored.
-/// - If the upstream fails mid-stream, the same: an error event, no `[DONE]`, nothing stored.
-/// - If the client goes away, the relay stops (which stops reading the upstream) and nothing is
-///   stored, as for a non-streamed request whose client disconnects before the reply.
-///
-/// The usage chunk (the upstream is always asked for one) is forwarded only when the client asked
-/// for `stream_options.include_usage`; otherwise `usage` is removed from every chunk.
-async fn relay(
-    state: web::Data<AppState>,
-    turn: PreparedTurn,
-    mut chunks: ChunkStream,
-    include_usage: bool,
-    tx: mpsc::Sender<Bytes>,
-) {
-    let mut reply = AssembledReply::default();
-    let mut held = Vec::new();
-    let mut finished = false;
-    while let Some(item) = chunks.recv().await {
-        let mut events = Vec::new();
-        let mut next = Some(item);
-        while let Some(item) = next {
-            let streamed = match item {
-                Ok(streamed) => streamed,
-                Err(e) => {
-                    push_error_event(&mut events, &ApiError::from(e));
-                    let _ = tx.send(Bytes::from(events)).await;
-                    return;
-                }
-            };
-            let mut chunk = streamed.chunk;
-            reply.observe(&chunk);
-            // Final: the chunk with the finish reason and everything after it, and usage chunks
-            // (servers differ: `choices: []`, or an empty delta).
-            finished |= chunk.choices.iter().any(|c| c.finish_reason.is_some());
-            if finished || chunk.usage.is_some() || chunk.choices.is_empty() {
-                // Without `include_usage`, usage is removed, and a chunk that carried nothing
-                // else is dropped.
-                let unwanted = !include_usage
-                    && chunk.usage.take().is_some()
-                    && chunk
-                        .choices
-                        .iter()
-                        .all(|c| c.finish_reason.is_none() && c.delta == Delta::default());
-                if !unwanted {
-                    held.push(chunk);
-                }
-            } else if include_usage || !streamed.data.contains("\"usage\"") {
-                // Not final, so it carries no usage: the upstream's bytes go on as they are.
-                push_event(&mut events, &streamed.data);
-            } else {
-                // `"usage": null`, as OpenAI writes it in every chunk once usage is asked for
-                // (this server always asks): the client did not ask, so it is left out.
-                push_json_event(&mut events, &chunk);
-            }
-            next = chunks.try_recv().ok();
-        }
-        if !events.is_empty() && tx.send(Bytes::from(events)).await.is_err() {
-            return;
-        }
-    }
+/// A batch of a relayed turn's events as server-sent events: chunks as Chat Completions chunks,
+/// the end as `data: [DONE]`, a failure as an error in OpenAI's shape (what the official SDKs
+/// raise as an API error).
+fn encode_events(batch: Vec<StreamEvent>) -> Bytes {
     let mut events = Vec::new();
-    if let Err(e) = state.agent.commit(turn, &reply.text()).await {
-        push_error_event(&mut events, &ApiError::from(e));
-        let _ = tx.send(Bytes::from(events)).await;
-        return;
+    for event in batch {
+        match event {
+            StreamEvent::Forwarded(data) => push_event(&mut events, &data),
+            StreamEvent::Chunk(chunk) => push_json_event(&mut events, &chunk),
+            StreamEvent::Done => events.extend_from_slice(b"data: [DONE]\n\n"),
+            StreamEvent::Failed(e) => {
+                let e = ApiError::from(e);
+                tracing::error!(error = %e, "stream ended with an error");
+                push_json_event(&mut events, &e.body());
+            }
+        }
     }
-    for chunk in &held {
-        push_json_event(&mut events, chunk);
-    }
-    events.extend_from_slice(b"data: [DONE]\n\n");
-    let _ = tx.send(Bytes::from(events)).await;
+    Bytes::from(events)
 }
 
 /// Appends one server-sent event carrying `data`, one `data:` field per line: an upstream may
@@ -281,56 +167,6 @@ fn push_json_event(events: &mut Vec<u8>, value: &impl serde::Serialize) {
     events.extend_from_slice(b"data: ");
     serde_json::to_writer(&mut *events, value).expect("chunks and error bodies serialise");
     events.extend_from_slice(b"\n\n");
-}
-
-fn push_error_event(events: &mut Vec<u8>, e: &ApiError) {
-    tracing::error!(error = %e, "stream ended with an error");
-    push_json_event(events, &e.body());
-}
-
-/// The reply a stream carried, for memory: its text, or a note of its tool calls.
-#[derive(Default)]
-struct AssembledReply {
-    content: String,
-    /// Tool calls by index: (name, arguments).
-    tool_calls: BTreeMap<u32, (String, String)>,
-}
-
-impl AssembledReply {
-    fn observe(&mut self, chunk: &ChatCompletionChunk) {
-        for choice in chunk.choices.iter().filter(|c| c.index == 0) {
-            if let Some(text) = &choice.delta.content {
-                self.content.push_str(text);
-            }
-            for call in choice.delta.tool_calls.iter().flatten() {
-                let entry = self.tool_calls.entry(call.index).or_default();
-                if let Some(f) = &call.function {
-                    entry.0.push_str(f.name.as_deref().unwrap_or_default());
-                    entry.1.push_str(f.arguments.as_deref().unwrap_or_default());
-                }
-            }
-        }
-    }
-
-    fn text(&self) -> String {
-        let mut message = ChatMessage::assistant(self.content.clone());
-        if !self.tool_calls.is_empty() {
-            message.tool_calls = Some(
-                self.tool_calls
-                    .values()
-                    .map(|(name, arguments)| protocol::openai::ToolCall {
-                        id: String::new(),
-                        kind: "function".into(),
-                        function: protocol::openai::FunctionCall {
-                            name: name.clone(),
-                            arguments: arguments.clone(),
-                        },
-                    })
-                    .collect(),
-            );
-        }
-        reply_text(&message)
-    }
 }
 
 /// The last user message is the new turn; everything before it is the client's own context.
@@ -552,6 +388,7 @@ fn content_pieces(text: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use tokio::sync::mpsc;
 
     proptest! {
         #[test]
@@ -562,14 +399,18 @@ mod tests {
 
     /// The body `relayed_events` makes of what a relay task sends before it ends (or panics).
     async fn relayed_body(sent: &'static [&'static str], panics: bool) -> Vec<String> {
-        let (tx, rx) = mpsc::channel::<Bytes>(8);
-        let relay = tokio::spawn(async move {
+        let (tx, rx) = mpsc::channel::<Vec<StreamEvent>>(8);
+        let relay = crate::task::in_request(async move {
             for event in sent {
-                tx.send(Bytes::from_static(event.as_bytes())).await.unwrap();
+                let event = match event.strip_prefix("data: ").unwrap().trim_end() {
+                    "[DONE]" => StreamEvent::Done,
+                    data => StreamEvent::Forwarded(data.to_owned()),
+                };
+                tx.send(vec![event]).await.unwrap();
             }
             assert!(!panics, "a bug in the relay");
         });
-        let body = relayed_events(rx, relay).await;
+        let body = relayed_events(TurnStream::from_parts(rx, relay)).await;
         body.map(|event| String::from_utf8(event.unwrap().to_vec()).unwrap())
             .collect()
             .await

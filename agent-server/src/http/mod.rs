@@ -11,6 +11,8 @@ pub mod metrics;
 pub mod openapi;
 pub mod panics;
 
+use std::sync::Arc;
+
 use actix_web::{HttpRequest, web};
 
 use crate::agent::Agent;
@@ -18,7 +20,7 @@ use crate::error::ApiError;
 
 /// Shared by all handlers.
 pub struct AppState {
-    pub agent: Agent,
+    pub agent: Arc<Agent>,
     pub api_key: Option<String>,
     pub admin_token: Option<String>,
     pub deny_mock_time: bool,

@@ -87,7 +87,7 @@ mod tests {
         .unwrap()
         .run();
         let handle = server.handle();
-        actix_web::rt::spawn(server);
+        crate::task::local_in_request(server);
         let client = awc::Client::default();
 
         let mut response = client

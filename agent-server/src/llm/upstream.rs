@@ -34,7 +34,8 @@ use tracing::{Instrument as _, Span};
 use super::{
     ChatModel, ChunkStream, LlmError, ModelReply, PassThrough, Prompt, StreamedChunk, prompt,
 };
-use crate::telemetry::{metrics, propagation, sampling};
+use crate::task;
+use crate::telemetry::{metrics, propagation};
 
 /// Largest upstream response body read (a whole completion, or an error body).
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -352,9 +353,9 @@ fn on_this_worker<T: Send + 'static>(
 
 fn spawn_local<T: 'static>(task: impl Future<Output = T> + 'static) -> oneshot::Receiver<T> {
     let (tx, rx) = oneshot::channel();
-    actix_rt::spawn(sampling::carried(async move {
+    task::local_in_request(async move {
         let _ = tx.send(task.await);
-    }));
+    });
     rx
 }
 
@@ -537,9 +538,7 @@ fn spawn_stream(
     span: Span,
     trace_content: bool,
 ) {
-    actix_rt::spawn(sampling::carried(
-        run_stream(call, ready, span.clone(), trace_content).instrument(span),
-    ));
+    task::local_in_request(run_stream(call, ready, span.clone(), trace_content).instrument(span));
 }
 
 /// The local task of a streamed call: sends the request, reports the outcome of the response

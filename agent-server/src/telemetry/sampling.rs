@@ -357,7 +357,9 @@ mod tests {
                 let step = tracing::info_span!("step");
                 step.in_scope(|| tracing::info!("inside"));
                 let spawned = async { drop(tracing::info_span!("spawned")) };
-                tokio::spawn(spawned.instrument(step)).await.unwrap();
+                crate::task::server_work(spawned.instrument(step))
+                    .await
+                    .unwrap();
             }
             .instrument(span)
             .await;

@@ -1,5 +1,7 @@
 //! HTTP-level tests: the real server on port 0 with a fresh data directory per test, driven over
 //! real HTTP by awc.
+// Tests spawn their own tasks (servers, concurrent clients), outside any request.
+#![allow(clippy::disallowed_methods)]
 
 mod control;
 mod errors;

@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::memory::MemoryError;
+use crate::task;
 use crate::telemetry::metrics;
 
 /// Most jobs per batch: bounds the statements' array sizes and how long the first job of a batch
@@ -90,7 +91,7 @@ impl<Req: Send + 'static, Out: Send + 'static> Batcher<Req, Out> {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let (jobs, queue) = mpsc::channel(QUEUE);
-        tokio::spawn(run(what, in_flight, alone_for, queue, handle));
+        task::server_work(run(what, in_flight, alone_for, queue, handle));
         Self { jobs }
     }
 
@@ -135,8 +136,8 @@ async fn run<Req, Out, F, Fut>(
         let started = Instant::now();
         let batch = handle(std::mem::replace(&mut jobs, Vec::with_capacity(MAX_BATCH)));
         let (done, finished) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            if let Err(e) = tokio::spawn(batch).await {
+        task::server_work(async move {
+            if let Err(e) = task::server_work(batch).await {
                 tracing::error!(error = %e, batch = what, "a memory batch failed; its requests got an error");
             }
             metrics().observe_batch(super::BACKEND, what, size, started.elapsed());

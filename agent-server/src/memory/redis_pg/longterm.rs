@@ -14,8 +14,6 @@ use protocol::control::{FactKind, FactSource};
 use tokio_postgres::{NoTls, Row};
 use uuid::Uuid;
 
-use super::known_facts::{FactChange, KnownFact};
-use super::ts_rank::Document;
 use crate::memory::{Fact, MemoryError, NewFact, Restatement, StoredFact};
 
 pub(super) const DEPENDENCY: &str = "postgres";
@@ -52,22 +50,12 @@ const MIGRATION_LOCK: i64 = 0x6167_656e_7477_616c;
 const FACT_COLUMNS: &str =
     "id, kind, fact_key, body, data, observed_at, observed_ns, importance, source";
 
-/// What a write statement returns of each row it wrote, for `known_facts.rs`: the row as recall
-/// reads it (`known_fact_from_row`), Postgres's own values, so that a fact kept in the process
-/// is the one a read would return.
-macro_rules! written_columns {
-    () => {
-        "f.session_id, f.seq, f.id, f.kind, f.fact_key, f.body, f.data, f.observed_at, \
-         f.observed_ns, f.importance, f.source"
-    };
-}
-
 /// The session settings every connection asks for, unless the URL already chose its own options.
 ///
 /// Client-side timeouts abandon a statement, but the server would keep running it and keep its
 /// locks: the timeouts make the server give up too. `client_min_messages = warning` keeps NOTICEs
 /// off the connection: the only ones our statements raise say that a text-search query held
-/// only stopwords (`to_tsquery` on such a recall, or on a stopword `lexemes.rs` learns), which
+/// only stopwords (`to_tsquery` on such a recall), which
 /// `tokio_postgres` would log at INFO, one line each.
 fn server_options(timeout: Duration) -> String {
     let ms = timeout.as_millis().max(1);
@@ -432,6 +420,7 @@ impl<'a> FactWrites<'a> {
 /// (a test checks their generic plans, which prepared statements settle on). A plain join of
 /// `unnest(...)` with the table let the planner scan the table while it had no statistics yet:
 /// every fresh database for its first minute, until autovacuum's first `ANALYZE`.
+#[cfg(feature = "test-hooks")]
 pub(super) const FACT_LOOKUPS: [(&str, &str); 5] = [
     ("current_keyed", CURRENT_KEYED_SQL),
     ("restatable", RESTATABLE_SQL),
@@ -545,35 +534,13 @@ const RETIRE_SQL: &str = "DELETE FROM agentwall_facts AS f
     USING unnest($1::text[], $2::uuid[]) AS r(session_id, id)
     WHERE f.session_id = r.session_id AND f.id = r.id AND f.id = ANY($2::uuid[])";
 
-/// What a batch changed in each session's facts, in the order its statements ran: what
-/// `known_facts.rs` applies to the sessions' entries once the batch committed.
-#[derive(Default)]
-pub(super) struct Changes(HashMap<String, Vec<FactChange>>);
-
-impl Changes {
-    fn add(&mut self, session: &str, change: FactChange) {
-        match self.0.get_mut(session) {
-            Some(changes) => changes.push(change),
-            None => {
-                self.0.insert(session.to_owned(), vec![change]);
-            }
-        }
-    }
-
-    /// What the batch changed in `session`'s facts, in order.
-    pub(super) fn take(&mut self, session: &str) -> Vec<FactChange> {
-        self.0.remove(session).unwrap_or_default()
-    }
-}
-
 /// Applies a batch's [`FactWrites`]: its retirements in one `DELETE`, its restatements in place,
 /// then its rows in one `INSERT` that replaces the current fact of a key (which `FactWrites`
-/// decided it may). Returns what it changed.
+/// decided it may).
 pub(super) async fn apply_fact_writes(
     tx: &deadpool_postgres::Transaction<'_>,
     writes: FactWrites<'_>,
-) -> Result<Changes, MemoryError> {
-    let mut changes = Changes::default();
+) -> Result<(), MemoryError> {
     if !writes.retire.is_empty() {
         let stmt = tx.prepare_cached(RETIRE_SQL).await.map_err(pg_error)?;
         let sessions: Vec<&str> = writes.retire.iter().map(|(s, _)| *s).collect();
@@ -581,9 +548,6 @@ pub(super) async fn apply_fact_writes(
         tx.execute(&stmt, &[&sessions, &ids])
             .await
             .map_err(pg_error)?;
-        for (session, id) in &writes.retire {
-            changes.add(session, FactChange::Retired(*id));
-        }
     }
     let updates: Vec<(Uuid, FactUpdate)> = writes
         .restatable
@@ -591,16 +555,16 @@ pub(super) async fn apply_fact_writes(
         .filter_map(|((_, id), fact)| Some((id, fact.update?)))
         .collect();
     if !updates.is_empty() {
-        update_facts(tx, &updates, &mut changes).await?;
+        update_facts(tx, &updates).await?;
     }
     let rows: Vec<(&str, Fact)> = writes.rows.into_iter().flatten().collect();
     if rows.is_empty() {
-        return Ok(changes);
+        return Ok(());
     }
     // `seq = DEFAULT`: a replacement is a new write, ordered after everything before it, as the
     // delete-and-insert it stands for would be.
     let stmt = tx
-        .prepare_cached(concat!(
+        .prepare_cached(
             "INSERT INTO agentwall_facts AS f
                (id, session_id, kind, fact_key, body, data, observed_at, observed_ns, importance, source)
              SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
@@ -610,11 +574,8 @@ pub(super) async fn apply_fact_writes(
                id = EXCLUDED.id, seq = DEFAULT, kind = EXCLUDED.kind, body = EXCLUDED.body,
                data = EXCLUDED.data, observed_at = EXCLUDED.observed_at,
                observed_ns = EXCLUDED.observed_ns, importance = EXCLUDED.importance,
-               source = EXCLUDED.source
-             RETURNING ",
-            written_columns!(),
-            ", f.tsv::text AS tsv"
-        ))
+               source = EXCLUDED.source",
+        )
         .await
         .map_err(pg_error)?;
     let times: Vec<(DateTime<Utc>, i32)> = rows
@@ -631,58 +592,41 @@ pub(super) async fn apply_fact_writes(
     let ns: Vec<i32> = times.iter().map(|t| t.1).collect();
     let importance: Vec<f32> = rows.iter().map(|(_, f)| f.importance).collect();
     let sources: Vec<&str> = rows.iter().map(|(_, f)| f.source.as_str()).collect();
-    let written = tx
-        .query(
-            &stmt,
-            &[
-                &ids,
-                &sessions,
-                &kinds,
-                &keys,
-                &bodies,
-                &data,
-                &at,
-                &ns,
-                &importance,
-                &sources,
-            ],
-        )
-        .await
-        .map_err(pg_error)?;
-    written_changes(&written, &mut changes)?;
-    Ok(changes)
-}
-
-/// Adds the rows a write statement returned (see `written_columns!`) to `changes`.
-fn written_changes(rows: &[Row], changes: &mut Changes) -> Result<(), MemoryError> {
-    for row in rows {
-        let session: &str = row.try_get("session_id").map_err(corrupt)?;
-        changes.add(session, FactChange::Written(known_fact_from_row(row)?));
-    }
+    tx.execute(
+        &stmt,
+        &[
+            &ids,
+            &sessions,
+            &kinds,
+            &keys,
+            &bodies,
+            &data,
+            &at,
+            &ns,
+            &importance,
+            &sources,
+        ],
+    )
+    .await
+    .map_err(pg_error)?;
     Ok(())
 }
 
-/// [`update_facts`]'s restatements that keep their text (the `ANY` as in [`RETIRE_SQL`]). It
-/// returns only what it set: the rest of the row, as `known_facts.rs` holds it, is unchanged.
+/// [`update_facts`]'s restatements that keep their text (the `ANY` as in [`RETIRE_SQL`]).
 const RESTATE_SQL: &str = "UPDATE agentwall_facts AS f SET observed_at = r.observed_at,
       observed_ns = r.observed_ns, importance = r.importance, source = r.source
     FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
                 $5::text[]) AS r(id, observed_at, observed_ns, importance, source)
-    WHERE f.id = r.id AND f.id = ANY($1::uuid[])
-    RETURNING f.session_id, f.id, f.observed_at, f.observed_ns, f.importance, f.source";
+    WHERE f.id = r.id AND f.id = ANY($1::uuid[])";
 
 /// [`update_facts`]'s restatements that change their text (the `ANY` as in [`RETIRE_SQL`]).
-const RESTATE_TEXT_SQL: &str = concat!(
-    "UPDATE agentwall_facts AS f SET body = r.body, observed_at = r.observed_at,
-      observed_ns = r.observed_ns, importance = r.importance, source = r.source
+const RESTATE_TEXT_SQL: &str = "UPDATE agentwall_facts AS f SET body = r.body,
+      observed_at = r.observed_at, observed_ns = r.observed_ns, importance = r.importance,
+      source = r.source
     FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
                 $5::text[], $6::text[])
          AS r(id, observed_at, observed_ns, importance, source, body)
-    WHERE f.id = r.id AND f.id = ANY($1::uuid[])
-    RETURNING ",
-    written_columns!(),
-    ", f.tsv::text AS tsv"
-);
+    WHERE f.id = r.id AND f.id = ANY($1::uuid[])";
 
 /// Restates facts in place: their time, importance and source, and their text only where it
 /// changed. Those that keep their text change no indexed column, so Postgres updates them HOT
@@ -692,25 +636,14 @@ const RESTATE_TEXT_SQL: &str = concat!(
 async fn update_facts(
     tx: &deadpool_postgres::Transaction<'_>,
     updates: &[(Uuid, FactUpdate)],
-    changes: &mut Changes,
 ) -> Result<(), MemoryError> {
     let (same, changed): (Vec<_>, Vec<_>) = updates.iter().partition(|(_, u)| u.text.is_none());
     if !same.is_empty() {
         let stmt = tx.prepare_cached(RESTATE_SQL).await.map_err(pg_error)?;
         let c = UpdateColumns::of(&same);
-        let rows = tx
-            .query(&stmt, &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources])
+        tx.execute(&stmt, &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources])
             .await
             .map_err(pg_error)?;
-        for row in &rows {
-            let restated = FactChange::Restated {
-                id: row.try_get("id").map_err(corrupt)?,
-                observed_at: observed_at_of(row)?,
-                importance: row.try_get("importance").map_err(corrupt)?,
-                source: source_of(row)?,
-            };
-            changes.add(row.try_get("session_id").map_err(corrupt)?, restated);
-        }
     }
     if !changed.is_empty() {
         let stmt = tx
@@ -718,14 +651,12 @@ async fn update_facts(
             .await
             .map_err(pg_error)?;
         let c = UpdateColumns::of(&changed);
-        let rows = tx
-            .query(
-                &stmt,
-                &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources, &c.bodies],
-            )
-            .await
-            .map_err(pg_error)?;
-        written_changes(&rows, changes)?;
+        tx.execute(
+            &stmt,
+            &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources, &c.bodies],
+        )
+        .await
+        .map_err(pg_error)?;
     }
     Ok(())
 }
@@ -814,59 +745,31 @@ pub(super) async fn reset(
         .map_err(pg_error)
 }
 
-/// How a recall's read went, as Postgres decided from the session row in the read's snapshot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum RecallMode {
-    /// The session is still at the pair the read named (`known_facts.rs`): nothing else was read.
-    Known,
-    /// The session's facts were read whole, each with its `tsv`, for the process to keep and rank.
-    Fill,
-    /// Standing items and ranked candidates, searched here.
-    Search,
-}
-
 /// What recall needs from Postgres, read from one snapshot.
 pub(super) struct RecallRows {
     pub epoch: u64,
     /// The session's last turn number (`agentwall_sessions.turn_seq`), from the same snapshot:
     /// what working memory is current for (see `recent.rs`).
     pub turn_seq: u64,
-    pub mode: RecallMode,
-    /// Standing items, oldest first (`Fill` and `Search`).
-    pub standing: Vec<KnownFact>,
-    /// Lexical candidates with their `ts_rank`, best first (`Search`).
+    /// Standing items, oldest first.
+    pub standing: Vec<Fact>,
+    /// Lexical candidates with their `ts_rank`, best first.
     pub candidates: Vec<(Fact, f64)>,
-    /// Every fact of kind `fact`, with its document (`Fill`).
-    pub facts: Vec<KnownFact>,
 }
 
 /// Sessions with more facts than this are searched through the full-text index with the query's
-/// words; smaller ones are read whole (see [`RECALL_SQL`]), and are the ones whose facts the
-/// process may keep (`known_facts.rs`). About where the two cost the same: reading 1,000 facts
+/// words; smaller ones are read whole (see [`RECALL_SQL`]). About where the two cost the same: reading 1,000 facts
 /// took 1.3 ms against 0.3 ms for the search, 40 facts 0.09 ms against up to 0.3 ms.
 pub(super) const SEARCH_FROM_FACTS: i64 = 256;
 
-/// A read's tsquery: the ready one (`$4`, see `lexemes.rs`) when it has one, else its words run
-/// through `to_tsquery('english', ...)`; NULL (neither) matches nothing.
-const READ_QUERY: &str =
-    "coalesce(q.lexemes::tsquery, to_tsquery('english'::regconfig, q.tsquery))";
-
 /// The statement of [`recall`]. Parameters, one array element per read: `$1` session ids, `$2`
-/// words for `to_tsquery`, `$3` how many candidates each read takes at most, `$4` ready tsqueries
-/// (see [`READ_QUERY`]), `$5` and `$6` the `(epoch, turn_seq)` whose facts the process holds
-/// (NULL for none), `$7` whether the process would keep the session's facts.
-///
-/// Each read first settles its [`RecallMode`] (`mode`: 0 `Known`, 1 `Fill`, 2 `Search`) from the
-/// session row: `Known` when the session is still at `$5`/`$6`, which reads nothing more; else
-/// `Fill` when `$7` asks for it and the session is small, which returns standing items (part 1)
-/// and every fact of kind `fact` with its `tsv` as text (part 3); else `Search`, standing items
-/// and ranked candidates (part 2). Every branch tests the mode, a condition on the outer row
-/// only, which Postgres evaluates once per read (a one-time filter) before it touches the facts.
+/// words for `to_tsquery('english', ...)` (NULL matches nothing), `$3` how many candidates each
+/// read takes at most. Standing items come back as part 1 and ranked candidates as part 2.
 ///
 /// One row per fact, each with its position `pos` in its part (oldest first for standing items,
 /// best first for candidates), tagged with the read's position `ord`; the LEFT JOIN keeps one
-/// row (with a NULL part) for a read that returns no facts, so every mode, epoch and turn number
-/// comes back.
+/// row (with a NULL part) for a read that returns no facts, so every epoch and turn number comes
+/// back.
 ///
 /// The candidates come through the session-scoped GIN index (migration 3), one of two ways chosen
 /// by the session's `fact_count` (a condition on the outer row only, so Postgres runs one branch
@@ -885,50 +788,43 @@ const READ_QUERY: &str =
 ///
 /// Either way a recall's cost depends on its own session only. Candidates are ranked and cut to
 /// the pool before they are numbered, so only `pool` rows are sorted in full (a top-N heap).
+/// A read's tsquery: its words through `to_tsquery('english', ...)`; NULL matches nothing.
+const READ_QUERY: &str = "to_tsquery('english'::regconfig, q.tsquery)";
+
 pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
-        "SELECT q.ord, coalesce(s.epoch, 0) AS epoch, coalesce(s.turn_seq, 0) AS turn_seq, m.mode,
+        "SELECT q.ord, coalesce(s.epoch, 0) AS epoch, coalesce(s.turn_seq, 0) AS turn_seq,
                 facts.*
-         FROM unnest($1::text[], $2::text[], $3::bigint[], $4::text[], $5::bigint[],
-                     $6::bigint[], $7::boolean[]) WITH ORDINALITY
-              AS q(session_id, tsquery, pool, lexemes, known_epoch, known_seq, fill, ord)
+         FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY
+              AS q(session_id, tsquery, pool, ord)
          LEFT JOIN agentwall_sessions AS s
                 ON s.session_id = q.session_id AND s.session_id = ANY($1::text[])
-         CROSS JOIN LATERAL (SELECT CASE
-             WHEN q.known_epoch = coalesce(s.epoch, 0) AND q.known_seq = coalesce(s.turn_seq, 0)
-                 THEN 0
-             WHEN q.fill AND coalesce(s.fact_count, 0) <= {SEARCH_FROM_FACTS} THEN 1
-             ELSE 2 END AS mode) AS m
          LEFT JOIN LATERAL (
              (SELECT 1 AS part,
                      row_number() OVER (ORDER BY observed_at, observed_ns, seq) AS pos,
-                     {FACT_COLUMNS}, seq, 0::real AS rank, NULL::text AS tsv
+                     {FACT_COLUMNS}, 0::real AS rank
               FROM agentwall_facts
-              WHERE m.mode <> 0 AND session_id = q.session_id AND kind <> 'fact')
+              WHERE session_id = q.session_id AND kind <> 'fact')
              UNION ALL
              (SELECT 2 AS part,
                      row_number() OVER (
                          ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC) AS pos,
-                     {FACT_COLUMNS}, seq, rank, NULL::text AS tsv
+                     {FACT_COLUMNS}, rank
               FROM (SELECT {FACT_COLUMNS}, seq, ts_rank(tsv, t) AS rank
                     FROM (SELECT * FROM agentwall_facts
                           WHERE session_id = q.session_id AND kind = 'fact'
                           OFFSET 0) AS session_facts,
                          {READ_QUERY} AS t
-                    WHERE m.mode = 2 AND coalesce(s.fact_count, 0) <= {SEARCH_FROM_FACTS}
+                    WHERE coalesce(s.fact_count, 0) <= {SEARCH_FROM_FACTS}
                       AND tsv @@ t
                     UNION ALL
                     SELECT {FACT_COLUMNS}, seq, ts_rank(tsv, t) AS rank
                     FROM agentwall_facts, {READ_QUERY} AS t
-                    WHERE m.mode = 2 AND coalesce(s.fact_count, 0) > {SEARCH_FROM_FACTS}
+                    WHERE coalesce(s.fact_count, 0) > {SEARCH_FROM_FACTS}
                       AND session_id = q.session_id AND kind = 'fact'
                       AND tsv @@ {READ_QUERY}
                     ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC
                     LIMIT q.pool) AS best)
-             UNION ALL
-             (SELECT 3 AS part, 0 AS pos, {FACT_COLUMNS}, seq, 0::real AS rank, tsv::text AS tsv
-              FROM agentwall_facts
-              WHERE m.mode = 1 AND session_id = q.session_id AND kind = 'fact')
          ) AS facts ON true
          ORDER BY q.ord, facts.part, facts.pos"
     )
@@ -937,18 +833,10 @@ pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
 /// One recall's read of Postgres.
 pub(super) struct RecallRead {
     pub session: SessionId,
-    /// The query's words for `to_tsquery`, OR-ed; `None` when it has none, or a ready query.
+    /// The query's words for `to_tsquery`, OR-ed; `None` when it has none.
     pub tsquery: Option<String>,
-    /// The ready tsquery (`lexemes.rs`), if every word's lexeme is known.
-    pub lexemes: Option<String>,
-    /// The query's words whose lexemes are not known yet, to ask for with the batch.
-    pub unknown: Vec<String>,
     /// How many lexical candidates to return at most.
     pub pool_size: usize,
-    /// The `(epoch, turn_seq)` whose facts the process holds for the session, if any.
-    pub known: Option<(u64, u64)>,
-    /// Whether the process would keep (and can rank) the session's facts: a `Fill` is welcome.
-    pub fill: bool,
 }
 
 /// Reads, for each of `reads`, the epoch, the standing items and the lexical candidates, in ONE
@@ -962,41 +850,19 @@ pub(super) async fn recall(
     let stmt = client.prepare_cached(&RECALL_SQL).await.map_err(pg_error)?;
     let sessions: Vec<&str> = reads.iter().map(|r| r.session.as_str()).collect();
     let queries: Vec<Option<&str>> = reads.iter().map(|r| r.tsquery.as_deref()).collect();
-    let lexemes: Vec<Option<&str>> = reads.iter().map(|r| r.lexemes.as_deref()).collect();
     let pools: Vec<i64> = reads
         .iter()
         .map(|r| i64::try_from(r.pool_size).unwrap_or(i64::MAX))
         .collect();
-    let mut known_epochs: Vec<Option<i64>> = Vec::with_capacity(reads.len());
-    let mut known_seqs: Vec<Option<i64>> = Vec::with_capacity(reads.len());
-    for read in reads {
-        // A pair beyond i64 cannot be a session's: it is sent as none.
-        let known = read
-            .known
-            .and_then(|(e, t)| Some((i64::try_from(e).ok()?, i64::try_from(t).ok()?)));
-        known_epochs.push(known.map(|k| k.0));
-        known_seqs.push(known.map(|k| k.1));
-    }
-    let fills: Vec<bool> = reads.iter().map(|r| r.fill).collect();
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 7] = [
-        &sessions,
-        &queries,
-        &pools,
-        &lexemes,
-        &known_epochs,
-        &known_seqs,
-        &fills,
-    ];
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&sessions, &queries, &pools];
     let rows = client.query(&stmt, &params).await.map_err(pg_error)?;
     let mut recalled: Vec<RecallRows> = reads
         .iter()
         .map(|_| RecallRows {
             epoch: 0,
             turn_seq: 0,
-            mode: RecallMode::Search,
             standing: Vec::new(),
             candidates: Vec::new(),
-            facts: Vec::new(),
         })
         .collect();
     for row in &rows {
@@ -1008,44 +874,16 @@ pub(super) async fn recall(
             .ok_or_else(|| corrupt(format!("recall row for read {ord} of {}", reads.len())))?;
         read.epoch = unsigned(row.try_get("epoch").map_err(corrupt)?)?;
         read.turn_seq = unsigned(row.try_get("turn_seq").map_err(corrupt)?)?;
-        read.mode = match row.try_get::<_, i32>("mode").map_err(corrupt)? {
-            0 => RecallMode::Known,
-            1 => RecallMode::Fill,
-            _ => RecallMode::Search,
-        };
         match row.try_get::<_, Option<i32>>("part").map_err(corrupt)? {
-            Some(1) => read.standing.push(known_fact_from_row(row)?),
-            Some(2) => {
+            Some(1) => read.standing.push(fact_from_row(row)?),
+            Some(_) => {
                 let rank: f32 = row.try_get("rank").map_err(corrupt)?;
                 read.candidates.push((fact_from_row(row)?, f64::from(rank)));
             }
-            Some(_) => read.facts.push(known_fact_from_row(row)?),
             None => {}
         }
     }
     Ok(recalled)
-}
-
-/// What `to_tsquery('english', word)` makes of each of `words`, as text (see `lexemes.rs`).
-pub(super) async fn stem(
-    client: &deadpool_postgres::Object,
-    words: &[&str],
-) -> Result<Vec<(String, String)>, MemoryError> {
-    let stmt = client
-        .prepare_cached(
-            "SELECT w, to_tsquery('english'::regconfig, w)::text FROM unnest($1::text[]) AS w",
-        )
-        .await
-        .map_err(pg_error)?;
-    let rows = client.query(&stmt, &[&words]).await.map_err(pg_error)?;
-    rows.iter()
-        .map(|row| {
-            Ok((
-                row.try_get(0).map_err(corrupt)?,
-                row.try_get(1).map_err(corrupt)?,
-            ))
-        })
-        .collect()
 }
 
 /// Every long-term item of the session, newest `observed_at` first.
@@ -1098,28 +936,6 @@ pub(super) async fn ping(pool: &Pool) -> Result<(), MemoryError> {
         .await
         .map(drop)
         .map_err(pg_error)
-}
-
-/// A fact as `known_facts.rs` keeps it: [`fact_from_row`], its `seq`, and its `tsv` when not
-/// NULL (every statement read here has the column). A `tsv` this process cannot read leaves the
-/// document out, which keeps the fact out of the process's entries.
-fn known_fact_from_row(row: &Row) -> Result<KnownFact, MemoryError> {
-    let tsv: Option<&str> = row.try_get("tsv").map_err(corrupt)?;
-    let document = tsv.and_then(|text| {
-        let document = Document::parse(text);
-        if document.is_none() {
-            tracing::warn!(
-                tsv = text,
-                "cannot read a tsvector postgres returned; searching in SQL"
-            );
-        }
-        document
-    });
-    Ok(KnownFact {
-        fact: fact_from_row(row)?,
-        seq: row.try_get("seq").map_err(corrupt)?,
-        document,
-    })
 }
 
 fn fact_from_row(row: &Row) -> Result<Fact, MemoryError> {

@@ -59,12 +59,9 @@
 //! three times the timeout; a dependency that refuses connections fails an operation at once.
 
 mod batcher;
-mod known_facts;
-mod lexemes;
 mod longterm;
 mod recent;
 mod session_lru;
-mod ts_rank;
 mod working;
 
 use std::collections::{BTreeMap, HashMap};
@@ -80,14 +77,14 @@ use protocol::control::DependencyHealth;
 use tokio::time::Instant;
 use uuid::Uuid;
 
+use crate::task;
+
 use super::{
     MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
     ResetCounts, Snapshot, StoredFact, TurnWrite, ranking,
 };
 use batcher::{Batcher, Job};
-use known_facts::{KnownFacts, SessionFacts};
-use lexemes::{Lexemes, Query};
-use longterm::{RecallMode, RecallRead, RecallRows};
+use longterm::{RecallRead, RecallRows};
 use recent::RecentWorking;
 use working::Working;
 
@@ -106,30 +103,18 @@ const RECALLS_IN_FLIGHT: usize = 2;
 /// What a committed turn stored, or why it was not stored.
 type TurnOutcome = Result<Vec<StoredFact>, MemoryError>;
 
-/// The statement recall runs against Postgres, for plan checks and diagnosis: `EXPLAIN` it with
-/// `$1` session ids (`text[]`), `$2` words for `to_tsquery` (`text[]`), `$3` candidate counts
-/// (`bigint[]`), `$4` ready tsqueries (`text[]`; each read uses one of `$2` and `$4`), `$5` and
-/// `$6` the `(epoch, turn_seq)` whose facts the server holds (`bigint[]`, NULL for none) and
-/// `$7` whether it would keep the session's facts (`boolean[]`).
-#[doc(hidden)]
+/// The statement recall runs against Postgres, for plan checks: `EXPLAIN` it with `$1` session
+/// ids (`text[]`), `$2` words for `to_tsquery` (`text[]`) and `$3` candidate counts (`bigint[]`).
+#[cfg(feature = "test-hooks")]
 pub fn recall_statement() -> &'static str {
     &longterm::RECALL_SQL
 }
 
 /// The statements of a group commit that find facts by id or key, by name, for plan checks:
 /// each reads its ids or keys from `$1` and `$2` arrays (see `longterm::FACT_LOOKUPS`).
-#[doc(hidden)]
+#[cfg(feature = "test-hooks")]
 pub fn fact_lookup_statements() -> &'static [(&'static str, &'static str)] {
     &longterm::FACT_LOOKUPS
-}
-
-/// `ts_rank(tsv, query)` as this process computes it for the facts it holds (`ts_rank.rs`), for
-/// tests that hold it against Postgres's: `tsv` as Postgres writes a tsvector, `lexemes` OR-ed.
-/// `None` if `tsv` cannot be read, `Some(None)` when the query does not match.
-#[doc(hidden)]
-pub fn rank_in_process(tsv: &str, lexemes: &[&str]) -> Option<Option<f32>> {
-    let terms = ts_rank::Terms::new(lexemes.iter().map(|l| Arc::from(*l)).collect());
-    Some(ts_rank::Document::parse(tsv)?.rank(&terms))
 }
 
 /// How to reach the two services.
@@ -152,8 +137,7 @@ pub struct RedisPostgresConfig {
     /// TTL, which is an upper bound when the session clock follows the real clock.
     pub redis_key_ttl: Option<Duration>,
     /// Most working-memory items (over all sessions, each session counting one more) kept in the
-    /// process for recalls of sessions that did not change since (`recent.rs`), and, apart, most
-    /// facts kept for them (`known_facts.rs`); 0 turns both off.
+    /// process for recalls of sessions that did not change since (`recent.rs`); 0 turns it off.
     pub cache_items: usize,
 }
 
@@ -216,10 +200,6 @@ struct Inner {
     working: Working,
     /// Committed working memory of recently used sessions, so that recall need not read Redis.
     recent: RecentWorking,
-    /// Lexemes of recent query words, so that recall can hand Postgres a ready tsquery.
-    lexemes: Lexemes,
-    /// Facts of recently used small sessions, so that recall can rank them here.
-    known: KnownFacts,
     pg: deadpool_postgres::Pool,
 }
 
@@ -273,11 +253,6 @@ impl RedisPostgresStore {
             timeout: config.timeout,
             working,
             recent: RecentWorking::new(memory.working_capacity, config.cache_items),
-            lexemes: Lexemes::new(),
-            known: KnownFacts::new(
-                config.cache_items,
-                usize::try_from(longterm::SEARCH_FROM_FACTS).unwrap_or(0),
-            ),
             pg,
         });
         Ok(Self {
@@ -293,20 +268,6 @@ impl RedisPostgresStore {
         })
     }
 
-    /// How many query words' lexemes this store knows (`lexemes.rs`), for tests and diagnosis.
-    #[doc(hidden)]
-    pub fn known_query_words(&self) -> usize {
-        self.inner.lexemes.len()
-    }
-
-    /// The `(epoch, turn_seq)` at which this store holds the session's facts (`known_facts.rs`),
-    /// if it does, for tests and diagnosis.
-    #[doc(hidden)]
-    pub fn known_facts_at(&self, session: &SessionId) -> Option<(u64, u64)> {
-        let known = self.inner.known.get(session.as_str())?;
-        Some((known.epoch, known.turn_seq))
-    }
-
     /// Runs a write in its own task: once started it finishes (or compensates) even if the caller
     /// stops waiting.
     async fn detached<T, F>(&self, work: impl FnOnce(Arc<Inner>) -> F) -> Result<T, MemoryError>
@@ -314,7 +275,7 @@ impl RedisPostgresStore {
         T: Send + 'static,
         F: Future<Output = Result<T, MemoryError>> + Send + 'static,
     {
-        tokio::spawn(work(self.inner.clone()))
+        task::in_request(work(self.inner.clone()))
             .await
             .unwrap_or_else(|e| {
                 Err(MemoryError::Backend {
@@ -439,28 +400,8 @@ impl Inner {
     async fn recall_batch(self: Arc<Self>, jobs: Vec<Job<RecallRead, RecallRows>>) {
         let deadline = Deadline::new(self.timeout);
         let reads: Vec<&RecallRead> = jobs.iter().map(|job| &job.request).collect();
-        // Words whose lexemes are not known yet: asked in the same round trip, for later recalls
-        // (these use the words).
-        let mut unknown: Vec<&str> = jobs
-            .iter()
-            .flat_map(|job| job.request.unknown.iter().map(String::as_str))
-            .collect();
-        unknown.sort_unstable();
-        unknown.dedup();
         let read = self.on_pg(deadline, async |client| {
-            if unknown.is_empty() {
-                return longterm::recall(client, &reads).await;
-            }
-            let (recalled, stemmed) = tokio::join!(
-                longterm::recall(client, &reads),
-                longterm::stem(client, &unknown)
-            );
-            match stemmed {
-                Ok(stemmed) => self.lexemes.learn(stemmed),
-                // Only an optimisation is lost: the words are asked again next time.
-                Err(e) => tracing::debug!(error = %e, "cannot look up query words' lexemes"),
-            }
-            recalled
+            longterm::recall(client, &reads).await
         });
         match read.await {
             Ok(rows) => {
@@ -537,7 +478,7 @@ impl Inner {
         // been applied, one that failed partway applied the rest, and a failed Postgres write did
         // not stop the EXEC).
         let outcomes = both_halves(appended, facts);
-        let (outcomes, changes) = match outcomes {
+        let outcomes = match outcomes {
             Ok(written) => written,
             Err(e) => {
                 if !written.is_empty() {
@@ -549,7 +490,7 @@ impl Inner {
 
         let committed = match tokio::time::timeout_at(deadline.at, tx.commit()).await {
             Ok(Ok(())) => {
-                self.remember_committed(turns, &accepted, &locks, appended_at, changes);
+                self.remember_committed(turns, &accepted, &locks, appended_at);
                 return Ok(outcomes);
             }
             // The server answered the COMMIT with an error: it rolled back.
@@ -569,7 +510,7 @@ impl Inner {
         };
         match committed {
             (Some(true), _) => {
-                self.remember_committed(turns, &accepted, &locks, appended_at, changes);
+                self.remember_committed(turns, &accepted, &locks, appended_at);
                 Ok(outcomes)
             }
             (_, e) => {
@@ -581,15 +522,14 @@ impl Inner {
 
     /// The long-term half of a batch, in its transaction: reads the facts its keys supersede and
     /// the facts it restates (one round trip), works out each turn's outcome, and writes the
-    /// facts. One outcome per turn, in order (a turn refused for its epoch writes nothing), and
-    /// what the writes changed.
+    /// facts. One outcome per turn, in order (a turn refused for its epoch writes nothing).
     async fn write_facts(
         &self,
         tx: &deadpool_postgres::Transaction<'_>,
         deadline: Deadline,
         turns: &[(&SessionId, &TurnWrite)],
         accepted: &[Option<u64>],
-    ) -> Result<(Vec<TurnOutcome>, longterm::Changes), MemoryError> {
+    ) -> Result<Vec<TurnOutcome>, MemoryError> {
         let keys: Vec<(&str, &str)> = turns
             .iter()
             .zip(accepted)
@@ -631,10 +571,10 @@ impl Inner {
             stored.extend(facts.restate(session.as_str(), &turn.restate));
             outcomes.push(Ok(stored));
         }
-        let changes = deadline
+        deadline
             .run(POSTGRES, longterm::apply_fact_writes(tx, facts))
             .await?;
-        Ok((outcomes, changes))
+        Ok(outcomes)
     }
 
     /// Undoes a batch whose working items may be in Redis while its transaction is still open:
@@ -652,9 +592,9 @@ impl Inner {
         self.invalidate(&session_ids(turns)).await;
     }
 
-    /// After a batch committed: brings the recent working memory (`recent.rs`) and the known
-    /// facts (`known_facts.rs`) of each of its sessions from the turn number before the batch to
-    /// the batch's last, with the items it wrote and the `changes` its fact writes made.
+    /// After a batch committed: brings the recent working memory (`recent.rs`) of each of its
+    /// sessions from the turn number before the batch to the batch's last, with the items it
+    /// wrote.
     /// `appended_at` is when the Redis write was sent, from which its TTL runs.
     fn remember_committed(
         &self,
@@ -662,7 +602,6 @@ impl Inner {
         accepted: &[Option<u64>],
         locks: &longterm::SessionLocks,
         appended_at: std::time::Instant,
-        mut changes: longterm::Changes,
     ) {
         // Per session: how many turn numbers the batch took, and the items it wrote.
         let mut sessions: HashMap<&str, (u64, Vec<recent::Placed>)> = HashMap::new();
@@ -682,9 +621,6 @@ impl Inner {
                 continue;
             };
             let last = lock.first_turn_seq + count - 1;
-            let facts = changes.take(session);
-            self.known
-                .committed(session, lock.epoch, (lock.first_turn_seq, last), facts);
             let refreshed = (!added.is_empty()).then_some(expires);
             let batch = recent::CommittedTurns {
                 epoch: lock.epoch,
@@ -735,10 +671,9 @@ impl Inner {
         }
     }
 
-    /// Drops what this server's caches (`recent.rs`, `known_facts.rs`) hold of the session.
+    /// Drops what this server's cache (`recent.rs`) holds of the session.
     fn forget(&self, session: &str) {
         self.recent.forget(session);
-        self.known.forget(session);
     }
 
     /// After Redis changed without a committed change of the sessions' `(epoch, turn_seq)` (a
@@ -879,93 +814,25 @@ impl MemoryStore for RedisPostgresStore {
         let inner = &self.inner;
         let deadline = Deadline::new(inner.timeout);
         // Only the shared content words reach to_tsquery, OR-ed: each is a run of alphanumeric
-        // characters, which the tsquery parser cannot read as an operator. When every word's
-        // lexeme is known, a ready tsquery goes instead (`lexemes.rs`).
+        // characters, which the tsquery parser cannot read as an operator.
         let terms = &query.terms;
-        // `ranked`: the lexemes to rank facts with here (`known_facts.rs`), when known.
-        let (tsquery, lexemes, unknown, ranked) = if terms.is_empty() || query.limit == 0 {
-            (
-                None,
-                None,
-                Vec::new(),
-                Some(ts_rank::Terms::new(Vec::new())),
-            )
-        } else {
-            match inner.lexemes.query(terms) {
-                Query::Ready { tsquery, terms } => (None, tsquery, Vec::new(), Some(terms)),
-                Query::Words { unknown } => (Some(terms.join(" | ")), None, unknown, None),
-            }
-        };
+        let tsquery = (!terms.is_empty() && query.limit > 0).then(|| terms.join(" | "));
         let pool_size = ranking::candidate_pool(query.limit);
-        // The facts this process holds for the session, as they were when the read was sent:
-        // Postgres says whether the session is still there.
-        let known = ranked
-            .as_ref()
-            .and_then(|_| inner.known.get(session.as_str()));
 
         // Postgres first: see "Resets racing turns" in the module documentation. The read joins
         // the recall batch; its own deadline starts when the batch does.
         let read = RecallRead {
             session: session.clone(),
             tsquery,
-            lexemes,
-            unknown,
             pool_size,
-            known: known.as_ref().map(|k| (k.epoch, k.turn_seq)),
-            fill: ranked.is_some() && inner.known.enabled(),
         };
-        let mut rows = self.recalls.submit(read).await?;
-        let ranked_here = match (rows.mode, &ranked, &known) {
-            // Postgres said the session is at the held pair; checked here too, so that a
-            // mistake in the statement fails loudly rather than serving other facts.
-            (RecallMode::Known, Some(terms), Some(facts))
-                if (rows.epoch, rows.turn_seq) == (facts.epoch, facts.turn_seq) =>
-            {
-                Some(facts.recall(terms, pool_size))
-            }
-            (RecallMode::Fill, Some(terms), _) => {
-                let standing = std::mem::take(&mut rows.standing);
-                let all = std::mem::take(&mut rows.facts);
-                match SessionFacts::new(rows.epoch, rows.turn_seq, standing, all) {
-                    Some(facts) => {
-                        let recalled = facts.recall(terms, pool_size);
-                        inner.known.fill(session.as_str(), Arc::new(facts));
-                        Some(recalled)
-                    }
-                    None => {
-                        // A `tsv` this process could not read (logged): read again, searched
-                        // in SQL, with the same lexemes.
-                        let again = RecallRead {
-                            session: session.clone(),
-                            tsquery: None,
-                            lexemes: terms.as_tsquery(),
-                            unknown: Vec::new(),
-                            pool_size,
-                            known: None,
-                            fill: false,
-                        };
-                        rows = self.recalls.submit(again).await?;
-                        None
-                    }
-                }
-            }
-            (RecallMode::Search, ..) => None,
-            // A mode the read did not ask for: only a bug in the statement does that.
-            (mode, ..) => {
-                return Err(MemoryError::Backend {
-                    dependency: POSTGRES,
-                    reason: format!("recall answered {mode:?} to a read that did not ask for it"),
-                });
-            }
-        };
-        let (standing, candidates) = match ranked_here {
-            Some(recalled) => recalled,
-            None => (
-                rows.standing.drain(..).map(|f| f.fact).collect(),
-                std::mem::take(&mut rows.candidates),
-            ),
-        };
-        let (epoch, turn_seq) = (rows.epoch, rows.turn_seq);
+        let rows = self.recalls.submit(read).await?;
+        let RecallRows {
+            epoch,
+            turn_seq,
+            standing,
+            candidates,
+        } = rows;
         let items = match inner.recent.get(session.as_str(), epoch, turn_seq) {
             Some(items) => items,
             None => {
@@ -995,7 +862,7 @@ impl MemoryStore for RedisPostgresStore {
             working,
             facts,
             standing,
-            epoch: rows.epoch,
+            epoch,
         })
     }
 

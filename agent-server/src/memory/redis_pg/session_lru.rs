@@ -1,5 +1,5 @@
-//! The bounded map of sessions that the in-process caches of this backend (`recent.rs`,
-//! `known_facts.rs`) keep their entries in: least recently used sessions go first, and the
+//! The bounded map of sessions that this backend's in-process cache (`recent.rs`) keeps its
+//! entries in: least recently used sessions go first, and the
 //! bound is a budget of items over all entries rather than a count of sessions, since one
 //! session may hold thousands of items and another none.
 

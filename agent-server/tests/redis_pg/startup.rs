@@ -1,0 +1,247 @@
+//! Start-up: migrations (concurrent, from older and newer versions, a refused extension), failing fast on an unreachable dependency, and health.
+
+use crate::harness::*;
+
+// ---------------------------------------------------------------------------------------------
+// Backend-specific tests.
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
+    let db = TestDb::create().await;
+    let open = || {
+        RedisPostgresStore::connect(
+            config(&redis_url(), &db.url, &unique_prefix()),
+            conformance::config(),
+        )
+    };
+    let (a, b, c) = tokio::join!(open(), open(), open());
+    for store in [a, b, c] {
+        store.expect("a store starting alongside others migrates or waits");
+    }
+    open()
+        .await
+        .expect("a store starting on a migrated database");
+    let rows = db
+        .client()
+        .await
+        .query(
+            "SELECT version FROM agentwall_schema_migrations ORDER BY version",
+            &[],
+        )
+        .await
+        .unwrap();
+    let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
+    assert_eq!(
+        versions,
+        [1, 2, 3, 4, 5],
+        "each migration recorded exactly once"
+    );
+}
+
+/// A database a version-1 server wrote is migrated on start: its facts survive, recall finds
+/// them, and it ends with version 3's session-scoped indexes only, none of which covers what a
+/// restatement changes (version 4), so that Postgres can update a restated fact HOT.
+#[tokio::test]
+async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
+    let db = TestDb::create().await;
+    let client = db.client().await;
+    client
+        .batch_execute(&format!(
+            "CREATE TABLE agentwall_schema_migrations (
+                 version integer PRIMARY KEY, name text NOT NULL,
+                 applied_at timestamptz NOT NULL DEFAULT now());
+             {}
+             INSERT INTO agentwall_schema_migrations (version, name) VALUES (1, 'init');
+             INSERT INTO agentwall_facts (id, session_id, kind, body, observed_at, importance, source)
+             VALUES ('{}', 'upgraded-session', 'fact', 'The lighthouse keeper is Ada.',
+                     '2030-01-01T09:00:00Z', 0.5, 'injected');",
+            include_str!("../../src/memory/redis_pg/migrations/0001_init.sql"),
+            Uuid::new_v4()
+        ))
+        .await
+        .unwrap();
+    let store = RedisPostgresStore::connect(
+        config(&redis_url(), &db.url, &unique_prefix()),
+        conformance::config(),
+    )
+    .await
+    .expect("a version-1 database is migrated");
+    let s = SessionId::parse("upgraded-session").unwrap();
+    let ctx = store
+        .recall(&s, query("Who keeps the lighthouse?"))
+        .await
+        .unwrap();
+    let texts: Vec<&str> = ctx.facts.iter().map(|f| f.fact.text.as_str()).collect();
+    assert_eq!(texts, ["The lighthouse keeper is Ada."]);
+    let versions: Vec<i32> = client
+        .query(
+            "SELECT version FROM agentwall_schema_migrations ORDER BY version",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
+    let indexes: Vec<(String, String)> = client
+        .query(
+            "SELECT indexname::text, indexdef FROM pg_indexes WHERE tablename = 'agentwall_facts'
+             ORDER BY indexname",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    for (name, definition) in &indexes {
+        for column in ["observed_at", "observed_ns", "importance", "source"] {
+            assert!(
+                !definition.contains(column),
+                "{name} covers {column}, which a restatement changes: {definition}"
+            );
+        }
+    }
+    let options: Option<Vec<String>> = client
+        .query_one(
+            "SELECT reloptions FROM pg_class WHERE relname = 'agentwall_facts'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(options, Some(vec!["fillfactor=90".to_owned()]));
+    let indexes: Vec<&str> = indexes.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        indexes,
+        [
+            "agentwall_facts_pkey",
+            "agentwall_facts_session_key",
+            "agentwall_facts_session_standing",
+            "agentwall_facts_session_tsv"
+        ],
+        "migration 3 replaces the session's B-tree by one index per kind of read"
+    );
+}
+
+/// A migration that cannot run names itself and says what to do, and leaves nothing behind: here
+/// the role may create tables but not extensions, so version 3's CREATE EXTENSION is refused.
+#[tokio::test]
+async fn a_refused_extension_fails_the_start_with_a_hint_and_migrates_nothing() {
+    let db = TestDb::create().await;
+    let role = format!("no_extensions_{}", Uuid::new_v4().simple());
+    let admin = db.client().await;
+    admin
+        .batch_execute(&format!(
+            "CREATE ROLE {role} LOGIN;
+             GRANT CONNECT ON DATABASE {} TO {role};
+             GRANT CREATE ON SCHEMA public TO {role};",
+            db.name
+        ))
+        .await
+        .unwrap();
+    let err = RedisPostgresStore::connect(
+        config(&redis_url(), &with_user(&db.url, &role), &unique_prefix()),
+        conformance::config(),
+    )
+    .await
+    .expect_err("the role cannot create btree_gin");
+    let message = err.to_string();
+    assert!(
+        message.contains("migration 3 (session_scoped_indexes) failed")
+            && message.contains("btree_gin")
+            && message.contains("contrib"),
+        "{message}"
+    );
+    let tables = admin
+        .query(
+            "SELECT 1 FROM pg_tables WHERE tablename = 'agentwall_facts'",
+            &[],
+        )
+        .await
+        .unwrap();
+    assert!(tables.is_empty(), "the migrations ran as one transaction");
+    admin
+        .batch_execute(&format!("DROP OWNED BY {role}; DROP ROLE {role};"))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_binary_is_refused() {
+    let harness = Harness::new().await;
+    harness
+        .db
+        .client()
+        .await
+        .batch_execute(
+            "INSERT INTO agentwall_schema_migrations (version, name) VALUES (999, 'future')",
+        )
+        .await
+        .unwrap();
+    let err = RedisPostgresStore::connect(
+        config(&redis_url(), &harness.db.url, &harness.prefix),
+        conformance::config(),
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            MemoryError::Corrupt {
+                dependency: "postgres",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("999"), "{err}");
+}
+
+#[tokio::test]
+async fn start_up_fails_fast_naming_the_unreachable_dependency() {
+    let db = TestDb::create().await;
+    let mut cfg = config(
+        &format!("redis://127.0.0.1:{}", closed_port()),
+        &db.url,
+        &unique_prefix(),
+    );
+    cfg.timeout = Duration::from_secs(1);
+    cfg.startup_timeout = Duration::from_secs(2);
+    let started = Instant::now();
+    let err = RedisPostgresStore::connect(cfg, conformance::config())
+        .await
+        .unwrap_err();
+    assert_unavailable(&err, "redis");
+    assert!(err.to_string().contains("127.0.0.1"), "says where: {err}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+
+    let mut cfg = config(
+        &redis_url(),
+        &format!("postgres://app:s3cret@127.0.0.1:{}/x", closed_port()),
+        &unique_prefix(),
+    );
+    cfg.timeout = Duration::from_secs(1);
+    cfg.startup_timeout = Duration::from_secs(2);
+    let started = Instant::now();
+    let err = RedisPostgresStore::connect(cfg, conformance::config())
+        .await
+        .unwrap_err();
+    assert_unavailable(&err, "postgres");
+    assert!(
+        !err.to_string().contains("s3cret"),
+        "password leaked: {err}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(3));
+}
+
+#[tokio::test]
+async fn health_reports_each_dependency() {
+    let harness = Harness::new().await;
+    let health = harness.health().await;
+    let names: Vec<&str> = health.iter().map(|h| h.name.as_str()).collect();
+    assert_eq!(names, ["redis", "postgres"]);
+    assert!(health.iter().all(|h| h.ok && h.error.is_none()));
+    assert_eq!(harness.backend(), "redis+postgres");
+}
