@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load benchmarks of issue 8, all in ONE run so their ratios are comparable:
+# Load benchmarks (docs/results/load.md), all in ONE run so their ratios are comparable:
 #   (a) bare actix-web fixed-JSON server vs agent-server (builtin model, embedded store),
 #       non-streaming, 64 connections, generator `judge load` (and wrk as a cross-check);
 #   (b) streamed turns/s of both;

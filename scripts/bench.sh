@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every figure in docs/benchmarks.md, in one command (issue 8). Each part prints its table; the
+# Every figure in docs/benchmarks.md, in one command. Each part prints its table; the
 # load part also keeps its raw results under runs/bench-load-<time>/.
 #
 #   scripts/bench.sh                       # everything (about 15 minutes on 2 cores)

@@ -175,7 +175,7 @@ fn every_shipped_persona_talks_15_rounds_with_agent_server_and_both_formats_pars
         );
     }
 
-    // Document 001's single-turn mode: one message, one reply.
+    // The single-turn mode of docs/contracts/run-log.md: one message, one reply.
     let single = tempfile::tempdir().unwrap();
     judge(&[
         "sim",
@@ -302,7 +302,7 @@ fn a_config_injected_persona_whose_endpoint_is_down_falls_back_and_opens_the_bre
     let server = Server::start(data.path(), &[]);
     let work = tempfile::tempdir().unwrap();
     let config = work.path().join("injection.yaml");
-    // Document 000's YAML shape; nothing listens on the endpoint's port.
+    // The YAML shape of docs/contracts/agent-injection.md; nothing listens on the endpoint's port.
     std::fs::write(
         &config,
         format!(

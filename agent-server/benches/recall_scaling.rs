@@ -1,4 +1,4 @@
-//! Recall latency against the number of facts in the session (issue 8's "10, 1k, 100k, growing
+//! Recall latency against the number of facts in the session (the target of docs/benchmarks.md: "10, 1k, 100k, growing
 //! sub-linearly"), for either backend, plus what a cached fact costs the embedded store in memory.
 //!
 //! ```text

@@ -1,4 +1,4 @@
-//! Canonical JSON and the `sha256:` hashes of design document 000 (config, persona and request
+//! Canonical JSON and the `sha256:` hashes of docs/contracts/agent-injection.md (config, persona and request
 //! hashes), also used for app state hashes (`apps::grade`). Canonical here means: object keys
 //! sorted at every depth, no insignificant whitespace, serde_json's number formatting. Written out
 //! explicitly rather than relying on serde_json's map order, which changes when any crate in the

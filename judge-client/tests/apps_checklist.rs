@@ -1,4 +1,4 @@
-//! Document 004's validation checklist (V01 to V07), against the library: scripted agents acting
+//! The validation checklist of docs/contracts/apps.md (V01 to V07), against the library: scripted agents acting
 //! through a `World`, no network.
 
 use judge_client::suites::apps::audit::INVALID_DIRECTIVE;

@@ -1,4 +1,4 @@
-//! Document 004's end-to-end scenarios E2E-01 to E2E-03, with both agents scripted, plus
+//! The end-to-end scenarios of docs/contracts/apps.md, E2E-01 to E2E-03, with both agents scripted, plus
 //! checkpoint, restore and branching of a whole run.
 
 use judge_client::suites::apps::world::AppSetup;

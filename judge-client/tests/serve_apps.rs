@@ -1,4 +1,4 @@
-//! Document 004's app endpoints of `judge serve` over a real apps run directory: the shipped
+//! The app endpoints (docs/contracts/apps.md) of `judge serve` over a real apps run directory: the shipped
 //! transfer scenario played by the reference agent, written with the suite's own artifact
 //! writer, then read over HTTP (state, an agent's part, the audit log in order, 404s).
 

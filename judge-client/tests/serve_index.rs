@@ -1,5 +1,5 @@
-//! `judge serve --database-url` against a real Postgres: the index's tables (document 004's and
-//! document 003's agents table), a `judge apps` run directory indexed with its audit log, a
+//! `judge serve --database-url` against a real Postgres: the index's tables (the apps' tables of docs/contracts/apps.md and
+//! the agents table of docs/contracts/transcript.md), a `judge apps` run directory indexed with its audit log, a
 //! simulation started through the API indexed with its agents, restarts that reindex without
 //! duplicates, a deleted run directory leaving the index (the directories are the source of
 //! truth), and the failures: a database that cannot be reached at start, one that goes away.

@@ -1,6 +1,6 @@
 //! Agent injection against a fake `agentworld` endpoint (actix-web on 127.0.0.1:0) that answers,
 //! hangs, rate-limits, sends garbage or is down; the agent under test is the fake `amnesiac`
-//! target. Checks document 000's failure table, the breaker, the caps, redaction on the bytes
+//! target. Checks the failure handling of docs/contracts/agent-injection.md, the breaker, the caps, redaction on the bytes
 //! sent, determinism of requests, record and replay, and that every turn is accounted for.
 
 mod common;
@@ -163,7 +163,7 @@ impl Default for Injection<'_> {
     }
 }
 
-/// The injection plan from a configuration file in document 000's shape, for persona `agent_id`.
+/// The injection plan from a configuration file in the shape of docs/contracts/agent-injection.md, for persona `agent_id`.
 fn plan(agent_id: &str, i: &Injection<'_>) -> InjectionPlan {
     let yaml = format!(
         r#"

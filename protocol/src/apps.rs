@@ -1,4 +1,4 @@
-//! The conventions of simulated applications (design document 004) that an agent and the judge
+//! The conventions of simulated applications (docs/contracts/apps.md) that an agent and the judge
 //! must agree on, whichever side writes or reads them.
 
 /// Starts a directive line in an agent's text reply:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What exporting traces costs the server itself (issue 8: trace export at benchmark rates stays
+# What exporting traces costs the server itself (the target of docs/benchmarks.md: trace export at benchmark rates stays
 # batched and changes the figures by at most 10 %), without a collector's cost in the figure:
 # the same load on embedded agent-servers, each on CPU 0 with one worker and a fresh data
 # directory, exporting over OTLP/HTTP to scripts/bench/otlp_sink.py (answers every POST, decodes

@@ -1,5 +1,5 @@
 //! The builtin model's hands: clear imperative requests ("send bob $30", "what is my balance?")
-//! become app actions, as design document 004 lets an agent act on simulated applications.
+//! become app actions, as docs/contracts/apps.md lets an agent act on simulated applications.
 //!
 //! Nothing about the apps is assumed. What the client offers is read from the request itself
 //! ([`Catalogue::from_request`]): OpenAI `tools` named `app__action` (tool mode), or a system

@@ -47,7 +47,7 @@ pub struct SimArgs {
     /// Seed of every random choice.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Design document 001's single-turn mode: one user message, one reply.
+    /// The single-turn mode of docs/contracts/run-log.md: one user message, one reply.
     #[arg(long)]
     pub single_turn: bool,
     /// Directory of persona YAML files (default: the shipped panel).
@@ -77,7 +77,7 @@ pub struct SimArgs {
     /// Bearer key for --judge-endpoint.
     #[arg(long, env = "JUDGE_JUDGE_API_KEY", hide_env_values = true)]
     pub judge_api_key: Option<String>,
-    /// Configuration file in design document 000's YAML shape (agent injection).
+    /// Configuration file in the YAML shape of docs/contracts/agent-injection.md (agent injection).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Record every request and reply as fixtures (fixtures/ in the run directory).

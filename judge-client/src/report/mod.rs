@@ -1,6 +1,6 @@
 //! The report kit every suite writes its files with: the page shell and stylesheet of
 //! `report.html` ([`html`]), HTML/XML escaping ([`escape`]), statistics ([`stats`]) and session
-//! logs in design document 001's format ([`session_log`]). What a suite reports lives with the
+//! logs in the format of docs/contracts/run-log.md ([`session_log`]). What a suite reports lives with the
 //! suite.
 
 pub mod escape;

@@ -1,4 +1,4 @@
-//! One log per session in the conversation-log format of design document 001: a `Run metadata:`
+//! One log per session in the conversation-log format of docs/contracts/run-log.md: a `Run metadata:`
 //! block, then `Conversation:` with `role [YYYY-MM-DD HH:MM:SS]` turns. Written for every session
 //! that ran, failures included; times are the session's virtual clock.
 
@@ -38,7 +38,7 @@ pub struct LogTurn<'a> {
     pub text: &'a str,
 }
 
-/// A whole log in document 001's format; every suite's logs go through here.
+/// A whole log in the format of docs/contracts/run-log.md; every suite's logs go through here.
 pub fn render_log(meta: &LogMeta<'_>, turns: &[LogTurn<'_>]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "Run metadata:");
@@ -57,7 +57,7 @@ pub fn render_log(meta: &LogMeta<'_>, turns: &[LogTurn<'_>]) -> String {
     out
 }
 
-/// A log read back: its metadata and its turns, as document 001's evaluator sees them.
+/// A log read back: its metadata and its turns, as the evaluator of docs/contracts/run-log.md sees them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedLog {
     /// `Run metadata:` entries, in order.
@@ -75,7 +75,7 @@ impl ParsedLog {
     }
 }
 
-/// Why a text is not a document 001 log.
+/// Why a text is not a run log (docs/contracts/run-log.md).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("not a conversation log (line {line}): {reason}")]
 pub struct LogParseError {
@@ -83,7 +83,7 @@ pub struct LogParseError {
     pub reason: String,
 }
 
-/// Reads a log in document 001's format back, strictly: both headers, `- key: value` metadata,
+/// Reads a log in the format of docs/contracts/run-log.md back, strictly: both headers, `- key: value` metadata,
 /// ` - role [YYYY-MM-DD HH:MM:SS]:` turn heads each followed by lines indented by two spaces.
 pub fn parse_log(text: &str) -> Result<ParsedLog, LogParseError> {
     let fail = |line: usize, reason: &str| LogParseError {

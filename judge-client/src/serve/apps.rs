@@ -1,4 +1,4 @@
-//! Document 004's app endpoints over `judge apps` runs. Each trial of each scenario of an apps
+//! The app endpoints of docs/contracts/apps.md over `judge apps` runs. Each trial of each scenario of an apps
 //! run is a simulation of kind `apps` with the id `<run-id>:<scenario>:<trial>` (`:` never
 //! appears in run ids, so the id splits unambiguously); its apps' state is the trial's
 //! `final_state.json` and its actions are `audit.jsonl`, read from the run directory.

@@ -1,4 +1,4 @@
-//! A simulation's configuration as `POST /simulations` takes it: document 000's YAML (or the
+//! A simulation's configuration as `POST /simulations` takes it: the YAML of docs/contracts/agent-injection.md (or the
 //! same shape in JSON) — `simulation:` with its `agent_injection:` and `injection:` sections —
 //! plus `target:` (the agent under test) and `run:` (panel, rounds, seed). Validated when
 //! created, so a simulation that exists can start. Keys are only ever references — the name of
@@ -109,7 +109,7 @@ struct CreateBody {
     judge: Option<LlmSpec>,
 }
 
-/// `POST /simulations/{id}/inject-agent`: document 000's body, with the key as a reference.
+/// `POST /simulations/{id}/inject-agent`: the body of docs/contracts/agent-injection.md, with the key as a reference.
 #[derive(Debug, Clone, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InjectBody {
@@ -323,7 +323,7 @@ pub fn parse_document(body: &[u8], content_type: &str) -> Result<Value, ApiError
     let text = std::str::from_utf8(body).map_err(|_| ApiError::bad("the body is not UTF-8"))?;
     if text.trim().is_empty() {
         return Err(ApiError::bad(
-            "the body is empty: send a simulation config (document 000's YAML, or JSON)",
+            "the body is empty: send a simulation config (the YAML of docs/contracts/agent-injection.md, or JSON)",
         ));
     }
     if content_type.contains("yaml") {

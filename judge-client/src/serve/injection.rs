@@ -1,4 +1,4 @@
-//! Document 000's injection endpoints: register, remove and list the external endpoints playing
+//! The injection endpoints of docs/contracts/agent-injection.md: register, remove and list the external endpoints playing
 //! persona slots, their metrics, and a health check. Keys are references (an environment
 //! variable or a key of `--secrets-file`): what is shown is the reference and whether it
 //! resolves now, never a value.

@@ -1,15 +1,15 @@
-//! `judge serve`: an HTTP API over run directories and simulations (design documents 000 and
-//! 004), documented at `/openapi.json`.
+//! `judge serve`: an HTTP API over run directories and simulations (docs/contracts/agent-injection.md and
+//! docs/contracts/apps.md), documented at `/openapi.json`.
 //!
 //! - [`catalog`]: run directories under `--runs`, read from disk (the source of truth);
 //!   [`index`]: with `--database-url`, a rebuildable index of them in Postgres; [`rundir`]: what
 //!   the server adds to the run directories of the simulations it runs;
-//! - [`config`]: a simulation's config (document 000's YAML or JSON), validated; [`secrets`]:
+//! - [`config`]: a simulation's config (the YAML or JSON of docs/contracts/agent-injection.md), validated; [`secrets`]:
 //!   `--secrets-file`, the keys configs name in `api_key_secret`;
 //! - [`state`]: simulations in memory, their events; [`runner`]: a simulation run in the
 //!   background; [`error`]: the one error-to-status table; [`auth`]: `--auth-token`;
 //! - routes per resource: [`runs`] (with [`compare`], two runs of any kind), [`simulations`],
-//!   [`injection`], [`apps`] (document 004's endpoints over `judge apps` runs); [`openapi`];
+//!   [`injection`], [`apps`] (the endpoints of docs/contracts/apps.md over `judge apps` runs); [`openapi`];
 //!   [`dashboard`] at `/`.
 
 pub mod apps;

@@ -63,7 +63,7 @@ pub fn view(sim: &Simulation, secrets: Option<&Secrets>) -> SimulationView {
     }
 }
 
-/// Creates a simulation from a config in document 000's YAML shape (`Content-Type:
+/// Creates a simulation from a config in the YAML shape of docs/contracts/agent-injection.md (`Content-Type:
 /// application/yaml`) or the same in JSON.
 #[utoipa::path(
     request_body(content = Object, description = "{simulation, injection?, target, run?}"),

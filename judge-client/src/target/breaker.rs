@@ -133,7 +133,7 @@ impl CircuitBreaker {
         matches!(self.state, State::Closed { .. })
     }
 
-    /// The state as design document 000 names it: `CLOSED`, `OPEN` or `HALF_OPEN`. An open
+    /// The state as docs/contracts/agent-injection.md names it: `CLOSED`, `OPEN` or `HALF_OPEN`. An open
     /// circuit whose wait is over reads `HALF_OPEN`: the next request is its probe.
     pub fn state_name(&self, now: Instant) -> &'static str {
         match self.state {

@@ -164,7 +164,7 @@ run:
   personas: [maya, gus]
   concurrency: 2
 `;
-    await page.getByLabel("Simulation config (document 000's YAML)").fill(config);
+    await page.getByLabel("Simulation config (the YAML of docs/contracts/agent-injection.md)").fill(config);
     await page.getByLabel("Start at once").check();
     // Record what the live view shows as it changes, from the moment the page exists.
     await page.getByRole("button", { name: "Create simulation" }).click();

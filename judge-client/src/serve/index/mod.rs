@@ -1,5 +1,5 @@
-//! `--database-url`: an index of runs, simulations, agent configurations (document 003's agents
-//! table) and app audit logs (document 004's tables) in Postgres.
+//! `--database-url`: an index of runs, simulations, agent configurations (the agents table of
+//! docs/contracts/transcript.md) and app audit logs (the tables of docs/contracts/apps.md) in Postgres.
 //!
 //! The run directories stay the source of truth; the index is a copy that can be dropped and
 //! rebuilt at any time. It is kept in step by [`Index::sync`]: at start (before the server

@@ -19,7 +19,7 @@ pub const SIMULATION_FILE: &str = "simulation.json";
 /// Files a run's row derives from; a change to any of them re-reads the run.
 const FINGERPRINTED: [&str; 3] = ["manifest.json", "results.json", SIMULATION_FILE];
 
-/// A row of document 003's agents table.
+/// A row of the agents table of docs/contracts/transcript.md.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentRecord {
     pub id: String,
@@ -62,7 +62,7 @@ pub struct AgentLink {
     pub agent: AgentRecord,
 }
 
-/// Document 004's app instance, with its audit log.
+/// The app instance of docs/contracts/apps.md, with its audit log.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AppInstanceRecord {
     pub id: String,
@@ -72,7 +72,7 @@ pub struct AppInstanceRecord {
     pub actions: Vec<ActionRecord>,
 }
 
-/// A row of document 004's `app_action_log`.
+/// A row of the `app_action_log` of docs/contracts/apps.md.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActionRecord {
     pub id: String,
@@ -96,7 +96,7 @@ pub struct SimulationRecord {
     pub name: String,
     pub state: String,
     pub run_id: Option<String>,
-    /// The config as created (document 000's shape; keys are variable names only).
+    /// The config as created (the shape of docs/contracts/agent-injection.md; keys are variable names only).
     pub config: Value,
     pub error: Option<String>,
     pub conversations_planned: Option<i32>,
@@ -242,7 +242,7 @@ fn apps_simulation(
     })
 }
 
-/// The agent under test (document 003's system agent), from a target's settings.
+/// The agent under test (the system agent of docs/contracts/transcript.md), from a target's settings.
 pub fn target_agent(target: &Value) -> AgentLink {
     let label = target["model"]
         .as_str()

@@ -1,5 +1,5 @@
-//! The audit log: every action an agent attempted, in execution order, with its outcome (document
-//! 004, REQ-05). Malformed directives are logged too, so an agent's syntax errors are visible.
+//! The audit log: every action an agent attempted, in execution order, with its outcome (docs/contracts/apps.md).
+//! Malformed directives are logged too, so an agent's syntax errors are visible.
 
 use std::io::{self, Write};
 

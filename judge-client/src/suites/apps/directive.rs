@@ -1,4 +1,4 @@
-//! `APP_ACTION: app.action(k=v, ...)` directives inside agent text (document 004).
+//! `APP_ACTION: app.action(k=v, ...)` directives inside agent text (docs/contracts/apps.md).
 //!
 //! Hand-written rather than a parser-combinator crate: the grammar is one line long, and the parser
 //! must never fail as a whole: it cuts the directives out of free prose, turns each malformed one

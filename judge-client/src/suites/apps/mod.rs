@@ -1,9 +1,9 @@
-//! Simulated applications (design document 004, ADR-017): the agent under test operates apps
+//! Simulated applications (docs/contracts/apps.md): the agent under test operates apps
 //! whose whole state lives in the judge, so its actions can be graded by the state they leave.
 //!
 //! - [`App`] is the plugin contract and [`AppRegistry`] the place new apps are added (no change to
 //!   the core is needed: register a factory);
-//! - [`paypal`] is the PayPal app of document 004, with money in [`money`] cents;
+//! - [`paypal`] is the PayPal app of docs/contracts/apps.md, with money in [`money`] cents;
 //! - [`directive`] parses `APP_ACTION: app.action(k=v, ...)` out of agent text, [`tools`] maps the
 //!   same actions to OpenAI tools and tool calls;
 //! - [`world`] holds one run's apps, logical clock, step counter and [`audit`] log, with

@@ -1,4 +1,4 @@
-//! The PayPal app of document 004: six actions over accounts held in integer cents.
+//! The PayPal app of docs/contracts/apps.md: six actions over accounts held in integer cents.
 //!
 //! Rules beyond the document, chosen so that every outcome is unambiguous:
 //! - the sender pays `amount + transaction_fee`; the recipient gets `amount`; fees are collected
@@ -20,7 +20,7 @@ use super::{ActionSpec, App, AppError, AppResult, LogicalClock, Observation, Par
 
 pub const APP_ID: &str = "paypal";
 
-/// Defaults of document 004's example configuration.
+/// Defaults of the example configuration of docs/contracts/apps.md.
 const DEFAULT_INITIAL_BALANCE_CENTS: i64 = 100_000;
 const DEFAULT_DAILY_LIMIT_CENTS: i64 = 1_000_000;
 const DEFAULT_TRANSACTIONS_LIMIT: u64 = 10;
@@ -99,7 +99,7 @@ struct State {
     inbox: BTreeMap<String, Vec<Observation>>,
 }
 
-/// Configuration as a scenario writes it (dollars, as in document 004).
+/// Configuration as a scenario writes it (dollars, as in docs/contracts/apps.md).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Config {

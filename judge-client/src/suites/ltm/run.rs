@@ -4,7 +4,7 @@
 //! runs/<run-id>/manifest.json      what ran, against what (the only file with wall-clock times,
 //!                                  besides timing.json)
 //! runs/<run-id>/tests/<id>.json    one finished test each: the resume checkpoint
-//! runs/<run-id>/logs/session-NNNN.log  one log per session (design document 001's format)
+//! runs/<run-id>/logs/session-NNNN.log  one log per session (the format of docs/contracts/run-log.md)
 //! runs/<run-id>/results.json       all tests and per-type scores (deterministic)
 //! runs/<run-id>/junit.xml, report.html, timing.json
 //! ```

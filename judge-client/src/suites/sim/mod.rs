@@ -1,13 +1,13 @@
-//! The `sim` suite: persona simulations, agent injection and A/B comparison (design documents
-//! 000, 001 and 003).
+//! The `sim` suite: persona simulations, agent injection and A/B comparison (docs/contracts/agent-injection.md,
+//! docs/contracts/run-log.md and docs/contracts/transcript.md).
 //!
 //! - [`persona`]: personas in YAML (the shipped panel is embedded); [`canonical`]: canonical JSON,
 //!   `sha256:` hashes and seed-derived ids;
 //! - [`simulator`]: the scripted and the LLM user simulators;
 //! - [`injection`]: external endpoints playing a persona slot (schema, privacy, redaction,
 //!   resilience, metrics, fixtures);
-//! - [`runner`]: conversations round by round; [`transcript`]: the document 003 JSON and the
-//!   document 001 log;
+//! - [`runner`]: conversations round by round; [`transcript`]: the transcript JSON (docs/contracts/transcript.md) and the
+//!   run log (docs/contracts/run-log.md);
 //! - [`evaluate`]: deterministic checks; [`judge`]: the optional LLM judge; [`ratings`]: A/B
 //!   statistics; [`results`]: `results.json`; [`report`]: JUnit and HTML;
 //! - [`suite`]: one run into its directory; [`ab`]: two runs compared; [`replay`]: fixtures

@@ -154,7 +154,7 @@ impl Persona {
         Ok(persona)
     }
 
-    /// `sha256:` of the persona's canonical JSON (document 000's `persona_hash`).
+    /// `sha256:` of the persona's canonical JSON (the `persona_hash` of docs/contracts/agent-injection.md).
     pub fn hash(&self) -> String {
         sha256_of(self)
     }

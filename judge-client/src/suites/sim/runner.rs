@@ -24,7 +24,7 @@ use super::simulator::{Exchange, LlmUser, ScriptedUser, UserSimulator, UserTurn}
 use crate::target::Failure;
 use crate::target::{FailureKind, RequestContext, TargetClient};
 
-/// Turns of context sent to an injected endpoint (document 000's `last_k_turns`).
+/// Turns of context sent to an injected endpoint (the `last_k_turns` of docs/contracts/agent-injection.md).
 const LAST_K_TURNS: usize = 10;
 const MAX_CONTEXT_CHARS: usize = 16_000;
 const TOKEN_BUDGET: u32 = 4_000;
@@ -43,7 +43,7 @@ pub struct SimSettings {
     /// Rounds per conversation (one user turn and one reply each).
     pub rounds: usize,
     pub trials: u32,
-    /// Document 001's single-turn mode: one user message, one reply.
+    /// The single-turn mode of docs/contracts/run-log.md: one user message, one reply.
     pub single_turn: bool,
     pub stop_token: String,
     pub concurrency: usize,

@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! <dir>/manifest.json                    settings, persona hashes, config hash, target
-//! <dir>/transcripts/conversation-NNNN.json   design document 003
-//! <dir>/logs/session-NNNN.log            design document 001
+//! <dir>/transcripts/conversation-NNNN.json   docs/contracts/transcript.md
+//! <dir>/logs/session-NNNN.log            docs/contracts/run-log.md
 //! <dir>/results.json                     checks per conversation and summary (deterministic)
 //! <dir>/metrics.json                     per-endpoint operational metrics (latencies)
 //! <dir>/fixtures/target.json, fixtures/injected.json   with --record
@@ -76,8 +76,8 @@ pub struct SimRunConfig {
 }
 
 impl SimRunConfig {
-    /// `sha256:` of everything that decides the run's content (document 000's
-    /// `simulation_config_hash`); secrets are never part of it.
+    /// `sha256:` of everything that decides the run's content (the `simulation_config_hash` of
+    /// docs/contracts/agent-injection.md); secrets are never part of it.
     pub fn config_hash(&self) -> String {
         let personas: Vec<(String, String)> = self
             .personas
@@ -319,7 +319,7 @@ pub async fn run_sim_observed(
     if let Some(f) = &injected_fixtures {
         let fixture = f.finish(now);
         write_json(&dir.join("fixtures/injected.json"), &fixture)?;
-        // Document 000's `benchmark.fixture_path`, `{timestamp}` filled in, as a second copy.
+        // The `benchmark.fixture_path` of docs/contracts/agent-injection.md, `{timestamp}` filled in, as a second copy.
         if let Some(path) = &config.injection.fixture_path {
             let path = path.replace("{timestamp}", &now.format("%Y%m%dT%H%M%SZ").to_string());
             write_json(Path::new(&path), &fixture)?;

@@ -1,7 +1,7 @@
-//! The two per-conversation files: design document 003's JSON transcript and document 001's
-//! plain-text log (rendered by [`crate::report::session_log`], shared with the LTM suite).
+//! The two per-conversation files: the JSON transcript of docs/contracts/transcript.md and the plain-text log of
+//! docs/contracts/run-log.md (rendered by [`crate::report::session_log`], shared with the LTM suite).
 //!
-//! Document 003 names the two sides `system` and `user`. Here `user<i>` is the simulated user's
+//! docs/contracts/transcript.md names the two sides `system` and `user`. Here `user<i>` is the simulated user's
 //! (persona's) message of round `i` and `system<i>` the reply of the agent under test; the user
 //! speaks first, so `user<i>` precedes `system<i>`. Rounds not reached are empty strings, as in
 //! the document. Extra keys: `stop_reason`, and `turn_marks` naming every turn that is not what it
@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::runner::{Conversation, UserSource};
 use crate::report::session_log::{LogMeta, LogTurn, render_log};
 
-/// The document 003 transcript of a conversation, keys in the document's order.
+/// The transcript (docs/contracts/transcript.md) of a conversation, keys in the document's order.
 pub fn transcript_json(c: &Conversation, system_agent_id: &str, notes: &str) -> String {
     let mut fields: Vec<(String, Value)> = vec![
         ("session".into(), Value::from(c.session_id.clone())),
@@ -89,7 +89,7 @@ fn system_text(r: &super::runner::Round) -> String {
     }
 }
 
-/// The document 001 log of a conversation.
+/// The run log (docs/contracts/run-log.md) of a conversation.
 pub fn log_text(c: &Conversation, mode: &str) -> String {
     let texts: Vec<(chrono::DateTime<chrono::Utc>, String, Option<String>)> = c
         .rounds
@@ -141,7 +141,7 @@ pub fn log_text(c: &Conversation, mode: &str) -> String {
     )
 }
 
-/// A transcript read back and checked against document 003's shape.
+/// A transcript read back and checked against the shape of docs/contracts/transcript.md.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedTranscript {
     pub session: String,
@@ -154,7 +154,7 @@ pub struct ParsedTranscript {
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("not a document 003 transcript: {0}")]
+#[error("not a transcript (docs/contracts/transcript.md): {0}")]
 pub struct TranscriptError(pub String);
 
 /// Parses a transcript and checks every required key and type, and that the round keys are

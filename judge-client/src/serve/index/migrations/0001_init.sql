@@ -3,7 +3,7 @@
 --
 -- Types adapted from the design documents (written for SQLite): JSON and TEXT holding JSON are
 -- jsonb (queryable, validated on insert); TIMESTAMP and timestamps kept as TEXT are timestamptz
--- (every time the judge writes is UTC); document 004's `success INTEGER -- 0 or 1` is boolean.
+-- (every time the judge writes is UTC); the audit log's `success` (0 or 1 in SQLite) is boolean.
 
 -- One row per run directory (every suite). `summary` is the line GET /runs serves, as is.
 CREATE TABLE runs (
@@ -22,7 +22,7 @@ CREATE TABLE runs (
 );
 CREATE INDEX idx_runs_suite ON runs(suite);
 
--- Document 003's agents table: agent configurations. `config` never holds a key's value, only
+-- The agents table of docs/contracts/transcript.md: agent configurations. `config` never holds a key's value, only
 -- the name of the environment variable it is read from. Ids derive from the configuration, so
 -- the same configuration used by many simulations is one row.
 CREATE TABLE agents (
@@ -35,7 +35,7 @@ CREATE TABLE agents (
     updated_at        timestamptz NOT NULL DEFAULT now()
 );
 
--- Document 004 references simulations(id) without defining it: simulations created through
+-- App instances reference simulations(id): simulations created through
 -- the API (kind `sim`) and the trials of `judge apps` runs (kind `apps`), as GET /simulations
 -- shows them. `run_id` is not a foreign key: an API simulation exists before its run directory.
 CREATE TABLE simulations (
@@ -55,8 +55,8 @@ CREATE TABLE simulations (
 );
 CREATE INDEX idx_simulations_run ON simulations(run_id);
 
--- Which agents took part in a simulation, and as what: `system` (the agent under test, document
--- 003's system agent), `user` (a persona), `injected` (an external endpoint playing a persona),
+-- Which agents took part in a simulation, and as what: `system` (the agent under test, the system agent of
+-- docs/contracts/transcript.md), `user` (a persona), `injected` (an external endpoint playing a persona),
 -- `user_simulator` and `judge` (LLM endpoints).
 CREATE TABLE simulation_agents (
     simulation_id text NOT NULL REFERENCES simulations(id) ON DELETE CASCADE,
@@ -66,7 +66,7 @@ CREATE TABLE simulation_agents (
 );
 CREATE INDEX idx_simulation_agents_agent ON simulation_agents(agent_id);
 
--- Document 004: app instances per simulation.
+-- docs/contracts/apps.md: app instances per simulation.
 CREATE TABLE app_instances (
     id            text PRIMARY KEY,
     simulation_id text NOT NULL REFERENCES simulations(id) ON DELETE CASCADE,
@@ -77,7 +77,7 @@ CREATE TABLE app_instances (
     updated_at    timestamptz NOT NULL DEFAULT now()
 );
 
--- Document 004: the audit log of every action. `seq` (added) is the position in the trial's
+-- docs/contracts/apps.md: the audit log of every action. `seq` (added) is the position in the trial's
 -- log, the total order of execution; `step` is the simulation step; `executed_at` is the
 -- world's logical time, as audit.jsonl records it.
 CREATE TABLE app_action_log (

@@ -1,4 +1,4 @@
-//! Document 000's configuration file, and what the runner uses of it.
+//! The configuration file of docs/contracts/agent-injection.md, and what the runner uses of it.
 //!
 //! ```yaml
 //! simulation:
@@ -38,7 +38,7 @@ pub enum PrivacyTier {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
-    /// Document 000's JSON request and response, posted to `url` as is.
+    /// The JSON request and response of docs/contracts/agent-injection.md, posted to `url` as is.
     Agentworld,
     /// OpenAI Chat Completions; `url` is the base URL, as for the target.
     Openai,

@@ -1,4 +1,4 @@
-//! The HTTP client toward one injected endpoint, with document 000's failure semantics:
+//! The HTTP client toward one injected endpoint, with the failure semantics of docs/contracts/agent-injection.md:
 //! a timeout per call; `429` retried with exponential backoff (Retry-After honoured) up to the
 //! retry limit; the target's circuit breaker ([`crate::target::breaker`]); at most N requests in
 //! flight (a semaphore) and a QPS cap (governor). It never falls back itself: it returns a

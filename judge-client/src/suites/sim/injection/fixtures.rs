@@ -1,4 +1,4 @@
-//! Record and replay (design document 000's benchmark mode): every request sent across a
+//! Record and replay (the benchmark mode of docs/contracts/agent-injection.md): every request sent across a
 //! boundary (to the target, or to an injected endpoint) is stored with the reply it got, keyed by
 //! the sha256 of its canonical JSON. `judge replay` sends the identical requests to another agent
 //! and compares the replies at the same decision points.

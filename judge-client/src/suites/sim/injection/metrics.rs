@@ -1,4 +1,4 @@
-//! Per-endpoint operational metrics of document 000: latency p50/p99, error rate, timeout rate,
+//! Per-endpoint operational metrics of docs/contracts/agent-injection.md: latency p50/p99, error rate, timeout rate,
 //! circuit state, and every breaker transition (so its state is visible after the run).
 
 use serde::{Deserialize, Serialize};

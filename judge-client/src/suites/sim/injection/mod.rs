@@ -1,7 +1,7 @@
-//! Agent injection (design document 000): a persona slot of the panel is played by an external
+//! Agent injection (docs/contracts/agent-injection.md): a persona slot of the panel is played by an external
 //! endpoint instead of the judge's own simulator.
 //!
-//! - [`config`]: document 000's YAML configuration, resolved into [`EndpointSpec`]s;
+//! - [`config`]: the YAML configuration of docs/contracts/agent-injection.md, resolved into [`EndpointSpec`]s;
 //! - [`schema`]: the `agentworld` request and response (schema version 1.0);
 //! - [`privacy`]: what persona context each privacy tier sends; [`redact`]: PII redaction;
 //! - [`endpoint`]: the HTTP client with timeouts, 429 backoff, circuit breaker, in-flight and QPS

@@ -1,4 +1,4 @@
-//! What persona context an external endpoint receives, by privacy tier (design document 000):
+//! What persona context an external endpoint receives, by privacy tier (docs/contracts/agent-injection.md):
 //! `minimal` sends the reference only, `basic` adds name and traits, `full` adds the background
 //! and the system prompt the judge's own LLM simulator would use.
 

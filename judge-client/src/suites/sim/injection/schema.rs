@@ -1,4 +1,4 @@
-//! The `agentworld` wire format of design document 000, schema version 1.0. The response
+//! The `agentworld` wire format of docs/contracts/agent-injection.md, schema version 1.0. The response
 //! deliberately has no reasoning field (the document's security note).
 
 use serde::{Deserialize, Serialize};
