@@ -11,6 +11,10 @@
 #   3. the binaries the cross-process tests start
 #   4. cargo nextest (or cargo test when nextest is not installed)
 #   5. the Arize Phoenix trace check (scripts/phoenix-trace-check.sh)
+#
+# A real language model serves the tests in tests/real_model.rs: scripts/real-model.sh starts
+# llama.cpp's server of SmolLM2-135M (its virtualenv is built once per machine, about 11 minutes
+# on 2 cores, then cached under ~/.cache/agentwall/) and stops it on exit.
 #   6. the deployment files (scripts/validate-deploy.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,6 +55,7 @@ fi
 
 services_env=$(mktemp)
 cleanup() {
+  scripts/real-model.sh stop >/dev/null 2>&1 || true
   scripts/test-services.sh stop >/dev/null 2>&1 || true
   rm -f "$services_env"
 }
@@ -62,6 +67,12 @@ source "$services_env"
 : "${AGENTWALL_TEST_DATABASE_URL:?scripts/test-services.sh did not export AGENTWALL_TEST_DATABASE_URL}"
 export AGENTWALL_TEST_REDIS_URL AGENTWALL_TEST_DATABASE_URL
 export AGENTWALL_PYTHON="$PWD/.venv/bin/python"
+
+scripts/real-model.sh start > "$services_env"
+# shellcheck disable=SC1090
+source "$services_env"
+: "${AGENTWALL_REAL_MODEL_URL:?scripts/real-model.sh did not export AGENTWALL_REAL_MODEL_URL}"
+export AGENTWALL_REAL_MODEL_URL AGENTWALL_REAL_MODEL_NAME
 
 cargo build --workspace --bins
 if cargo nextest --version >/dev/null 2>&1; then
