@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Lists every citation, in the repository's code and docs, of a document the repository does not
-# hold: "docs/contracts/apps.md", "docs/contracts/agent-injection.md's", "doc 001", "docs/contracts/apps.md", "seed 003" (a design
+# hold: "document 004", "design document 000's", "doc 001", "ADR-017", "seed 003" (a design
 # document, not `--seed 7`), "issue 8". Contracts are cited by their pages under docs/contracts/
 # instead (docs/contracts/README.md); scripts/citation-map.sed rewrites the known citations.
 #

@@ -84,6 +84,9 @@ fi
 # One trace from caller to model, checked in a real Arize Phoenix (its own virtualenv).
 scripts/phoenix-trace-check.sh
 
+# Every citation in code and docs resolves inside the repository (docs/contracts/, docs/results/).
+scripts/check-citations.sh
+
 # docker-compose.yml, the Kubernetes manifests and the Dockerfiles, validated without Docker or a
 # cluster (schemas, hadolint, structure checks; validators in their own virtualenv).
 scripts/validate-deploy.sh
