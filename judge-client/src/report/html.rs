@@ -9,7 +9,8 @@ h1{margin-bottom:.2em}table{border-collapse:collapse;margin:1em 0}td,th{border:1
 .big{font-size:2.4em;font-weight:bold}.passed{color:#17803d}.failed{color:#b42318}.error{color:#a15c07}.not_applicable{color:#777}
 details{border:1px solid #ddd;border-radius:6px;margin:.4em 0;padding:.4em .8em}summary{cursor:pointer}
 .turn{margin:.4em 0;padding:.4em .6em;border-radius:6px;white-space:pre-wrap}.user{background:#eef4ff}.assistant{background:#f3f3f3}
-.event{color:#555;font-style:italic;margin:.3em 0}.meta{color:#666;font-size:.85em}.fail{background:#fdecea}";
+.event{color:#555;font-style:italic;margin:.3em 0}.meta{color:#666;font-size:.85em}.fail{background:#fdecea}
+.warn{background:#fff4e5;border-left:4px solid #e8a33d;padding:.5em .8em}";
 
 pub fn pct(value: Option<f64>) -> String {
     value.map_or("–".to_owned(), |v| format!("{:.0}%", v * 100.0))

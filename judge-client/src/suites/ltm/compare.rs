@@ -232,6 +232,7 @@ mod tests {
                     transcript: vec![],
                 })
                 .collect(),
+            diagnosis: vec![],
         }
     }
 

@@ -304,11 +304,19 @@ pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTimin
     let yes = |b: bool| if b { "yes" } else { "no" };
     let _ = write!(
         out,
-        r#"<p><span class="big">{}</span> overall score (mean of applicable test types)</p>
+        r#"{}<p><span class="big">{}</span> overall score (mean of applicable test types)</p>
 <table><tr><th>target</th><td>{}</td></tr><tr><th>model</th><td>{}</td></tr>
 <tr><th>history mode</th><td>{} ({})</td></tr>
 <tr><th>seed · trials · span</th><td>{} · {} per type · {} tokens (cl100k)</td></tr>
 <tr><th>capabilities</th><td>reset: {} · inject: {} · memory view: {} · X-Mock-Time: {}</td></tr></table>"#,
+        results
+            .diagnosis
+            .iter()
+            .map(|note| format!(
+                r#"<p class="warn"><strong>The judge may be the problem:</strong> {}</p>"#,
+                escape(note)
+            ))
+            .collect::<String>(),
         pct(results.overall),
         escape(&manifest.details.target.endpoint),
         escape(&caps.model),

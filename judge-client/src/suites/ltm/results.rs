@@ -164,4 +164,8 @@ pub struct RunResults {
     pub overall: Option<f64>,
     pub types: Vec<TypeSummary>,
     pub tests: Vec<TestResult>,
+    /// What the judge noticed about the run itself, in words a user acts on (e.g. that it
+    /// overloaded the target); empty when nothing was off.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub diagnosis: Vec<String>,
 }

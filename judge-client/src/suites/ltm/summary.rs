@@ -58,6 +58,7 @@ pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
         })
         .collect();
     let means: Vec<f64> = types.iter().filter_map(|t| t.mean).collect();
+    let diagnosis = diagnose(&tests, config.concurrency);
     RunResults {
         suite: "ltm".to_owned(),
         seed: config.seed,
@@ -67,6 +68,7 @@ pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
         overall: mean(&means),
         types,
         tests,
+        diagnosis,
     }
 }
 
@@ -110,7 +112,49 @@ pub fn render_table(results: &RunResults) -> String {
         pct(results.overall),
         results.history
     );
+    for note in &results.diagnosis {
+        let _ = writeln!(out, "WARNING: {note}");
+    }
     out
+}
+
+/// Tests that stopped on timeouts before the judge calls the run its own doing: at least this
+/// many, and at least half of the tests that stopped on any failure.
+pub const TIMEOUT_DIAGNOSIS_MIN: usize = 2;
+
+/// What the judge can tell about its own part in a run's failures. Most failures being timeouts
+/// is the mark of a target the judge overloaded (a local server with one slot answering
+/// `--concurrency` tests at once) or a timeout too short for the model: the scores then say more
+/// about the set-up than about the agent, and the user should hear so, with what to change.
+pub fn diagnose(tests: &[TestResult], concurrency: usize) -> Vec<String> {
+    let stopped: Vec<&TestResult> = tests.iter().filter(|t| t.failure.is_some()).collect();
+    let timeouts = stopped
+        .iter()
+        .filter(|t| {
+            t.failure
+                .as_ref()
+                .is_some_and(|f| f.kind == crate::target::FailureKind::Timeout)
+        })
+        .count();
+    if timeouts < TIMEOUT_DIAGNOSIS_MIN || timeouts * 2 < stopped.len() {
+        return Vec::new();
+    }
+    let advice = if concurrency > 1 {
+        format!(
+            "the judge ran {concurrency} tests at once, and a target that serves one request at a \
+             time (a local llama.cpp or Ollama server with one slot) makes each wait for the \
+             others: run again with --concurrency 1, or raise --timeout"
+        )
+    } else {
+        "the target answers more slowly than --timeout allows: raise --timeout, or cap replies \
+         with --max-tokens"
+            .to_owned()
+    };
+    vec![format!(
+        "{timeouts} of {} tests stopped on a timeout, so these scores measure the set-up more \
+         than the agent: {advice}",
+        tests.len()
+    )]
 }
 
 /// Latency figures of a run's chat turns.
@@ -167,5 +211,69 @@ mod latency_tests {
             (100, 50, 95, 100, 2)
         );
         assert_eq!(latency(&[]), None);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::suites::ltm::types::TestType;
+    use crate::target::{Failure, FailureKind};
+
+    fn test(failure: Option<FailureKind>) -> TestResult {
+        TestResult {
+            id: "needle-01".into(),
+            test_type: TestType::Needle,
+            trial: 1,
+            status: if failure.is_some() {
+                TestStatus::Error
+            } else {
+                TestStatus::Passed
+            },
+            reason: None,
+            failure: failure.map(|kind| Failure {
+                kind,
+                message: "no complete answer within 60000 ms".into(),
+                status: None,
+                attempts: 1,
+            }),
+            score: failure.is_none().then_some(1.0),
+            checks: vec![],
+            sessions: vec![],
+            filler_tokens: 0,
+            transcript: vec![],
+        }
+    }
+
+    #[test]
+    fn a_run_that_stops_on_timeouts_says_the_judge_may_be_the_problem() {
+        // The case seen against a one-slot llama.cpp server: every test stopped on a timeout.
+        let tests: Vec<TestResult> = (0..8).map(|_| test(Some(FailureKind::Timeout))).collect();
+        let notes = diagnose(&tests, 4);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("8 of 8 tests stopped on a timeout"),
+            "{notes:?}"
+        );
+        assert!(notes[0].contains("--concurrency 1"), "{notes:?}");
+        // At concurrency 1 the advice is the timeout or the reply length, not concurrency.
+        let alone = diagnose(&tests, 1);
+        assert!(alone[0].contains("--timeout") && !alone[0].contains("--concurrency 1"));
+    }
+
+    #[test]
+    fn other_failures_and_a_lone_timeout_are_not_blamed_on_the_judge() {
+        let mut tests: Vec<TestResult> = (0..6).map(|_| test(None)).collect();
+        tests.push(test(Some(FailureKind::Timeout)));
+        assert!(
+            diagnose(&tests, 4).is_empty(),
+            "one timeout is the target's"
+        );
+        tests.extend((0..3).map(|_| test(Some(FailureKind::AgentError))));
+        tests.push(test(Some(FailureKind::Timeout)));
+        assert!(
+            diagnose(&tests, 4).is_empty(),
+            "2 timeouts among 5 failures are not most of them"
+        );
     }
 }
