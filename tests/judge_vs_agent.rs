@@ -312,3 +312,27 @@ fn the_kubernetes_jobs_commands_shard_and_merge_a_benchmark() {
     );
     assert!(results["overall"].as_f64().unwrap() >= 0.8, "{results:#}");
 }
+
+/// A target that is down from the start still leaves a run directory whose manifest says the run
+/// failed and why, rather than nothing (or a half-made directory) and a message on a terminal.
+#[test]
+fn a_run_against_a_target_that_is_down_leaves_a_failed_run_directory() {
+    let port = common::free_port();
+    let out = tempfile::tempdir().unwrap();
+    let (code, output) = judge(&[
+        "ltm",
+        "--endpoint",
+        &format!("http://127.0.0.1:{port}"),
+        "--retries",
+        "0",
+        "--out",
+        out.path().to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_ne!(code, 0, "{output}");
+    let manifest = read_json(&run_dir(out.path()).join("manifest.json"));
+    assert_eq!(manifest["state"], "failed", "{manifest}");
+    assert_eq!(manifest["suite"], "ltm", "{manifest}");
+    let why = manifest["why"].as_str().unwrap_or_default();
+    assert!(why.contains("probe"), "{manifest}");
+}

@@ -77,11 +77,6 @@ pub async fn start_shard(
     out_root: &Path,
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
-    let mut client = TargetClient::new(settings.clone(), credentials);
-    let capabilities = probe(&client, &derive_uuid(config.seed, "probe"))
-        .await
-        .map_err(RunError::Probe)?;
-    client.set_model(capabilities.model.clone());
     let now = Utc::now();
     let shard_suffix =
         shard.map_or_else(String::new, |s| format!("-shard{}of{}", s.index, s.count));
@@ -90,7 +85,17 @@ pub async fn start_shard(
         now.format("%Y%m%dT%H%M%SZ"),
         config.seed
     );
+    // The directory comes first, so a target that is down from the start still leaves a run
+    // that says why it failed.
     let dir = create_run_dir(out_root, &base)?;
+    let mut client = TargetClient::new(settings.clone(), credentials);
+    let capabilities = recorded(
+        &dir,
+        probe(&client, &derive_uuid(config.seed, "probe"))
+            .await
+            .map_err(RunError::Probe),
+    )?;
+    client.set_model(capabilities.model.clone());
     let planned = config.specs().len();
     let details = LtmDetails {
         resumed_at: Vec::new(),
