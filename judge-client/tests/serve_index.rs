@@ -22,28 +22,12 @@ use judge_client::suites::apps::artifacts::write_outcome;
 use serde_json::json;
 
 use common::serve::Serve;
-use uuid::Uuid;
+use testkit::postgres::TestDb;
 
 const SETUP_HINT: &str = "start a throwaway Postgres first: `eval \"$(scripts/test-services.sh)\"`, \
     or run the tests through `scripts/test-services.sh run cargo nextest run -p judge-client --test serve_index`";
 
 const APPS_RUN: &str = "apps-20260105T090000Z-seed1";
-
-fn admin_url() -> String {
-    std::env::var("AGENTWALL_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| panic!("AGENTWALL_TEST_DATABASE_URL is not set; {SETUP_HINT}"))
-}
-
-/// `url` with its database name replaced (URL form only, which is what the script prints).
-fn with_dbname(url: &str, dbname: &str) -> String {
-    let (scheme, rest) = url
-        .split_once("://")
-        .expect("AGENTWALL_TEST_DATABASE_URL must be a postgres:// URL");
-    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(authority_end);
-    let query = tail.find('?').map_or("", |i| &tail[i..]);
-    format!("{scheme}://{authority}/{dbname}{query}")
-}
 
 async fn connect(url: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
@@ -53,66 +37,6 @@ async fn connect(url: &str) -> tokio_postgres::Client {
         let _ = connection.await;
     });
     client
-}
-
-/// A database of its own, dropped when the test ends.
-struct TestDb {
-    admin: String,
-    name: String,
-    url: String,
-}
-
-impl TestDb {
-    async fn create() -> Self {
-        let admin = admin_url();
-        let name = format!("test_{}", Uuid::new_v4().simple());
-        connect(&admin)
-            .await
-            .batch_execute(&format!("CREATE DATABASE {name}"))
-            .await
-            .expect("create the test database");
-        Self {
-            url: with_dbname(&admin, &name),
-            admin,
-            name,
-        }
-    }
-
-    async fn drop_now(&self) {
-        connect(&self.admin)
-            .await
-            .batch_execute(&format!(
-                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
-                self.name
-            ))
-            .await
-            .expect("drop the test database");
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        // Drop runs inside the test's runtime, which cannot block on itself: a thread with a
-        // runtime of its own. Best effort: the server is throwaway anyway.
-        let (admin, name) = (self.admin.clone(), self.name.clone());
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .ok()?;
-            runtime.block_on(async {
-                let (client, connection) = tokio_postgres::connect(&admin, tokio_postgres::NoTls)
-                    .await
-                    .ok()?;
-                tokio::spawn(connection);
-                client
-                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .await
-                    .ok()
-            })
-        })
-        .join();
-    }
 }
 
 /// `judge serve` on a runs folder, with its index in `database_url`.

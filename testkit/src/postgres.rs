@@ -61,6 +61,19 @@ impl TestDb {
     pub async fn client(&self) -> tokio_postgres::Client {
         admin_client(&self.url).await
     }
+
+    /// Drops the database now, while a server may still be using it (a dependency that
+    /// disappears under a running program).
+    pub async fn drop_now(&self) {
+        admin_client(&self.admin)
+            .await
+            .batch_execute(&format!(
+                "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+                self.name
+            ))
+            .await
+            .expect("drop the test database");
+    }
 }
 
 impl Drop for TestDb {
