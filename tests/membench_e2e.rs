@@ -1,6 +1,7 @@
 //! `judge membench` end to end: the real `judge` binary against the real `agent-server` (embedded
 //! and Redis + Postgres backends) and against a stateless target with no control plane; bad
-//! dataset files refused with nothing written.
+//! dataset files refused with nothing written; a LiteLLM proxy as a real server with no control
+//! plane.
 //!
 //! The Redis + Postgres test needs `AGENTWALL_TEST_REDIS_URL`, `AGENTWALL_TEST_DATABASE_URL` and
 //! `AGENTWALL_TEST_PG_BINDIR` (`eval "$(scripts/test-services.sh start)"`).
@@ -492,4 +493,70 @@ fn longmemeval_accuracy_needs_the_model_judge() {
     for q in results["questions"].as_array().unwrap() {
         assert_eq!(q["judge"]["reply"], "yes", "{q}");
     }
+}
+
+/// A real third-party server with no control plane: a LiteLLM proxy. `chat` and `context` run;
+/// everything that needs the control plane (inject, the agent's recall@k, read-only questions) is
+/// not applicable and says so, and the reference retriever is still scored from the dataset.
+#[test]
+fn a_litellm_proxy_without_a_control_plane() {
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = common::litellm::LiteLlm::start(dir.path(), "I do not remember that.");
+    let locomo = fixture("locomo_small.json");
+    let model = ["--model", common::litellm::MODEL, "--only", "conv-a"];
+    let (run, _out) = membench(&proxy.base_url, &locomo, "chat", &model);
+    let manifest = read_json(&run.join("manifest.json"));
+    let capabilities = &manifest["capabilities"];
+    assert_eq!(capabilities["base"]["inject"], false, "{capabilities}");
+    assert_eq!(capabilities["base"]["reset"], false, "{capabilities}");
+    assert_eq!(capabilities["recall"], false, "{capabilities}");
+    assert_eq!(capabilities["read_only_questions"], false, "{capabilities}");
+    let results = read_json(&run.join("results.json"));
+    let summary = &results["summary"];
+    assert_eq!(summary["speed"]["ingested_turns"], 7, "conv-a's turns sent");
+    assert_eq!(summary["speed"]["failed_requests"], 0);
+    assert!(
+        summary["agent_recall_note"]
+            .as_str()
+            .unwrap()
+            .contains("not applicable"),
+        "{summary}"
+    );
+    assert!(
+        summary["comparability_note"]
+            .as_str()
+            .unwrap()
+            .contains("not comparable"),
+        "an --only run against a target that may store questions: {summary}"
+    );
+    let questions = results["questions"].as_array().unwrap();
+    assert_eq!(questions.len(), 5);
+    for q in questions {
+        assert_eq!(q["reply"], "I do not remember that.", "{q}");
+        assert!(q["agent_recall"].is_null(), "never 0 when not applicable");
+    }
+    assert!(
+        questions.iter().any(|q| q["bm25_recall"]["5"].is_number()),
+        "the reference retriever needs no control plane"
+    );
+
+    // `context` needs no control plane either. (LiteLLM's mock_response reports a fixed usage,
+    // not the prompt's size, so the usage is checked as recorded, not as a measure of the prompt.)
+    let (run, _out) = membench(
+        &proxy.base_url,
+        &locomo,
+        "context",
+        &[&model[..], &["--limit-questions", "1"]].concat(),
+    );
+    let results = read_json(&run.join("results.json"));
+    let asked = &results["questions"][0];
+    assert_eq!(asked["context_truncated"], false, "{asked}");
+    assert!(
+        asked["prompt_tokens"].as_u64().is_some(),
+        "usage recorded: {asked}"
+    );
+    assert_eq!(
+        results["summary"]["speed"]["ingested_turns"], 0,
+        "nothing ingested"
+    );
 }
