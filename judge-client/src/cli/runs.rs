@@ -4,12 +4,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::EXIT_REGRESSION;
-use super::ltm::print_outcome;
+use super::summary;
 use super::target::TargetArgs;
-use anyhow::Context;
 use clap::Args;
 use judge_client::suites::ltm::compare;
-use judge_client::suites::ltm::shard::{self};
 use judge_client::suites::membench;
 use judge_client::target::{TargetClient, probe};
 
@@ -42,9 +40,9 @@ pub struct ProbeArgs {
 }
 
 pub fn merge_parts(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let outcome = shard::merge(&args.parts, &args.out).context("merging the shards")?;
+    let dir = summary::merge(&args.parts, &args.out)?;
     println!("merged {} parts", args.parts.len());
-    print_outcome(&outcome);
+    summary::print_run(&dir)?;
     Ok(ExitCode::SUCCESS)
 }
 
