@@ -7,8 +7,10 @@ use super::EXIT_REGRESSION;
 use super::summary;
 use super::target::TargetArgs;
 use clap::Args;
+use judge_client::rundir::{self, manifest::Details};
+use judge_client::suites::Suite;
 use judge_client::suites::ltm::compare;
-use judge_client::suites::membench;
+use judge_client::suites::membench::Membench;
 use judge_client::target::{TargetClient, probe};
 
 #[derive(Args)]
@@ -47,7 +49,9 @@ pub fn merge_parts(args: MergeArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    if membench::compare::is_membench_run(&args.run_a) {
+    // Membench runs pair per question; every other run directory here is an LTM run's.
+    let kind = rundir::read_manifest::<Details>(&args.run_a).map(|m| m.suite);
+    if kind.is_ok_and(|kind| kind == Membench::KIND) {
         return super::membench::compare_membench(&args);
     }
     let a = compare::load(&args.run_a)?;
