@@ -22,7 +22,6 @@ use judge_client::suites::membench::runner::{
 };
 use judge_client::target::{Credentials, TargetClient, TargetSettings};
 
-use super::runs::{CompareArgs, print_comparison};
 use super::summary::print_files;
 use super::target::TargetArgs;
 
@@ -344,18 +343,4 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
     }
     print_files(&dir);
     Ok(ExitCode::SUCCESS)
-}
-
-/// `judge compare` of two membench runs, paired per question.
-pub fn compare_membench(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    use judge_client::suites::membench::compare;
-    let a = compare::load(&args.run_a)?;
-    let b = compare::load(&args.run_b)?;
-    let comparison = compare::compare(&a, &b, args.alpha)?;
-    print_comparison(
-        args.json,
-        &comparison,
-        compare::render(&comparison),
-        comparison.regression,
-    )
 }

@@ -10,7 +10,7 @@ use clap::Args;
 use judge_client::rundir::{self, manifest::Details};
 use judge_client::suites::Suite;
 use judge_client::suites::ltm::compare;
-use judge_client::suites::membench::Membench;
+use judge_client::suites::membench::{self, Membench};
 use judge_client::target::{TargetClient, probe};
 
 #[derive(Args)]
@@ -52,7 +52,7 @@ pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
     // Membench runs pair per question; every other run directory here is an LTM run's.
     let kind = rundir::read_manifest::<Details>(&args.run_a).map(|m| m.suite);
     if kind.is_ok_and(|kind| kind == Membench::KIND) {
-        return super::membench::compare_membench(&args);
+        return compare_membench(&args);
     }
     let a = compare::load(&args.run_a)?;
     let b = compare::load(&args.run_b)?;
@@ -61,6 +61,19 @@ pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
         args.json,
         &comparison,
         compare::render(&comparison),
+        comparison.regression,
+    )
+}
+
+/// `judge compare` of two membench runs, paired per question.
+fn compare_membench(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let a = membench::compare::load(&args.run_a)?;
+    let b = membench::compare::load(&args.run_b)?;
+    let comparison = membench::compare::compare(&a, &b, args.alpha)?;
+    print_comparison(
+        args.json,
+        &comparison,
+        membench::compare::render(&comparison),
         comparison.regression,
     )
 }
