@@ -127,6 +127,116 @@ fn assert_agent_server_run(dir: &Path, protocol: &str, questions: usize, turns: 
     assert_eq!(junit.matches("<testcase ").count(), questions);
 }
 
+/// Every question's id and score, in the order of `results.json`.
+fn scores(dir: &Path) -> Vec<(String, Value)> {
+    read_json(&dir.join("results.json"))["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| (q["id"].as_str().unwrap().to_owned(), q["score"].clone()))
+        .collect()
+}
+
+/// `--shard` splits the conversations, `judge merge` puts the parts back into the run one
+/// process makes, and `--resume` finishes a run from its conversation checkpoints.
+#[test]
+fn shards_merge_into_the_whole_run_and_an_interrupted_run_resumes() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let server = Server::start(data_dir.path(), &[]);
+    let url = server.base_url.as_str();
+    let data = fixture("locomo_small.json");
+    let (whole, _whole_out) = membench(url, &data, "inject", &[]);
+    let (part0, _out0) = membench(url, &data, "inject", &["--shard", "0/2"]);
+    let (part1, _out1) = membench(url, &data, "inject", &["--shard", "1/2"]);
+    for (part, conversation) in [(&part0, "conv-a"), (&part1, "conv-b")] {
+        let questions = scores(part);
+        assert!(!questions.is_empty());
+        assert!(
+            questions.iter().all(|(id, _)| id.starts_with(conversation)),
+            "{part:?} holds {conversation} only: {questions:?}"
+        );
+        assert_eq!(read_json(&part.join("manifest.json"))["shard"]["count"], 2);
+    }
+
+    let merged_out = tempfile::tempdir().unwrap();
+    let (code, output) = judge(&[
+        "merge",
+        "--out",
+        merged_out.path().to_str().unwrap(),
+        part1.to_str().unwrap(),
+        part0.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("overall score"), "{output}");
+    let merged: Vec<PathBuf> = std::fs::read_dir(merged_out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let merged = &merged[0];
+    assert_eq!(scores(merged), scores(&whole), "the merge is the whole run");
+    let manifest = read_json(&merged.join("manifest.json"));
+    assert_eq!(manifest["state"], "complete");
+    assert_eq!(manifest["parts"].as_array().unwrap().len(), 2);
+    assert!(manifest.get("shard").is_none());
+    assert_eq!(
+        manifest["questions_planned"],
+        read_json(&whole.join("manifest.json"))["questions_planned"]
+    );
+
+    // A run stopped after its first conversation: its checkpoint is kept, the rest is run.
+    let kept = scores(&whole);
+    for file in [
+        "results.json",
+        "junit.xml",
+        "report.html",
+        "tests/conv-b.json",
+    ] {
+        std::fs::remove_file(whole.join(file)).unwrap();
+    }
+    let mut manifest = read_json(&whole.join("manifest.json"));
+    manifest["state"] = json!("running");
+    manifest.as_object_mut().unwrap().remove("finished_at");
+    std::fs::write(
+        whole.join("manifest.json"),
+        serde_json::to_string(&manifest).unwrap(),
+    )
+    .unwrap();
+    let (code, output) = judge(&[
+        "membench",
+        "--resume",
+        whole.to_str().unwrap(),
+        "--endpoint",
+        url,
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{output}");
+    let resumed = scores(&whole);
+    let ids = |s: &[(String, Value)]| s.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&resumed), ids(&kept));
+    let conv_a = |s: &[(String, Value)]| {
+        s.iter()
+            .filter(|(id, _)| id.starts_with("conv-a"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(conv_a(&resumed), conv_a(&kept), "the checkpoint is kept");
+    let manifest = read_json(&whole.join("manifest.json"));
+    assert_eq!(manifest["state"], "complete");
+    assert_eq!(manifest["resumed_at"].as_array().unwrap().len(), 1);
+    for file in [
+        "results.json",
+        "junit.xml",
+        "report.html",
+        "tests/conv-b.json",
+    ] {
+        assert!(whole.join(file).is_file(), "{file} written again");
+    }
+
+    let (code, output) = judge(&["membench", "--resume", whole.to_str().unwrap(), "--quiet"]);
+    assert_ne!(code, 0);
+    assert!(output.contains("complete already"), "{output}");
+}
+
 #[test]
 fn the_fixture_through_chat_and_inject_on_the_embedded_backend() {
     let data = tempfile::tempdir().unwrap();

@@ -3,18 +3,19 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::EXIT_REGRESSION;
 use super::progress::progress_bar;
+use super::summary::{fail_under, print_files};
 use super::target::TargetArgs;
-use super::{EXIT_BELOW_THRESHOLD, EXIT_REGRESSION};
 use anyhow::{Context, bail};
 use clap::Args;
-use judge_client::suites::ltm::TestType;
 use judge_client::suites::ltm::compare;
 use judge_client::suites::ltm::results::{RunResults, TestResult, TestStatus};
 use judge_client::suites::ltm::run::{self, RunOutcome};
 use judge_client::suites::ltm::shard::Shard;
 use judge_client::suites::ltm::summary::latency;
 use judge_client::suites::ltm::summary::render_table;
+use judge_client::suites::ltm::{Ltm, TestType};
 use judge_client::{HistoryMode, LtmConfig};
 
 #[derive(Args)]
@@ -89,8 +90,7 @@ pub fn print_outcome(outcome: &RunOutcome) {
             l.p50_ms, l.p95_ms, l.max_ms, l.turns, l.retried
         );
     }
-    println!("run directory: {}", outcome.dir.display());
-    println!("report: {}", outcome.dir.join("report.html").display());
+    print_files(&outcome.dir);
 }
 
 pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
@@ -150,12 +150,5 @@ pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
             code = ExitCode::from(EXIT_REGRESSION);
         }
     }
-    if let Some(threshold) = args.fail_under {
-        let overall = outcome.results.overall.unwrap_or(0.0);
-        if overall < threshold {
-            println!("FAIL: overall score {overall:.3} is below --fail-under {threshold}");
-            return Ok(ExitCode::from(EXIT_BELOW_THRESHOLD));
-        }
-    }
-    Ok(code)
+    Ok(fail_under::<Ltm>(&outcome.results, args.fail_under).unwrap_or(code))
 }
