@@ -327,3 +327,20 @@ impl ResponseStore for PostgresResponses {
         Ok((responses, conversations))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Needs the test Postgres (`scripts/test-services.sh`).
+    #[tokio::test]
+    async fn keeps_the_response_store_contract_and_its_schema_step_is_idempotent() {
+        let db = testkit::postgres::TestDb::create().await;
+        let timeout = Duration::from_secs(5);
+        let store = PostgresResponses::connect(&db.url, timeout).await.unwrap();
+        crate::memory::responses::contract::run(&store).await;
+        drop(store);
+        let again = PostgresResponses::connect(&db.url, timeout).await.unwrap();
+        assert!(again.response("o1").await.unwrap().is_some());
+    }
+}
