@@ -18,8 +18,8 @@ fn clients_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/clients")
 }
 
-/// How many `method route` requests agent-server has answered, by its `/metrics`.
-fn requests_to(base_url: &str, method: &str, route: &str) -> u64 {
+/// The `method route` requests agent-server has answered, by status, from its `/metrics`.
+fn requests_to(base_url: &str, method: &str, route: &str) -> Vec<(String, u64)> {
     let metrics = ureq::get(&format!("{base_url}/metrics"))
         .call()
         .unwrap()
@@ -32,8 +32,28 @@ fn requests_to(base_url: &str, method: &str, route: &str) -> u64 {
         .filter(|l| {
             l.contains(&format!("route=\"{route}\"")) && l.contains(&format!("method=\"{method}\""))
         })
-        .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
-        .sum()
+        .map(|l| {
+            let status = l
+                .split("status=\"")
+                .nth(1)
+                .unwrap()
+                .split('"')
+                .next()
+                .unwrap();
+            let count = l.rsplit(' ').next().unwrap().parse::<u64>().unwrap();
+            (status.to_owned(), count)
+        })
+        .collect()
+}
+
+/// Asserts every `method route` request was answered 200 and returns how many there were.
+fn all_ok(base_url: &str, method: &str, route: &str) -> u64 {
+    let by_status = requests_to(base_url, method, route);
+    assert!(
+        by_status.iter().all(|(status, _)| status == "200"),
+        "{method} {route}: {by_status:?}"
+    );
+    by_status.iter().map(|(_, n)| n).sum()
 }
 
 fn describe(output: &Output) -> String {
@@ -54,8 +74,9 @@ fn inspect_ai_evaluates_agent_server_through_the_responses_api_by_default() {
     // inspect_ai sends models of the GPT-5 family to the Responses API by default; agent-server
     // serves whatever model name it is asked for.
     let output = Command::new(&inspect)
-        .arg("eval")
-        .arg(clients_dir().join("inspect_task.py"))
+        // inspect_ai takes the task file relative to the working directory.
+        .args(["eval", "inspect_task.py"])
+        .current_dir(clients_dir())
         .args(["--model", "openai/gpt-5-nano", "--log-format", "json"])
         .args(["--display", "plain", "--no-score-display", "--log-dir"])
         .arg(logs.path())
@@ -80,15 +101,14 @@ fn inspect_ai_evaluates_agent_server_through_the_responses_api_by_default() {
         "both samples answered from what the message itself says: {}",
         log["samples"]
     );
-    assert_eq!(
-        requests_to(&server.base_url, "POST", "/v1/responses"),
-        2,
-        "one Responses request per sample"
+    // One request per sample; inspect_ai 0.3.285 sends one more of its own (its log records a
+    // single model call per sample).
+    let responses = all_ok(&server.base_url, "POST", "/v1/responses");
+    assert!(
+        (2..=3).contains(&responses),
+        "{responses} Responses requests"
     );
-    assert_eq!(
-        requests_to(&server.base_url, "POST", "/v1/chat/completions"),
-        0
-    );
+    assert!(requests_to(&server.base_url, "POST", "/v1/chat/completions").is_empty());
 }
 
 #[test]
@@ -141,9 +161,6 @@ fn promptfoo_evaluates_agent_server_through_both_apis() {
     assert_eq!(stats["errors"], 0, "{}", describe(&output));
     assert_eq!(stats["failures"], 0, "{}", results["results"]["results"]);
     assert_eq!(stats["successes"], 4, "two questions through each API");
-    assert_eq!(requests_to(&server.base_url, "POST", "/v1/responses"), 2);
-    assert_eq!(
-        requests_to(&server.base_url, "POST", "/v1/chat/completions"),
-        2
-    );
+    assert_eq!(all_ok(&server.base_url, "POST", "/v1/responses"), 2);
+    assert_eq!(all_ok(&server.base_url, "POST", "/v1/chat/completions"), 2);
 }
