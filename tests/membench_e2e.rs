@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
-use common::{Server, binary};
+use common::{Server, binary, create_database};
 use serde_json::{Value, json};
 
 const FIXTURES: &str = "judge-client/tests/fixtures/membench";
@@ -347,19 +347,6 @@ fn the_real_files_first_conversation_limited() {
         assert_eq!(manifest["questions_planned"], 6);
         assert_eq!(manifest["dataset_file"], locomo);
     }
-}
-
-/// Creates a database of its own on the test Postgres with its `psql`.
-fn create_database(admin_url: &str, name: &str) -> String {
-    let bindir = std::env::var("AGENTWALL_TEST_PG_BINDIR")
-        .expect("AGENTWALL_TEST_PG_BINDIR (scripts/test-services.sh start)");
-    let status = Command::new(Path::new(&bindir).join("psql"))
-        .args([admin_url, "-q", "-c", &format!("CREATE DATABASE {name}")])
-        .status()
-        .expect("psql runs");
-    assert!(status.success(), "CREATE DATABASE {name}");
-    let (base, _) = admin_url.rsplit_once('/').expect("a database in the URL");
-    format!("{base}/{name}")
 }
 
 #[test]
