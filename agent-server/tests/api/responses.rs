@@ -265,6 +265,10 @@ async fn bad_input_is_a_400_naming_the_field_and_stores_nothing() {
         ),
         (json!({"input": [{"type": "reasoning"}]}), "input[0].type"),
         (
+            json!({"input": [{"role": "assistant", "content": "hi"}]}),
+            "input",
+        ),
+        (
             json!({"input": [{"role": "user", "content": "hi"}, {"type": "function_call_output", "call_id": "c9", "output": "1"}]}),
             "input[1].call_id",
         ),
