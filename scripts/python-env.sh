@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Creates .venv with the Python packages the cross-process tests use (the official OpenAI SDK).
-# Idempotent: reinstalls only when tests/python/requirements.txt changed.
+# Creates .venv with the Python packages the cross-process tests use (the official OpenAI SDK),
+# and .venv/inspect with inspect_ai.
+# Idempotent: each reinstalls only when its requirements file changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
@@ -10,10 +11,19 @@ if ! command -v "$python" >/dev/null; then
 fi
 stamp=.venv/.requirements.sha256
 want=$(sha256sum tests/python/requirements.txt | cut -d' ' -f1)
-if [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-  exit 0
+if ! [ -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  "$python" -m venv .venv
+  .venv/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
+  echo "$want" > "$stamp"
+  echo "python test environment ready: .venv ($(.venv/bin/python -c 'import openai; print("openai", openai.__version__)'))"
 fi
-"$python" -m venv .venv
-.venv/bin/pip install --quiet --disable-pip-version-check -r tests/python/requirements.txt
-echo "$want" > "$stamp"
-echo "python test environment ready: .venv ($(.venv/bin/python -c 'import openai; print("openai", openai.__version__)'))"
+# inspect_ai (tests/inspect_ai.rs) in a virtualenv of its own, .venv/inspect: it pins its own
+# versions, which need not agree with LiteLLM's.
+inspect_stamp=.venv/inspect/.requirements.sha256
+inspect_want=$(sha256sum tests/python/inspect-requirements.txt | cut -d' ' -f1)
+if ! [ -x .venv/inspect/bin/inspect ] || [ "$(cat "$inspect_stamp" 2>/dev/null)" != "$inspect_want" ]; then
+  "$python" -m venv .venv/inspect
+  .venv/inspect/bin/pip install --quiet --disable-pip-version-check -r tests/python/inspect-requirements.txt
+  echo "$inspect_want" > "$inspect_stamp"
+  echo "inspect_ai ready: .venv/inspect"
+fi

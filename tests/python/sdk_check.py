@@ -95,13 +95,19 @@ check("working memory expired on the mock clock", "ramen" not in late, late)
 kept = ask(timed, "Where is my bike locked?", "2026-03-01T16:00:00Z")
 check("promoted fact kept past the TTL", "gate 7" in kept, kept)
 
+# Without X-Session-Id a chat completion is answered without memory, and the answer says so.
+raw = OpenAI(base_url=f"{BASE}/v1", api_key="x").chat.completions.with_raw_response.create(
+    model="m", messages=[{"role": "user", "content": "hi"}]
+)
+check("a request without a session is answered without memory", raw.headers.get("x-memory-write") == "off", dict(raw.headers))
+
 # Errors arrive as the SDK's typed exceptions.
 try:
-    OpenAI(base_url=f"{BASE}/v1", api_key="x").chat.completions.create(
-        model="m", messages=[{"role": "user", "content": "hi"}]
+    client_for("sdk-errors").chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "hi"}], temperature=3
     )
-    check("missing session header is rejected", False, "no error raised")
+    check("an invalid temperature is rejected", False, "no error raised")
 except Exception as e:  # openai.BadRequestError
-    check("missing session header is rejected", getattr(e, "status_code", None) == 400 and "x-session-id" in str(e), repr(e))
+    check("an invalid temperature is rejected", getattr(e, "status_code", None) == 400 and "temperature" in str(e), repr(e))
 
 print("all checks passed")

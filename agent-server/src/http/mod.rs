@@ -71,6 +71,14 @@ pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
                 .route(web::get().to(responses::conversations::list_items))
                 .route(web::post().to(responses::conversations::add_items)),
         )
+        .service(
+            resource(
+                "/v1/conversations/{conversation_id}/items/{item_id}",
+                "GET, DELETE",
+            )
+            .route(web::get().to(responses::conversations::retrieve_item))
+            .route(web::delete().to(responses::conversations::delete_item)),
+        )
         .service(resource("/v1/models", "GET").route(web::get().to(health::models)))
         .service(resource("/control/session/reset", "POST").route(web::post().to(control::reset)))
         .service(resource("/control/memory/inject", "POST").route(web::post().to(control::inject)))

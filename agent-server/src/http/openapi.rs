@@ -21,6 +21,8 @@ use utoipa::OpenApi;
         super::responses::conversations::delete,
         super::responses::conversations::list_items,
         super::responses::conversations::add_items,
+        super::responses::conversations::retrieve_item,
+        super::responses::conversations::delete_item,
         super::health::models,
         super::health::healthz,
         super::health::readyz,

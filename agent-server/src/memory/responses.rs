@@ -94,6 +94,9 @@ pub trait ResponseStore: Send + Sync + 'static {
     /// Appends items to a conversation.
     async fn append_items(&self, id: &str, items: &[Value]) -> Result<(), MemoryError>;
 
+    /// Removes the item whose `id` is `item` from a conversation; whether there was one.
+    async fn delete_item(&self, id: &str, item: &str) -> Result<bool, MemoryError>;
+
     /// Removes the session's responses and conversations; how many of each.
     async fn reset(&self, session: &SessionId) -> Result<(u64, u64), MemoryError>;
 }
@@ -187,6 +190,11 @@ pub(crate) mod contract {
         let items = store.conversation_items("c1").await.unwrap();
         let ids: Vec<&str> = items.iter().map(|i| i["id"].as_str().unwrap()).collect();
         assert_eq!(ids, ["first", "in_r4", "out_r4", "last"]);
+        assert!(store.delete_item("c1", "in_r4").await.unwrap());
+        assert!(!store.delete_item("c1", "in_r4").await.unwrap());
+        let items = store.conversation_items("c1").await.unwrap();
+        let ids: Vec<&str> = items.iter().map(|i| i["id"].as_str().unwrap()).collect();
+        assert_eq!(ids, ["first", "out_r4", "last"]);
         assert!(
             store
                 .update_conversation("c1", &json!({"topic": "y"}))

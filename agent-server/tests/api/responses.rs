@@ -265,6 +265,10 @@ async fn bad_input_is_a_400_naming_the_field_and_stores_nothing() {
         ),
         (json!({"input": [{"type": "reasoning"}]}), "input[0].type"),
         (
+            json!({"input": [{"role": "assistant", "content": "hi"}]}),
+            "input",
+        ),
+        (
             json!({"input": [{"role": "user", "content": "hi"}, {"type": "function_call_output", "call_id": "c9", "output": "1"}]}),
             "input[1].call_id",
         ),
@@ -401,6 +405,14 @@ async fn conversations_gather_their_responses_and_go_with_a_reset() {
         .map(|i| i["role"].as_str().unwrap())
         .collect();
     assert_eq!(roles, ["user", "user", "assistant"], "{}", items.raw);
+    let first = items.body["data"][0]["id"].as_str().unwrap().to_owned();
+    let item_path = format!("/v1/conversations/{conversation}/items/{first}");
+    assert_eq!(app.get(&item_path, &[]).await.body["id"], first.as_str());
+    assert_eq!(
+        delete(&app, &item_path, &[]).await.body["id"],
+        conversation.as_str()
+    );
+    app.get(&item_path, &[]).await.error(StatusCode::NOT_FOUND);
     let updated = post(
         &app,
         &format!("/v1/conversations/{conversation}"),

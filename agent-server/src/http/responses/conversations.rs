@@ -1,6 +1,6 @@
 //! The Conversations API, so that a Responses request's `conversation` works:
 //! `POST /v1/conversations`, `GET`/`POST`/`DELETE /v1/conversations/{id}`, and
-//! `GET`/`POST /v1/conversations/{id}/items`.
+//! `GET`/`POST /v1/conversations/{id}/items`, `GET`/`DELETE /v1/conversations/{id}/items/{item_id}`.
 //!
 //! A conversation belongs to one session: `X-Session-Id`, or the `user` session with
 //! `--session-from-user`, else a new one (named in the `X-Session-Id` response header). Responses
@@ -272,4 +272,72 @@ pub async fn add_items(
     let last = items.last().map(|i| i["id"].clone());
     let body = json!({"object": "list", "data": items, "first_id": first, "last_id": last, "has_more": false});
     Ok(answer(&conversation, body))
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/conversations/{conversation_id}/items/{item_id}",
+    tag = "conversations",
+    params(
+        ("conversation_id" = String, Path, description = "The conversation's id"),
+        ("item_id" = String, Path, description = "The item's id"),
+    ),
+    responses(
+        (status = 200, description = "The item", body = Object),
+        (status = 404, description = "No such conversation in this session, or no such item in it", body = protocol::openai::ErrorBody),
+    )
+)]
+pub async fn retrieve_item(
+    _key: ApiKey,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, item_id) = path.into_inner();
+    let conversation = visible(&state, &caller, &id).await?;
+    let item = state
+        .responses
+        .conversation_items(&conversation.id)
+        .await?
+        .into_iter()
+        .find(|i| i["id"] == item_id.as_str())
+        .ok_or(ApiError::NoSuchObject {
+            kind: "conversation item",
+            id: item_id,
+        })?;
+    Ok(answer(&conversation, item))
+}
+
+#[utoipa::path(
+    delete,
+    path = "/v1/conversations/{conversation_id}/items/{item_id}",
+    tag = "conversations",
+    params(
+        ("conversation_id" = String, Path, description = "The conversation's id"),
+        ("item_id" = String, Path, description = "The item's id"),
+    ),
+    responses(
+        (status = 200, description = "The conversation object", body = Object),
+        (status = 404, description = "No such conversation in this session, or no such item in it", body = protocol::openai::ErrorBody),
+    )
+)]
+pub async fn delete_item(
+    _key: ApiKey,
+    caller: Caller,
+    path: web::Path<(String, String)>,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let (id, item_id) = path.into_inner();
+    let conversation = visible(&state, &caller, &id).await?;
+    if !state
+        .responses
+        .delete_item(&conversation.id, &item_id)
+        .await?
+    {
+        return Err(ApiError::NoSuchObject {
+            kind: "conversation item",
+            id: item_id,
+        });
+    }
+    Ok(answer(&conversation, object(&conversation)))
 }

@@ -102,6 +102,13 @@ pub async fn create(
         });
     }
     validate_parameters(&chat)?;
+    // The new turn is the last user message; said in this API's terms before the chat rule's.
+    if !items.iter().any(|i| i["role"] == "user") {
+        return Err(ApiError::invalid(
+            "input has no user message (nor has the previous response or conversation); the last user message is the new turn",
+            Some("input"),
+        ));
+    }
     let (user_text, history) = split_new_turn(&chat)?;
     let continuation = chat.messages.last().is_some_and(|m| m.role != Role::User);
 

@@ -397,6 +397,20 @@ impl ResponseStore for EmbeddedResponses {
         .await
     }
 
+    async fn delete_item(&self, id: &str, item: &str) -> Result<bool, MemoryError> {
+        let (id, item) = (id.to_owned(), item.to_owned());
+        self.run(move |conn| {
+            conn.execute(
+                "DELETE FROM conversation_items
+                  WHERE conversation_id = ?1 AND json_extract(item, '$.id') = ?2",
+                params![id, item],
+            )
+            .map(|n| n > 0)
+            .map_err(sqlite_error)
+        })
+        .await
+    }
+
     async fn reset(&self, session: &SessionId) -> Result<(u64, u64), MemoryError> {
         let name = session.as_str().to_owned();
         self.run(move |conn| {

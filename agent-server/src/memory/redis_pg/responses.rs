@@ -298,6 +298,19 @@ impl ResponseStore for PostgresResponses {
         tx.commit().await.map_err(pg_error)
     }
 
+    async fn delete_item(&self, id: &str, item: &str) -> Result<bool, MemoryError> {
+        let client = self.client().await?;
+        let n = client
+            .execute(
+                "DELETE FROM agentwall_conversation_items
+                  WHERE conversation_id = $1 AND item->>'id' = $2",
+                &[&id, &item],
+            )
+            .await
+            .map_err(pg_error)?;
+        Ok(n > 0)
+    }
+
     async fn reset(&self, session: &SessionId) -> Result<(u64, u64), MemoryError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg_error)?;
