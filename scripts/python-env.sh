@@ -17,7 +17,7 @@ if ! [ -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   echo "$want" > "$stamp"
   echo "python test environment ready: .venv ($(.venv/bin/python -c 'import openai; print("openai", openai.__version__)'))"
 fi
-# inspect_ai (tests/inspect_ai.rs) in a virtualenv of its own, .venv/inspect: it pins its own
+# inspect_ai (tests/client_harnesses.rs) in a virtualenv of its own, .venv/inspect: it pins its own
 # versions, which need not agree with LiteLLM's.
 inspect_stamp=.venv/inspect/.requirements.sha256
 inspect_want=$(sha256sum tests/python/inspect-requirements.txt | cut -d' ' -f1)

@@ -2,7 +2,7 @@
 //! `X-Session-Id`: inspect_ai (UK AISI's evaluation framework) evaluates it as an `openai/...`
 //! model, and promptfoo through its `openai:responses:` and `openai:chat:` providers.
 //!
-//! inspect_ai comes from .venv (scripts/python-env.sh); promptfoo from `npm ci` in
+//! inspect_ai comes from .venv/inspect (scripts/python-env.sh); promptfoo from `npm ci` in
 //! tests/clients/promptfoo (pinned to 0.121.20, the newest release that runs on Node 20). Both are
 //! provisioned by scripts/test.sh.
 
@@ -70,14 +70,22 @@ fn inspect_ai_evaluates_agent_server_through_the_responses_api_by_default() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path(), &[]);
     let logs = tempfile::tempdir().unwrap();
-    let inspect = common::litellm::python().with_file_name("inspect");
-    // inspect_ai sends models of the GPT-5 family to the Responses API by default; agent-server
-    // serves whatever model name it is asked for.
+    let inspect = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/inspect/bin/inspect");
+    assert!(
+        inspect.exists(),
+        "{} is missing: run scripts/python-env.sh (scripts/test.sh does)",
+        inspect.display()
+    );
     let output = Command::new(&inspect)
         // inspect_ai takes the task file relative to the working directory.
         .args(["eval", "inspect_task.py"])
         .current_dir(clients_dir())
-        .args(["--model", "openai/gpt-5-nano", "--log-format", "json"])
+        .args([
+            "--model",
+            "openai/agentwall-builtin",
+            "--log-format",
+            "json",
+        ])
         .args(["--display", "plain", "--no-score-display", "--log-dir"])
         .arg(logs.path())
         .env("OPENAI_BASE_URL", format!("{}/v1", server.base_url))
@@ -94,7 +102,7 @@ fn inspect_ai_evaluates_agent_server_through_the_responses_api_by_default() {
         .expect("inspect wrote its log");
     let log: Value = serde_json::from_str(&std::fs::read_to_string(log).unwrap()).unwrap();
     assert_eq!(log["status"], "success", "{}", log["error"]);
-    assert_eq!(log["eval"]["model"], "openai/gpt-5-nano");
+    assert_eq!(log["eval"]["model"], "openai/agentwall-builtin");
     let accuracy = &log["results"]["scores"][0]["metrics"]["accuracy"]["value"];
     assert_eq!(
         accuracy, 1.0,
