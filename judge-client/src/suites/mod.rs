@@ -10,6 +10,7 @@ pub mod history;
 pub mod load;
 pub mod ltm;
 pub mod membench;
+pub mod model_judge;
 pub mod sim;
 pub mod suite;
 
