@@ -89,12 +89,23 @@ pub async fn start_shard(
     // that says why it failed.
     let dir = create_run_dir(out_root, &base)?;
     let mut client = TargetClient::new(settings.clone(), credentials);
-    let capabilities = recorded(
-        &dir,
-        probe(&client, &derive_uuid(config.seed, "probe"))
-            .await
-            .map_err(RunError::Probe),
-    )?;
+    let probe_session = derive_uuid(config.seed, "probe");
+    let capabilities = match probe(&client, &probe_session).await {
+        Ok(capabilities) => capabilities,
+        Err(e) => {
+            let error = RunError::Probe(e.clone());
+            // The error being returned matters more than a failure to record it.
+            let _ = rundir::record_probe_failure(
+                &dir,
+                "ltm",
+                &log_mode(&config),
+                &probe_session,
+                &e,
+                &error.to_string(),
+            );
+            return Err(error);
+        }
+    };
     client.set_model(capabilities.model.clone());
     let planned = config.specs().len();
     let details = LtmDetails {
@@ -156,6 +167,11 @@ pub async fn resume(
         run_dir,
         execute(&client, run_dir.to_path_buf(), manifest, progress).await,
     )
+}
+
+/// The `mode` of the run's logs.
+fn log_mode(config: &LtmConfig) -> String {
+    format!("ltm (history: {})", config.history)
 }
 
 /// Neutral log file names, numbered over all sessions of all tests in run order.
@@ -255,7 +271,7 @@ async fn execute(
         history: config.history,
         trace: run_span.clone(),
     };
-    let mode = format!("ltm (history: {})", config.history);
+    let mode = log_mode(&config);
     let mut results: Vec<Option<TestResult>> = done;
     let pending: Vec<usize> = (0..specs.len())
         .filter(|i| mine(*i) && results[*i].is_none())

@@ -170,10 +170,33 @@ pub async fn run_sim_observed(
     }
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let run_id = rundir::run_id(dir);
+    let simulator_name = match &config.simulator {
+        SimulatorSpec::Scripted => "scripted",
+        SimulatorSpec::Llm { .. } => "llm",
+    };
+    let mode = if config.settings.single_turn {
+        format!("sim single-turn ({simulator_name} user)")
+    } else {
+        format!("sim multi-turn ({simulator_name} user)")
+    };
     let mut target = TargetClient::new(config.target.clone(), config.credentials.clone());
-    let capabilities = probe(&target, &derived_uuid(config.settings.seed, "probe"))
-        .await
-        .map_err(SimError::Probe)?;
+    let probe_session = derived_uuid(config.settings.seed, "probe");
+    let capabilities = match probe(&target, &probe_session).await {
+        Ok(capabilities) => capabilities,
+        Err(e) => {
+            let error = SimError::Probe(e.clone());
+            // The error being returned matters more than a failure to record it.
+            let _ = rundir::record_probe_failure(
+                dir,
+                "sim",
+                &mode,
+                &probe_session,
+                &e,
+                &error.to_string(),
+            );
+            return Err(error);
+        }
+    };
     target.set_model(capabilities.model.clone());
     let simulator = match &config.simulator {
         SimulatorSpec::Scripted => SimulatorChoice::Scripted,
@@ -213,10 +236,6 @@ pub async fn run_sim_observed(
         })
     });
     let config_hash = config.config_hash();
-    let simulator_name = match &config.simulator {
-        SimulatorSpec::Scripted => "scripted",
-        SimulatorSpec::Llm { .. } => "llm",
-    };
     let details = SimDetails {
         settings: &config.settings,
         config_hash: &config_hash,
@@ -257,11 +276,6 @@ pub async fn run_sim_observed(
             config.settings.seed,
         )
     });
-    let mode = if config.settings.single_turn {
-        format!("sim single-turn ({simulator_name} user)")
-    } else {
-        format!("sim multi-turn ({simulator_name} user)")
-    };
     let mut results = Vec::new();
     for c in &conversations {
         let persona = config
