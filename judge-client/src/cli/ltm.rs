@@ -13,8 +13,8 @@ use judge_client::suites::ltm::compare;
 use judge_client::suites::ltm::results::{RunResults, TestResult, TestStatus};
 use judge_client::suites::ltm::run::{self, RunOutcome};
 use judge_client::suites::ltm::shard::Shard;
-use judge_client::suites::ltm::summary::latency;
 use judge_client::suites::ltm::summary::render_table;
+use judge_client::suites::ltm::summary::{latency, one_at_a_time};
 use judge_client::{HistoryMode, LtmConfig};
 
 #[derive(Args)]
@@ -88,6 +88,9 @@ pub fn print_outcome(outcome: &RunOutcome) {
             "latency: p50 {} ms, p95 {} ms, max {} ms over {} turns ({} retried)",
             l.p50_ms, l.p95_ms, l.max_ms, l.turns, l.retried
         );
+    }
+    if let Some(note) = one_at_a_time(&outcome.timings) {
+        println!("WARNING: {note}");
     }
     println!("run directory: {}", outcome.dir.display());
     println!("report: {}", outcome.dir.join("report.html").display());

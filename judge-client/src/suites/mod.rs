@@ -5,6 +5,7 @@
 //! serve` read runs through.
 
 pub mod apps;
+pub mod concurrency;
 pub mod conform;
 pub mod history;
 pub mod load;

@@ -10,7 +10,7 @@ use super::manifest::LtmManifest;
 use super::results::{
     RunResults, TestResult, TestStatus, TestTiming, TranscriptEntry, TypeSummary,
 };
-use super::summary::latency;
+use super::summary::{latency, one_at_a_time};
 use crate::report::html::{escape, page_head, pct};
 
 /// Horizontal bars of per-type mean scores with 95 % interval whiskers.
@@ -312,6 +312,7 @@ pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTimin
         results
             .diagnosis
             .iter()
+            .chain(&one_at_a_time(timings))
             .map(|note| format!(
                 r#"<p class="warn"><strong>The judge may be the problem:</strong> {}</p>"#,
                 escape(note)

@@ -124,6 +124,11 @@ pub struct TestTiming {
     pub turn_ms: Vec<u64>,
     /// Attempts of each chat turn (more than 1 after `429` retries).
     pub turn_attempts: Vec<u32>,
+    /// When each chat turn was sent, in Unix milliseconds (wall clock, so the turns of tests run
+    /// by different invocations or shards can be laid side by side; see
+    /// [`crate::suites::concurrency`]). Absent in runs made before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turn_sent_unix_ms: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -88,6 +88,7 @@ impl Runner<'_> {
                 total_ms: 0,
                 turn_ms: Vec::new(),
                 turn_attempts: Vec::new(),
+                turn_sent_unix_ms: Vec::new(),
             },
             failure: None,
         };
@@ -174,6 +175,9 @@ impl Play<'_, '_> {
             }
         };
         let at = self.states[index].clock;
+        self.timing
+            .turn_sent_unix_ms
+            .push(Utc::now().timestamp_millis().max(0) as u64);
         let started = Instant::now();
         let outcome = self
             .runner

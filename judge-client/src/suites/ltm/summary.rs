@@ -6,6 +6,7 @@ use super::config::LtmConfig;
 use super::results::TestTiming;
 use super::results::{CheckSummary, RunResults, TestResult, TestStatus, TypeSummary};
 use crate::report::stats::{bootstrap_ci, mean, nearest_rank};
+use crate::suites::concurrency::{self, RequestSpan};
 
 /// Per-type summaries and the overall score, in the configuration's type order.
 pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
@@ -157,6 +158,25 @@ pub fn diagnose(tests: &[TestResult], concurrency: usize) -> Vec<String> {
     )]
 }
 
+/// What to change when the target serves one request at a time.
+const ONE_AT_A_TIME_ADVICE: &str = "run again with --concurrency 1 (latency is then the agent's \
+     own), or give the server more slots (llama.cpp's --parallel, Ollama's OLLAMA_NUM_PARALLEL)";
+
+/// The rule of [`crate::suites::concurrency`] on a run's chat turns: a warning when latency grew
+/// with the turns in flight as if the target served one at a time. Kept out of `results.json`,
+/// which holds no wall-clock figure; the summary and the report show it.
+pub fn one_at_a_time(timings: &[TestTiming]) -> Option<String> {
+    let spans: Vec<RequestSpan> = timings
+        .iter()
+        .flat_map(|t| t.turn_sent_unix_ms.iter().zip(&t.turn_ms))
+        .map(|(sent, latency)| RequestSpan {
+            start_ms: *sent as f64,
+            latency_ms: *latency as f64,
+        })
+        .collect();
+    concurrency::one_at_a_time(&spans, ONE_AT_A_TIME_ADVICE)
+}
+
 /// Latency figures of a run's chat turns.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Latency {
@@ -204,6 +224,7 @@ mod latency_tests {
             total_ms: 0,
             turn_ms: (1..=100).rev().collect(),
             turn_attempts: vec![1, 2, 1, 4],
+            turn_sent_unix_ms: Vec::new(),
         };
         let l = latency(&[timing]).unwrap();
         assert_eq!(
@@ -211,6 +232,45 @@ mod latency_tests {
             (100, 50, 95, 100, 2)
         );
         assert_eq!(latency(&[]), None);
+    }
+
+    /// Tests run 1, then 2, then 4 at a time; each sends its next turn as its reply arrives, and
+    /// a turn takes `latency(in_flight)`.
+    fn phased(latency: fn(u64) -> u64) -> Vec<TestTiming> {
+        let mut timings = Vec::new();
+        let mut at = 1_700_000_000_000u64;
+        for in_flight in [1u64, 2, 4] {
+            let each = latency(in_flight);
+            for test in 0..in_flight {
+                timings.push(TestTiming {
+                    id: format!("t{in_flight}-{test}"),
+                    total_ms: 10 * each,
+                    turn_ms: vec![each; 10],
+                    turn_attempts: vec![1; 10],
+                    turn_sent_unix_ms: (0..10).map(|k| at + k * each).collect(),
+                });
+            }
+            at += 10 * each;
+        }
+        timings
+    }
+
+    #[test]
+    fn turns_that_wait_for_each_other_are_told_apart_from_a_slow_target() {
+        let note = one_at_a_time(&phased(|n| 100 * n)).unwrap();
+        assert!(note.contains("one at a time"), "{note}");
+        assert!(note.contains("--concurrency 1"), "{note}");
+        assert_eq!(
+            one_at_a_time(&phased(|_| 700)),
+            None,
+            "slow, but in parallel"
+        );
+        // Timings written before send times were recorded decide nothing.
+        let mut old = phased(|n| 100 * n);
+        for t in &mut old {
+            t.turn_sent_unix_ms.clear();
+        }
+        assert_eq!(one_at_a_time(&old), None);
     }
 }
 
