@@ -279,6 +279,9 @@ pub fn print_sim(outcome: &SimOutcome) {
         s.mean_score.map_or("-".to_owned(), |m| format!("{m:.2}")),
         s.fallback_turns
     );
+    for note in &outcome.warnings {
+        println!("WARNING: {note}");
+    }
     if s.rubric_judge_errors > 0 {
         println!(
             "  the LLM judge could not judge {} conversation(s) (judge_error): no rubric for them",

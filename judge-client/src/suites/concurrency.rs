@@ -24,6 +24,10 @@ pub const MIN_LEVEL_RATIO: f64 = 2.0;
 /// The slope from which latency is said to grow as if requests were served one at a time.
 pub const SERIAL_SLOPE: f64 = 0.7;
 
+/// What to change, for a suite with a `--concurrency` flag.
+pub const LOWER_CONCURRENCY: &str = "run again with --concurrency 1 (latency is then the agent's \
+     own), or give the server more slots (llama.cpp's --parallel, Ollama's OLLAMA_NUM_PARALLEL)";
+
 /// One request the judge timed: when it was sent (from any origin shared by the run) and how
 /// long its answer took, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -158,10 +158,6 @@ pub fn diagnose(tests: &[TestResult], concurrency: usize) -> Vec<String> {
     )]
 }
 
-/// What to change when the target serves one request at a time.
-const ONE_AT_A_TIME_ADVICE: &str = "run again with --concurrency 1 (latency is then the agent's \
-     own), or give the server more slots (llama.cpp's --parallel, Ollama's OLLAMA_NUM_PARALLEL)";
-
 /// The rule of [`crate::suites::concurrency`] on a run's chat turns: a warning when latency grew
 /// with the turns in flight as if the target served one at a time. Kept out of `results.json`,
 /// which holds no wall-clock figure; the summary and the report show it.
@@ -174,7 +170,7 @@ pub fn one_at_a_time(timings: &[TestTiming]) -> Option<String> {
             latency_ms: *latency as f64,
         })
         .collect();
-    concurrency::one_at_a_time(&spans, ONE_AT_A_TIME_ADVICE)
+    concurrency::one_at_a_time(&spans, concurrency::LOWER_CONCURRENCY)
 }
 
 /// Latency figures of a run's chat turns.

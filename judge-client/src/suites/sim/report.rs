@@ -200,7 +200,7 @@ pub fn html(
     r: &SimResults,
     conversations: &[Conversation],
     metrics: &[EndpointMetrics],
-    _ab: Option<&AbResults>,
+    warnings: &[String],
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -212,6 +212,13 @@ pub fn html(
         r.max_turns,
         escape(&r.config_hash)
     );
+    for note in warnings {
+        let _ = writeln!(
+            out,
+            r#"<p class="warn"><strong>The judge may be the problem:</strong> {}</p>"#,
+            escape(note)
+        );
+    }
     summary_table(&mut out, r);
     let _ = writeln!(out, "<h2>Conversations</h2>");
     conversation_table(&mut out, r, "");

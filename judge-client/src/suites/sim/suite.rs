@@ -29,6 +29,7 @@ use super::results::{SimResults, conversation_result, exclusion, summarise};
 use super::runner::{Conversation, Panel, PanelObserver, SimSettings, SimulatorChoice, run_panel};
 use super::transcript::{log_text, transcript_json};
 use crate::rundir::{self, Manifest, RunDirError};
+use crate::suites::concurrency::{self, RequestSpan};
 use crate::target::{Credentials, TargetClient, TargetError, TargetSettings, probe};
 
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +116,9 @@ pub struct SimOutcome {
     pub results: SimResults,
     pub conversations: Vec<Conversation>,
     pub metrics: Vec<EndpointMetrics>,
+    /// What the judge can tell about its own part in the run (wall-clock based, so not in
+    /// `results.json`): shown by the summary and the report.
+    pub warnings: Vec<String>,
 }
 
 /// What a sim run records in its manifest beside the envelope every run has (written only:
@@ -269,6 +273,14 @@ pub async fn run_sim_observed(
         observer,
     };
     let conversations = run_panel(&panel).await;
+    let spans: Vec<RequestSpan> = conversations
+        .iter()
+        .flat_map(|c| &c.rounds)
+        .filter_map(|r| r.timing)
+        .collect();
+    let warnings: Vec<String> = concurrency::one_at_a_time(&spans, concurrency::LOWER_CONCURRENCY)
+        .into_iter()
+        .collect();
 
     let judge = config.judge.as_ref().map(|(s, c)| {
         LlmJudge::new(
@@ -342,7 +354,7 @@ pub async fn run_sim_observed(
     write(&dir.join("junit.xml"), report::junit(&results).as_bytes())?;
     write(
         &dir.join("report.html"),
-        report::html(&results, &conversations, &metrics, None).as_bytes(),
+        report::html(&results, &conversations, &metrics, &warnings).as_bytes(),
     )?;
     manifest.complete();
     rundir::write_manifest(dir, &manifest)?;
@@ -351,6 +363,7 @@ pub async fn run_sim_observed(
         results,
         conversations,
         metrics,
+        warnings,
     })
     }
     .await;
