@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::progress::progress_bar;
+use super::sim::helper_settings;
 use super::target::TargetArgs;
 use super::{EXIT_BELOW_THRESHOLD, EXIT_REGRESSION};
 use anyhow::{Context, bail};
@@ -15,6 +16,7 @@ use judge_client::suites::ltm::run::{self, RunOutcome};
 use judge_client::suites::ltm::shard::Shard;
 use judge_client::suites::ltm::summary::render_table;
 use judge_client::suites::ltm::summary::{latency, one_at_a_time};
+use judge_client::target::Credentials;
 use judge_client::{HistoryMode, LtmConfig};
 
 #[derive(Args)]
@@ -54,6 +56,16 @@ pub struct LtmArgs {
     /// Run only part INDEX of COUNT of the plan (e.g. 0/4); `judge merge` combines the parts.
     #[arg(long, value_name = "INDEX/COUNT")]
     pub shard: Option<Shard>,
+    /// OpenAI-compatible endpoint of the LLM grader: grades every reached check, settles those
+    /// the rules leave undecided, and its agreement with the rules is reported.
+    #[arg(long)]
+    pub grader_endpoint: Option<String>,
+    /// Model of the LLM grader (default: the first one its endpoint lists).
+    #[arg(long)]
+    pub grader_model: Option<String>,
+    /// Bearer key for --grader-endpoint (also used by --resume of a graded run).
+    #[arg(long, env = "JUDGE_GRADER_API_KEY", hide_env_values = true)]
+    pub grader_api_key: Option<String>,
     /// Compare with this earlier run afterwards; exit 3 on a significant regression.
     #[arg(long, value_name = "RUN_DIR")]
     pub baseline: Option<PathBuf>,
@@ -96,6 +108,13 @@ pub fn print_outcome(outcome: &RunOutcome) {
     println!("report: {}", outcome.dir.join("report.html").display());
 }
 
+fn grader_credentials(args: &LtmArgs) -> Credentials {
+    Credentials {
+        api_key: args.grader_api_key.clone(),
+        admin_token: None,
+    }
+}
+
 pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
     if let Some(threshold) = args.fail_under
         && !(0.0..=1.0).contains(&threshold)
@@ -108,6 +127,7 @@ pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
             dir,
             args.target.endpoint.clone(),
             args.target.credentials(),
+            grader_credentials(&args),
             &bar,
         )
         .await
@@ -130,11 +150,19 @@ pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
                     types
                 },
             };
+            let target = args.target.settings()?;
+            let grader = args.grader_endpoint.as_ref().map(|endpoint| {
+                (
+                    helper_settings(endpoint, args.grader_model.clone(), &target),
+                    grader_credentials(&args),
+                )
+            });
             run::start_shard(
-                args.target.settings()?,
+                target,
                 args.target.credentials(),
                 config,
                 args.shard,
+                grader,
                 &args.out,
                 &bar,
             )

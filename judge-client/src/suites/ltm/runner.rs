@@ -12,6 +12,7 @@ use opentelemetry::{Context, KeyValue};
 use protocol::control::{InjectFact, InjectRequest};
 use protocol::openai::ChatMessage;
 
+use super::grader::{self, Grader};
 use super::script::{Check, Step, TURN_GAP_SECONDS, TestSpec};
 use crate::suites::HistoryMode;
 use crate::suites::ltm::results::{
@@ -26,6 +27,8 @@ pub struct Runner<'a> {
     pub history: HistoryMode,
     /// The run's span (a no-op unless spans are exported).
     pub trace: Context,
+    /// The LLM grader, when the run has one (`--grader-endpoint`).
+    pub grader: Option<&'a Grader>,
 }
 
 struct SessionState {
@@ -204,7 +207,7 @@ impl Play<'_, '_> {
                     .push(ChatMessage::assistant(reply.text.clone()));
                 if let Some(check) = check {
                     let verdict = check.scorer.score(&reply.text);
-                    self.checks.push(CheckResult {
+                    let mut result = CheckResult {
                         label: check.label.clone(),
                         session: label.clone(),
                         reached: true,
@@ -212,7 +215,15 @@ impl Play<'_, '_> {
                         passed: verdict.passed,
                         detail: verdict.detail,
                         scorer: check.scorer.clone(),
-                    });
+                        undecided: verdict.undecided,
+                        grade: None,
+                    };
+                    if let Some(grader) = self.runner.grader {
+                        let name = format!("{}/{}", self.spec.id, check.label);
+                        let grade = grader.grade(&name, text, &reply.text, &check.scorer).await;
+                        grader::apply(&mut result, grade);
+                    }
+                    self.checks.push(result);
                 }
                 self.transcript.push(TranscriptEntry::Turn {
                     session: label,
@@ -327,6 +338,8 @@ impl Play<'_, '_> {
                 passed: false,
                 detail: "not reached: the test stopped on a failure".to_owned(),
                 scorer: check.scorer.clone(),
+                undecided: false,
+                grade: None,
             });
         }
         let mut result = empty_result(self.spec);

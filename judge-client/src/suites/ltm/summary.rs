@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::config::LtmConfig;
+use super::grader;
 use super::results::TestTiming;
 use super::results::{CheckSummary, RunResults, TestResult, TestStatus, TypeSummary};
 use crate::report::stats::{bootstrap_ci, mean, nearest_rank};
@@ -68,6 +69,7 @@ pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
         history: config.history,
         overall: mean(&means),
         types,
+        grader: grader::agreement(&tests),
         tests,
         diagnosis,
     }
@@ -113,10 +115,29 @@ pub fn render_table(results: &RunResults) -> String {
         pct(results.overall),
         results.history
     );
+    if let Some(g) = &results.grader {
+        let _ = writeln!(out, "{}", grader_line(g));
+    }
     for note in &results.diagnosis {
         let _ = writeln!(out, "WARNING: {note}");
     }
     out
+}
+
+/// The grader's agreement with the rules, in one line (the summary and the report).
+pub fn grader_line(g: &grader::GraderAgreement) -> String {
+    format!(
+        "LLM grader: agrees with the rules on {} of {} checks both decided ({}; Cohen's kappa {}; rules pass/grader fail {}, rules fail/grader pass {}); settled {} of {} undecided; could not grade {} (judge_error)",
+        g.agree,
+        g.both_decided,
+        pct(g.agreement),
+        g.kappa.map_or("-".to_owned(), |k| format!("{k:.2}")),
+        g.rules_pass_grader_fail,
+        g.rules_fail_grader_pass,
+        g.settled,
+        g.undecided,
+        g.judge_errors
+    )
 }
 
 /// Tests that stopped on timeouts before the judge calls the run its own doing: at least this
