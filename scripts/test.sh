@@ -3,7 +3,8 @@
 # whole workspace's tests. Nothing is skipped: a missing service or tool is an error that says
 # what to install.
 #
-#   1. .venv with the official OpenAI Python SDK (scripts/python-env.sh); for the dashboard's
+#   1. .venv with the official OpenAI Python SDK and inspect_ai (scripts/python-env.sh); promptfoo
+#      (`npm ci` in tests/clients/promptfoo); for the dashboard's
 #      browser test, Debian's chromium, node 20+ and npm (installed with apt-get when run as
 #      root) and playwright-core (`npm ci` in judge-client/tests/browser, skipped when the
 #      installed packages already match the lockfile)
@@ -45,13 +46,18 @@ if [ "$node_major" -lt 20 ] || ! command -v npm >/dev/null; then
     exit 1
   fi
 fi
-browser_tests=judge-client/tests/browser
 # `npm ci` once per lockfile: its hash is stamped into node_modules when the install succeeds.
-lock_hash=$(sha256sum "$browser_tests/package-lock.json" | cut -d' ' -f1)
-if [ "$(cat "$browser_tests/node_modules/.lock-sha256" 2>/dev/null)" != "$lock_hash" ]; then
-  (cd "$browser_tests" && npm ci --no-audit --no-fund --loglevel=error)
-  echo "$lock_hash" > "$browser_tests/node_modules/.lock-sha256"
-fi
+npm_ci_once() {
+  local dir=$1 lock_hash
+  lock_hash=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+  if [ "$(cat "$dir/node_modules/.lock-sha256" 2>/dev/null)" != "$lock_hash" ]; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$lock_hash" > "$dir/node_modules/.lock-sha256"
+  fi
+}
+npm_ci_once judge-client/tests/browser
+# promptfoo, a real client harness agent-server is tested with (tests/client_harnesses.rs).
+npm_ci_once tests/clients/promptfoo
 
 services_env=$(mktemp)
 cleanup() {

@@ -1,6 +1,7 @@
 //! `judge membench` end to end: the real `judge` binary against the real `agent-server` (embedded
 //! and Redis + Postgres backends) and against a stateless target with no control plane; bad
-//! dataset files refused with nothing written.
+//! dataset files refused with nothing written; a LiteLLM proxy as a real server with no control
+//! plane.
 //!
 //! The Redis + Postgres test needs `AGENTWALL_TEST_REDIS_URL`, `AGENTWALL_TEST_DATABASE_URL` and
 //! `AGENTWALL_TEST_PG_BINDIR` (`eval "$(scripts/test-services.sh start)"`).
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
-use common::{Server, binary};
+use common::{Server, binary, create_database};
 use serde_json::{Value, json};
 
 const FIXTURES: &str = "judge-client/tests/fixtures/membench";
@@ -126,6 +127,116 @@ fn assert_agent_server_run(dir: &Path, protocol: &str, questions: usize, turns: 
     assert_eq!(junit.matches("<testcase ").count(), questions);
 }
 
+/// Every question's id and score, in the order of `results.json`.
+fn scores(dir: &Path) -> Vec<(String, Value)> {
+    read_json(&dir.join("results.json"))["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| (q["id"].as_str().unwrap().to_owned(), q["score"].clone()))
+        .collect()
+}
+
+/// `--shard` splits the conversations, `judge merge` puts the parts back into the run one
+/// process makes, and `--resume` finishes a run from its conversation checkpoints.
+#[test]
+fn shards_merge_into_the_whole_run_and_an_interrupted_run_resumes() {
+    let data_dir = tempfile::tempdir().unwrap();
+    let server = Server::start(data_dir.path(), &[]);
+    let url = server.base_url.as_str();
+    let data = fixture("locomo_small.json");
+    let (whole, _whole_out) = membench(url, &data, "inject", &[]);
+    let (part0, _out0) = membench(url, &data, "inject", &["--shard", "0/2"]);
+    let (part1, _out1) = membench(url, &data, "inject", &["--shard", "1/2"]);
+    for (part, conversation) in [(&part0, "conv-a"), (&part1, "conv-b")] {
+        let questions = scores(part);
+        assert!(!questions.is_empty());
+        assert!(
+            questions.iter().all(|(id, _)| id.starts_with(conversation)),
+            "{part:?} holds {conversation} only: {questions:?}"
+        );
+        assert_eq!(read_json(&part.join("manifest.json"))["shard"]["count"], 2);
+    }
+
+    let merged_out = tempfile::tempdir().unwrap();
+    let (code, output) = judge(&[
+        "merge",
+        "--out",
+        merged_out.path().to_str().unwrap(),
+        part1.to_str().unwrap(),
+        part0.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{output}");
+    assert!(output.contains("overall score"), "{output}");
+    let merged: Vec<PathBuf> = std::fs::read_dir(merged_out.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let merged = &merged[0];
+    assert_eq!(scores(merged), scores(&whole), "the merge is the whole run");
+    let manifest = read_json(&merged.join("manifest.json"));
+    assert_eq!(manifest["state"], "complete");
+    assert_eq!(manifest["parts"].as_array().unwrap().len(), 2);
+    assert!(manifest.get("shard").is_none());
+    assert_eq!(
+        manifest["questions_planned"],
+        read_json(&whole.join("manifest.json"))["questions_planned"]
+    );
+
+    // A run stopped after its first conversation: its checkpoint is kept, the rest is run.
+    let kept = scores(&whole);
+    for file in [
+        "results.json",
+        "junit.xml",
+        "report.html",
+        "tests/conv-b.json",
+    ] {
+        std::fs::remove_file(whole.join(file)).unwrap();
+    }
+    let mut manifest = read_json(&whole.join("manifest.json"));
+    manifest["state"] = json!("running");
+    manifest.as_object_mut().unwrap().remove("finished_at");
+    std::fs::write(
+        whole.join("manifest.json"),
+        serde_json::to_string(&manifest).unwrap(),
+    )
+    .unwrap();
+    let (code, output) = judge(&[
+        "membench",
+        "--resume",
+        whole.to_str().unwrap(),
+        "--endpoint",
+        url,
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{output}");
+    let resumed = scores(&whole);
+    let ids = |s: &[(String, Value)]| s.iter().map(|(id, _)| id.clone()).collect::<Vec<_>>();
+    assert_eq!(ids(&resumed), ids(&kept));
+    let conv_a = |s: &[(String, Value)]| {
+        s.iter()
+            .filter(|(id, _)| id.starts_with("conv-a"))
+            .cloned()
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(conv_a(&resumed), conv_a(&kept), "the checkpoint is kept");
+    let manifest = read_json(&whole.join("manifest.json"));
+    assert_eq!(manifest["state"], "complete");
+    assert_eq!(manifest["resumed_at"].as_array().unwrap().len(), 1);
+    for file in [
+        "results.json",
+        "junit.xml",
+        "report.html",
+        "tests/conv-b.json",
+    ] {
+        assert!(whole.join(file).is_file(), "{file} written again");
+    }
+
+    let (code, output) = judge(&["membench", "--resume", whole.to_str().unwrap(), "--quiet"]);
+    assert_ne!(code, 0);
+    assert!(output.contains("complete already"), "{output}");
+}
+
 #[test]
 fn the_fixture_through_chat_and_inject_on_the_embedded_backend() {
     let data = tempfile::tempdir().unwrap();
@@ -236,19 +347,6 @@ fn the_real_files_first_conversation_limited() {
         assert_eq!(manifest["questions_planned"], 6);
         assert_eq!(manifest["dataset_file"], locomo);
     }
-}
-
-/// Creates a database of its own on the test Postgres with its `psql`.
-fn create_database(admin_url: &str, name: &str) -> String {
-    let bindir = std::env::var("AGENTWALL_TEST_PG_BINDIR")
-        .expect("AGENTWALL_TEST_PG_BINDIR (scripts/test-services.sh start)");
-    let status = Command::new(Path::new(&bindir).join("psql"))
-        .args([admin_url, "-q", "-c", &format!("CREATE DATABASE {name}")])
-        .status()
-        .expect("psql runs");
-    assert!(status.success(), "CREATE DATABASE {name}");
-    let (base, _) = admin_url.rsplit_once('/').expect("a database in the URL");
-    format!("{base}/{name}")
 }
 
 #[test]
@@ -492,4 +590,70 @@ fn longmemeval_accuracy_needs_the_model_judge() {
     for q in results["questions"].as_array().unwrap() {
         assert_eq!(q["judge"]["reply"], "yes", "{q}");
     }
+}
+
+/// A real third-party server with no control plane: a LiteLLM proxy. `chat` and `context` run;
+/// everything that needs the control plane (inject, the agent's recall@k, read-only questions) is
+/// not applicable and says so, and the reference retriever is still scored from the dataset.
+#[test]
+fn a_litellm_proxy_without_a_control_plane() {
+    let dir = tempfile::tempdir().unwrap();
+    let proxy = common::litellm::LiteLlm::start(dir.path(), "I do not remember that.");
+    let locomo = fixture("locomo_small.json");
+    let model = ["--model", common::litellm::MODEL, "--only", "conv-a"];
+    let (run, _out) = membench(&proxy.base_url, &locomo, "chat", &model);
+    let manifest = read_json(&run.join("manifest.json"));
+    let capabilities = &manifest["capabilities"];
+    assert_eq!(capabilities["base"]["inject"], false, "{capabilities}");
+    assert_eq!(capabilities["base"]["reset"], false, "{capabilities}");
+    assert_eq!(capabilities["recall"], false, "{capabilities}");
+    assert_eq!(capabilities["read_only_questions"], false, "{capabilities}");
+    let results = read_json(&run.join("results.json"));
+    let summary = &results["summary"];
+    assert_eq!(summary["speed"]["ingested_turns"], 7, "conv-a's turns sent");
+    assert_eq!(summary["speed"]["failed_requests"], 0);
+    assert!(
+        summary["agent_recall_note"]
+            .as_str()
+            .unwrap()
+            .contains("not applicable"),
+        "{summary}"
+    );
+    assert!(
+        summary["comparability_note"]
+            .as_str()
+            .unwrap()
+            .contains("not comparable"),
+        "an --only run against a target that may store questions: {summary}"
+    );
+    let questions = results["questions"].as_array().unwrap();
+    assert_eq!(questions.len(), 5);
+    for q in questions {
+        assert_eq!(q["reply"], "I do not remember that.", "{q}");
+        assert!(q["agent_recall"].is_null(), "never 0 when not applicable");
+    }
+    assert!(
+        questions.iter().any(|q| q["bm25_recall"]["5"].is_number()),
+        "the reference retriever needs no control plane"
+    );
+
+    // `context` needs no control plane either. (LiteLLM's mock_response reports a fixed usage,
+    // not the prompt's size, so the usage is checked as recorded, not as a measure of the prompt.)
+    let (run, _out) = membench(
+        &proxy.base_url,
+        &locomo,
+        "context",
+        &[&model[..], &["--limit-questions", "1"]].concat(),
+    );
+    let results = read_json(&run.join("results.json"));
+    let asked = &results["questions"][0];
+    assert_eq!(asked["context_truncated"], false, "{asked}");
+    assert!(
+        asked["prompt_tokens"].as_u64().is_some(),
+        "usage recorded: {asked}"
+    );
+    assert_eq!(
+        results["summary"]["speed"]["ingested_turns"], 0,
+        "nothing ingested"
+    );
 }

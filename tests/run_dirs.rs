@@ -1,6 +1,7 @@
-//! The run-directory contract across suites: `judge ltm`, `judge apps`, `judge sim` and
-//! `judge load` run as processes against a real agent-server, and every run directory they write
-//! parses into the judge's one manifest type, complete, naming its suite and run id.
+//! The run-directory contract across suites: every suite (`judge ltm`, `judge apps`, `judge
+//! sim`, `judge ab`, `judge load`, `judge membench` and `judge conform`) runs as a process
+//! against a real agent-server, and every run directory it writes parses into the judge's one
+//! manifest type, complete, naming its suite and run id, with results its suite reads back.
 
 mod common;
 
@@ -9,6 +10,27 @@ use std::process::Command;
 
 use common::{Server, binary};
 use judge_client::rundir::{self, AnyManifest, RunState};
+use judge_client::suites::registry::KINDS;
+use judge_client::suites::{Suite, SuiteVisitor, visit};
+
+/// Whether `results.json` in a run directory parses as its suite's typed results.
+struct ResultsParse<'a>(&'a Path);
+
+impl SuiteVisitor for ResultsParse<'_> {
+    type Output = Result<(), String>;
+    fn visit<S: Suite>(self) -> Self::Output {
+        rundir::read_json::<S::Results>(&self.0.join("results.json"))
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+fn membench_fixture() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("judge-client/tests/fixtures/membench/locomo_small.json")
+        .display()
+        .to_string()
+}
 
 /// Runs `judge` with `args` and `--out out`, asserting success; returns the one run directory
 /// it created.
@@ -37,7 +59,8 @@ fn every_suite_writes_a_manifest_of_the_one_type() {
     let data = tempfile::tempdir().unwrap();
     let server = Server::start(data.path(), &[]);
     let url = server.base_url.as_str();
-    let runs: [(&str, Vec<&str>); 4] = [
+    let membench_data = membench_fixture();
+    let runs: [(&str, Vec<&str>); 7] = [
         (
             "ltm",
             vec![
@@ -79,6 +102,20 @@ fn every_suite_writes_a_manifest_of_the_one_type() {
             ],
         ),
         (
+            "ab",
+            vec![
+                "ab",
+                "--endpoint",
+                url,
+                "--endpoint-b",
+                url,
+                "--rounds",
+                "2",
+                "--persona",
+                "maya",
+            ],
+        ),
+        (
             "load",
             vec![
                 "load",
@@ -91,7 +128,38 @@ fn every_suite_writes_a_manifest_of_the_one_type() {
                 "--quiet",
             ],
         ),
+        (
+            "membench",
+            vec![
+                "membench",
+                "--endpoint",
+                url,
+                "--dataset",
+                "locomo",
+                "--data",
+                &membench_data,
+                "--protocol",
+                "inject",
+                "--quiet",
+            ],
+        ),
+        (
+            "conform",
+            // Chat Completions only: agent-server does not serve the Responses API yet, and a
+            // run with a failing check exits 5. It requires a session id on every request.
+            vec![
+                "conform",
+                "--endpoint",
+                url,
+                "--api",
+                "chat",
+                "--header",
+                "X-Session-Id:run-dirs",
+            ],
+        ),
     ];
+    let kinds: Vec<&str> = runs.iter().map(|(suite, _)| *suite).collect();
+    assert_eq!(kinds, KINDS, "every suite the registry knows runs here");
     for (suite, args) in runs {
         let out = tempfile::tempdir().unwrap();
         let dir = judge_run(&args, out.path());
@@ -108,6 +176,8 @@ fn every_suite_writes_a_manifest_of_the_one_type() {
             "{suite}: {manifest:?}"
         );
         assert!(manifest.why.is_none(), "{suite}");
-        assert!(dir.join("results.json").is_file(), "{suite}");
+        visit(&manifest.suite, ResultsParse(&dir))
+            .unwrap_or_else(|| panic!("{suite}: no suite of that kind"))
+            .unwrap_or_else(|e| panic!("{suite}: results.json: {e}"));
     }
 }

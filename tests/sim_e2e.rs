@@ -215,7 +215,7 @@ fn ab_of_memory_on_against_memory_off_rates_on_higher_with_a_significant_paired_
         out.path().to_str().unwrap(),
     ]);
     let run = only_run(out.path());
-    let ab = json(&run.join("ab.json"));
+    let ab = json(&run.join("results.json"));
     let pairs = shipped().unwrap().len() * 2;
     assert_eq!(ab["test"]["pairs"], pairs, "{stdout}");
     assert_eq!(ab["goal_rate_a"], 1.0);

@@ -48,6 +48,19 @@ pub struct Config {
     #[arg(long, env = "AGENT_ADMIN_TOKEN", hide_env_values = true)]
     pub admin_token: Option<String>,
 
+    /// Refuse any /v1 request without X-Session-Id (400), as earlier versions did. Without it, a
+    /// request without the header belongs to its conversation's or previous response's session,
+    /// or a new one (a storing Responses request), or is answered without memory.
+    #[arg(long, env = "AGENT_REQUIRE_SESSION")]
+    pub require_session: bool,
+
+    /// Let the OpenAI `user` (or `safety_identifier`) field name the session of a request without
+    /// X-Session-Id. The session is derived by hashing the value with --api-key, so it cannot
+    /// collide with an X-Session-Id nor be reached under another key. Off by default: many
+    /// harnesses send one fixed `user` for every sample.
+    #[arg(long, env = "AGENT_SESSION_FROM_USER")]
+    pub session_from_user: bool,
+
     /// Refuse requests that carry X-Mock-Time (403) instead of moving the clock. For production.
     #[arg(long, env = "AGENT_DENY_MOCK_TIME")]
     pub deny_mock_time: bool,

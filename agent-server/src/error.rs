@@ -39,6 +39,14 @@ pub enum ApiError {
     MockTimeDenied,
     #[error("no route for {method} {path}; see GET /openapi.json for the API")]
     NotFound { method: String, path: String },
+    /// A response or conversation that does not exist, or that the caller may not see (the two
+    /// are not told apart: ids are capabilities).
+    #[error("no {kind} with id {id:?}")]
+    NoSuchObject { kind: &'static str, id: String },
+    #[error(
+        "the request names a conversation or previous response of another session than its X-Session-Id; send it without the header, or with that session's id"
+    )]
+    SessionMismatch,
     #[error("{method} is not allowed on {path}; allowed: {allowed}")]
     MethodNotAllowed {
         method: String,
@@ -105,6 +113,10 @@ impl ApiError {
             }
             ApiError::MockTimeDenied => row(S::FORBIDDEN, "permission_error", "mock_time_denied"),
             ApiError::NotFound { .. } => row(S::NOT_FOUND, "invalid_request_error", "not_found"),
+            ApiError::NoSuchObject { .. } => {
+                row(S::NOT_FOUND, "invalid_request_error", "not_found")
+            }
+            ApiError::SessionMismatch => row(S::CONFLICT, "conflict_error", "session_mismatch"),
             ApiError::MethodNotAllowed { .. } => row(
                 S::METHOD_NOT_ALLOWED,
                 "invalid_request_error",

@@ -15,7 +15,10 @@ use crate::llm::builtin::BuiltinModel;
 use crate::llm::upstream::UpstreamModel;
 use crate::memory::MemoryStore;
 use crate::memory::embedded::EmbeddedStore;
+use crate::memory::embedded::responses::EmbeddedResponses;
+use crate::memory::redis_pg::responses::PostgresResponses;
 use crate::memory::redis_pg::{RedisPostgresConfig, RedisPostgresStore};
+use crate::memory::responses::ResponseStore;
 
 pub struct Application {
     port: u16,
@@ -32,9 +35,15 @@ impl Application {
             }
             None => Arc::new(BuiltinModel::new(config.model_name.clone())),
         };
+        let responses = open_responses(&config).await?;
+        let stateless = Agent::new(store.clone(), model.clone(), false, config.recall_limit);
         let agent = Agent::new(store, model, config.memory_enabled(), config.recall_limit);
         let state = web::Data::new(AppState {
             agent: std::sync::Arc::new(agent),
+            stateless: Arc::new(stateless),
+            responses,
+            require_session: config.require_session,
+            session_from_user: config.session_from_user,
             api_key: config.api_key.clone(),
             admin_token: config.admin_token.clone(),
             deny_mock_time: config.deny_mock_time,
@@ -127,6 +136,26 @@ async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn MemoryStore>> {
                         path.display()
                     )
                 })?;
+            Ok(Arc::new(store))
+        }
+    }
+}
+
+/// The Responses API's store, in the memory backend's place: Postgres beside long-term memory, or
+/// a file beside the embedded memory file.
+async fn open_responses(config: &Config) -> anyhow::Result<Arc<dyn ResponseStore>> {
+    match (&config.redis_url, &config.database_url) {
+        (Some(_), Some(database_url)) => {
+            let store = PostgresResponses::connect(database_url, config.backend_timeout)
+                .await
+                .context("cannot open the responses store in postgres")?;
+            Ok(Arc::new(store))
+        }
+        _ => {
+            let path = config.data_dir.join("responses.sqlite3");
+            let store = EmbeddedResponses::open(&path).await.with_context(|| {
+                format!("cannot open the responses database {}", path.display())
+            })?;
             Ok(Arc::new(store))
         }
     }

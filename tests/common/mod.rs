@@ -177,3 +177,16 @@ pub fn run_dir(out: &Path) -> PathBuf {
 pub fn read_json(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+/// Creates a database of its own on the test Postgres with its `psql`.
+pub fn create_database(admin_url: &str, name: &str) -> String {
+    let bindir = std::env::var("AGENTWALL_TEST_PG_BINDIR")
+        .expect("AGENTWALL_TEST_PG_BINDIR (scripts/test-services.sh start)");
+    let status = Command::new(Path::new(&bindir).join("psql"))
+        .args([admin_url, "-q", "-c", &format!("CREATE DATABASE {name}")])
+        .status()
+        .expect("psql runs");
+    assert!(status.success(), "CREATE DATABASE {name}");
+    let (base, _) = admin_url.rsplit_once('/').expect("a database in the URL");
+    format!("{base}/{name}")
+}

@@ -22,7 +22,7 @@ use protocol::openai::{
 use super::AppState;
 use super::auth::ApiKey;
 use super::body::read_json;
-use super::context::SessionContext;
+use super::session::{self, Caller, Claims, session_header};
 use crate::agent::{StreamEvent, TurnInput, TurnOutput, TurnStream};
 use crate::error::ApiError;
 use crate::llm::ModelReply;
@@ -33,7 +33,7 @@ use crate::llm::ModelReply;
     tag = "chat",
     request_body = ChatCompletionRequest,
     params(
-        ("X-Session-Id" = String, Header, description = "Session scope of all memory: 1 to 128 characters of [A-Za-z0-9._:-]"),
+        ("X-Session-Id" = Option<String>, Header, description = "Session scope of all memory: 1 to 128 characters of [A-Za-z0-9._:-]. Without it (and without --session-from-user), the request is answered without memory and the answer carries X-Memory-Write: off; with --require-session it is a 400"),
         ("X-Mock-Time" = Option<String>, Header, description = "RFC 3339 time to use as now (time travel)"),
     ),
     responses(
@@ -51,7 +51,7 @@ use crate::llm::ModelReply;
 )]
 pub async fn chat_completions(
     _key: ApiKey,
-    ctx: SessionContext,
+    caller: Caller,
     req: HttpRequest,
     payload: web::Payload,
     state: web::Data<AppState>,
@@ -72,11 +72,21 @@ pub async fn chat_completions(
         .unwrap_or_else(|| state.agent.model_name().to_owned());
     let stream = request.is_stream();
     let include_usage = request.wants_stream_usage();
-    let now = ctx.now;
-    let output = state
-        .agent
+    let now = caller.now;
+    let claims = Claims {
+        user: request.user.as_deref(),
+        ..Claims::default()
+    };
+    let session = session::resolve(&state, &caller, claims)?;
+    // Without a session the turn runs on an agent without memory: nothing is recalled or stored.
+    let agent = if session.is_some() {
+        &state.agent
+    } else {
+        &state.stateless
+    };
+    let output = agent
         .turn(TurnInput {
-            session: ctx.session,
+            session: session.clone().unwrap_or_else(session::new_session),
             now,
             user_text,
             history,
@@ -84,7 +94,7 @@ pub async fn chat_completions(
             continuation,
         })
         .await?;
-    Ok(match output {
+    let mut response = match output {
         TurnOutput::Reply(reply) => {
             let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
             if stream {
@@ -95,7 +105,10 @@ pub async fn chat_completions(
         }
         TurnOutput::Completion(completion) => HttpResponse::Ok().json(completion),
         TurnOutput::Stream(turn) => relayed_response(turn).await,
-    })
+    };
+    let (name, value) = session_header(session.as_ref());
+    response.headers_mut().insert(name, value);
+    Ok(response)
 }
 
 /// How long the response head may wait for the first events of a relayed stream, to go out in
@@ -170,7 +183,9 @@ fn push_json_event(events: &mut Vec<u8>, value: &impl serde::Serialize) {
 }
 
 /// The last user message is the new turn; everything before it is the client's own context.
-fn split_new_turn(request: &ChatCompletionRequest) -> Result<(String, Vec<ChatMessage>), ApiError> {
+pub(super) fn split_new_turn(
+    request: &ChatCompletionRequest,
+) -> Result<(String, Vec<ChatMessage>), ApiError> {
     if request.messages.is_empty() {
         return Err(ApiError::invalid(
             "messages is empty; send at least one message with role \"user\"",
@@ -217,7 +232,7 @@ fn split_new_turn(request: &ChatCompletionRequest) -> Result<(String, Vec<ChatMe
     Ok((text, history))
 }
 
-fn validate_parameters(request: &ChatCompletionRequest) -> Result<(), ApiError> {
+pub(super) fn validate_parameters(request: &ChatCompletionRequest) -> Result<(), ApiError> {
     if let Some(t) = request.temperature.filter(|t| !(0.0..=2.0).contains(t)) {
         return Err(ApiError::invalid(
             format!("temperature is {t}; use a value from 0 to 2"),
@@ -363,7 +378,7 @@ fn sse_response(
 
 /// Splits text into pieces of up to four words, each keeping its trailing space, so that the
 /// pieces concatenate back to exactly the original text.
-fn content_pieces(text: &str) -> Vec<String> {
+pub(super) fn content_pieces(text: &str) -> Vec<String> {
     let mut pieces = Vec::new();
     let mut current = String::new();
     let mut words = 0;

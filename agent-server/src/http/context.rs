@@ -27,7 +27,10 @@ impl FromRequest for SessionContext {
     }
 }
 
-fn header_str<'r>(req: &'r HttpRequest, name: &'static str) -> Result<Option<&'r str>, ApiError> {
+pub(super) fn header_str<'r>(
+    req: &'r HttpRequest,
+    name: &'static str,
+) -> Result<Option<&'r str>, ApiError> {
     req.headers()
         .get(name)
         .map(|v| {

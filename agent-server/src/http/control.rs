@@ -23,7 +23,7 @@ pub const MAX_INJECT_FACTS: usize = 1000;
     tag = "control",
     params(("X-Session-Id" = String, Header, description = "Session to wipe")),
     responses(
-        (status = 200, description = "What was removed", body = ResetResponse),
+        (status = 200, description = "What was removed (stored responses and conversations of the session are removed too)", body = ResetResponse),
         (status = 400, description = "Missing or invalid X-Session-Id", body = protocol::openai::ErrorBody),
         (status = 401, description = "Missing or wrong admin token", body = protocol::openai::ErrorBody),
     )
@@ -34,7 +34,9 @@ pub async fn reset(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     let counts = state.agent.store().reset(&ctx.session).await?;
-    tracing::info!(session = %ctx.session, working = counts.working_items, facts = counts.facts, "session reset");
+    // Stored responses and conversations go with their session's memory.
+    let (responses, conversations) = state.responses.reset(&ctx.session).await?;
+    tracing::info!(session = %ctx.session, working = counts.working_items, facts = counts.facts, responses, conversations, "session reset");
     Ok(HttpResponse::Ok().json(ResetResponse {
         session_id: ctx.session.to_string(),
         working_items_removed: counts.working_items,

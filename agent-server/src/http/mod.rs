@@ -10,6 +10,8 @@ pub mod health;
 pub mod metrics;
 pub mod openapi;
 pub mod panics;
+pub mod responses;
+pub mod session;
 
 use std::sync::Arc;
 
@@ -17,10 +19,19 @@ use actix_web::{HttpRequest, web};
 
 use crate::agent::Agent;
 use crate::error::ApiError;
+use crate::memory::responses::ResponseStore;
 
 /// Shared by all handlers.
 pub struct AppState {
     pub agent: Arc<Agent>,
+    /// The same model without memory: answers requests that belong to no session.
+    pub stateless: Arc<Agent>,
+    /// Stored responses and conversations of the Responses API.
+    pub responses: Arc<dyn ResponseStore>,
+    /// `--require-session`: a request without `X-Session-Id` is a 400.
+    pub require_session: bool,
+    /// `--session-from-user`: the OpenAI `user` field may name the session.
+    pub session_from_user: bool,
     pub api_key: Option<String>,
     pub admin_token: Option<String>,
     pub deny_mock_time: bool,
@@ -34,6 +45,31 @@ pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
     cfg.app_data(state)
         .service(
             resource("/v1/chat/completions", "POST").route(web::post().to(chat::chat_completions)),
+        )
+        .service(resource("/v1/responses", "POST").route(web::post().to(responses::create)))
+        .service(
+            resource("/v1/responses/{response_id}", "GET, DELETE")
+                .route(web::get().to(responses::retrieve))
+                .route(web::delete().to(responses::delete)),
+        )
+        .service(
+            resource("/v1/responses/{response_id}/input_items", "GET")
+                .route(web::get().to(responses::input_items)),
+        )
+        .service(
+            resource("/v1/conversations", "POST")
+                .route(web::post().to(responses::conversations::create)),
+        )
+        .service(
+            resource("/v1/conversations/{conversation_id}", "GET, POST, DELETE")
+                .route(web::get().to(responses::conversations::retrieve))
+                .route(web::post().to(responses::conversations::update))
+                .route(web::delete().to(responses::conversations::delete)),
+        )
+        .service(
+            resource("/v1/conversations/{conversation_id}/items", "GET, POST")
+                .route(web::get().to(responses::conversations::list_items))
+                .route(web::post().to(responses::conversations::add_items)),
         )
         .service(resource("/v1/models", "GET").route(web::get().to(health::models)))
         .service(resource("/control/session/reset", "POST").route(web::post().to(control::reset)))

@@ -7,10 +7,20 @@ use utoipa::OpenApi;
 #[openapi(
     info(
         title = "agent-server",
-        description = "OpenAI-compatible chat with long-term memory, and a benchmark control plane."
+        description = "OpenAI-compatible chat (Chat Completions and the Responses API) with long-term memory, and a benchmark control plane."
     ),
     paths(
         super::chat::chat_completions,
+        super::responses::create,
+        super::responses::retrieve,
+        super::responses::delete,
+        super::responses::input_items,
+        super::responses::conversations::create,
+        super::responses::conversations::retrieve,
+        super::responses::conversations::update,
+        super::responses::conversations::delete,
+        super::responses::conversations::list_items,
+        super::responses::conversations::add_items,
         super::health::models,
         super::health::healthz,
         super::health::readyz,

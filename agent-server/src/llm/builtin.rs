@@ -271,7 +271,16 @@ impl<'p> Knowledge<'p> {
             .iter()
             .filter(|w| w.role == TurnRole::User)
             .map(|w| w.text.clone());
-        for text in working.chain(user_history) {
+        // The statements of the current message itself, last: "My favourite colour is teal.
+        // What is my favourite colour?" in one message is answered from it, as a generic
+        // harness sends exactly that.
+        let current: String = sentences(prompt.user_text)
+            .into_iter()
+            .filter(|s| !is_question(s))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let current = Some(current).filter(|c| !c.trim().is_empty());
+        for text in working.chain(user_history).chain(current) {
             let extraction = FactExtractor.extract_turn(&text, prompt.now);
             for learned in extraction.learned {
                 if let crate::agent::extract::Learned::Item(f) = learned
@@ -572,6 +581,23 @@ mod tests {
             ),
             "Your car is a blue Fiat."
         );
+    }
+
+    #[test]
+    fn answers_from_what_the_message_itself_says() {
+        let memory = MemoryContext::default();
+        let request = ChatCompletionRequest::default();
+        let prompt = Prompt {
+            now: now(),
+            user_text: "My favourite colour is teal. What is my favourite colour?",
+            history: &[],
+            memory: &memory,
+            learned: &[],
+            must_say: &[],
+            request: &request,
+        };
+        let reply = respond(&prompt);
+        assert!(reply.contains("teal"), "{reply}");
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub mod embedded;
 pub mod lexical;
 pub mod ranking;
 pub mod redis_pg;
+pub mod responses;
 
 pub(crate) use distinct::TextHasher;
 

@@ -16,9 +16,11 @@ async fn post_raw(app: &TestApp, body: &[u8], headers: &[(&str, &str)]) -> Reply
 const JSON_AND_SESSION: &[(&str, &str)] =
     &[("content-type", "application/json"), ("x-session-id", "s1")];
 
+/// With `--require-session`, as before sessions could be resolved without the header: a request
+/// without it is a 400. (Without the flag, tests/api/sessions.rs.)
 #[actix_web::test]
-async fn session_header_is_required_and_validated() {
-    let app = spawn_app().await;
+async fn session_header_is_required_with_require_session_and_always_validated() {
+    let app = spawn_app_with(|c| c.require_session = true).await;
     let body = br#"{"messages":[{"role":"user","content":"hi"}]}"#;
     let r = post_raw(&app, body, &[("content-type", "application/json")]).await;
     let (code, message) = r.error(StatusCode::BAD_REQUEST);

@@ -7,4 +7,6 @@ mod control;
 mod errors;
 mod helpers;
 mod memory;
+mod responses;
+mod sessions;
 mod surface;

@@ -3,15 +3,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use super::EXIT_BELOW_THRESHOLD;
 use super::progress::{Bar, progress_bar};
+use super::summary::{fail_under, print_files};
 use super::target::TargetArgs;
 use anyhow::{Context, bail};
 use clap::Args;
 use judge_client::HistoryMode;
 use judge_client::suites::apps::runner::{ActionMode, ScenarioOutcome};
 use judge_client::suites::apps::suite::{self as apps_suite, AppsConfig, AppsProgress};
-use judge_client::suites::apps::{Scenario, shipped};
+use judge_client::suites::apps::{Apps, Scenario, shipped};
 
 #[derive(Args)]
 pub struct AppsArgs {
@@ -140,13 +140,6 @@ pub async fn apps(args: AppsArgs) -> anyhow::Result<ExitCode> {
         "{}/{} scenarios passed every trial; mean pass^k {mean:.2} (action mode {:?})",
         results.passed_scenarios, results.graded_scenarios, results.mode
     );
-    println!("run directory: {}", run.dir.display());
-    println!("report: {}", run.dir.join("report.html").display());
-    if let Some(threshold) = args.fail_under
-        && mean < threshold
-    {
-        println!("FAIL: mean pass^k {mean:.3} is below --fail-under {threshold}");
-        return Ok(ExitCode::from(EXIT_BELOW_THRESHOLD));
-    }
-    Ok(ExitCode::SUCCESS)
+    print_files(&run.dir);
+    Ok(fail_under::<Apps>(results, args.fail_under).unwrap_or(ExitCode::SUCCESS))
 }

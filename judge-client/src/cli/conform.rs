@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::EXIT_NONCONFORMANT;
+use super::summary::print_files;
 use super::target::TargetArgs;
 use anyhow::{Context, bail};
 use clap::{Args, ValueEnum};
@@ -106,8 +107,7 @@ pub async fn conform(args: ConformArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    println!("run directory: {}", run.dir.display());
-    println!("report: {}", run.dir.join("report.html").display());
+    print_files(&run.dir);
     if run.conformant() {
         Ok(ExitCode::SUCCESS)
     } else {

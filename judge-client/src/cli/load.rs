@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+
+use super::summary::print_files;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use judge_client::suites::load;
@@ -199,7 +201,6 @@ pub fn load_run(args: LoadArgs) -> anyhow::Result<ExitCode> {
             eprintln!("warning: {}: {warning}", step.label);
         }
     }
-    println!("results: {}", outcome.dir.join("results.json").display());
-    println!("report: {}", outcome.dir.join("report.html").display());
+    print_files(&outcome.dir);
     Ok(ExitCode::SUCCESS)
 }

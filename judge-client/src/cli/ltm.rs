@@ -3,19 +3,20 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::EXIT_REGRESSION;
 use super::progress::progress_bar;
 use super::sim::helper_settings;
+use super::summary::{fail_under, print_files};
 use super::target::TargetArgs;
-use super::{EXIT_BELOW_THRESHOLD, EXIT_REGRESSION};
 use anyhow::{Context, bail};
 use clap::Args;
-use judge_client::suites::ltm::TestType;
 use judge_client::suites::ltm::compare;
 use judge_client::suites::ltm::results::{RunResults, TestResult, TestStatus};
 use judge_client::suites::ltm::run::{self, RunOutcome};
 use judge_client::suites::ltm::shard::Shard;
 use judge_client::suites::ltm::summary::render_table;
 use judge_client::suites::ltm::summary::{latency, one_at_a_time};
+use judge_client::suites::ltm::{Ltm, TestType};
 use judge_client::target::Credentials;
 use judge_client::{HistoryMode, LtmConfig};
 
@@ -104,8 +105,7 @@ pub fn print_outcome(outcome: &RunOutcome) {
     if let Some(note) = one_at_a_time(&outcome.timings) {
         println!("WARNING: {note}");
     }
-    println!("run directory: {}", outcome.dir.display());
-    println!("report: {}", outcome.dir.join("report.html").display());
+    print_files(&outcome.dir);
 }
 
 fn grader_credentials(args: &LtmArgs) -> Credentials {
@@ -181,12 +181,5 @@ pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
             code = ExitCode::from(EXIT_REGRESSION);
         }
     }
-    if let Some(threshold) = args.fail_under {
-        let overall = outcome.results.overall.unwrap_or(0.0);
-        if overall < threshold {
-            println!("FAIL: overall score {overall:.3} is below --fail-under {threshold}");
-            return Ok(ExitCode::from(EXIT_BELOW_THRESHOLD));
-        }
-    }
-    Ok(code)
+    Ok(fail_under::<Ltm>(&outcome.results, args.fail_under).unwrap_or(code))
 }

@@ -1,35 +1,48 @@
 //! `judge membench`: LoCoMo or LongMemEval against the target, through the API wall.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use judge_client::rundir::{self, Manifest, Shard};
+use judge_client::suites::Suite;
+use judge_client::suites::membench::Membench;
+use judge_client::suites::membench::dataset::Dataset;
 use judge_client::suites::membench::dataset::{self, DatasetKind};
 use judge_client::suites::membench::ingest::Protocol;
 use judge_client::suites::membench::judge::ModelJudge;
 use judge_client::suites::membench::report::{
-    MembenchManifest, TURN_ID_DESIGN, file_sha256, write_run_dir,
+    MembenchDetails, MembenchManifest, TURN_ID_DESIGN, file_sha256,
 };
 use judge_client::suites::membench::results::CategorySummary;
+use judge_client::suites::membench::run::{self as membench_run, planned};
 use judge_client::suites::membench::runner::{
-    MembenchConfig, RunContext, probe_capabilities, run, select,
+    MembenchConfig, RunContext, probe_capabilities, select,
 };
 use judge_client::target::{Credentials, TargetClient, TargetSettings};
 
-use super::runs::{CompareArgs, print_comparison};
+use super::summary::print_files;
 use super::target::TargetArgs;
 
 #[derive(Args)]
 pub struct MembenchArgs {
     #[command(flatten)]
     pub target: TargetArgs,
+    /// Finish the interrupted run in this directory (its recorded settings and dataset file are
+    /// used; give the judge endpoint again if it had one).
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["dataset", "data", "shard"])]
+    pub resume: Option<PathBuf>,
+    /// Run only part INDEX of COUNT of the selected conversations (e.g. 0/4); `judge merge`
+    /// combines the parts.
+    #[arg(long, value_name = "INDEX/COUNT")]
+    pub shard: Option<Shard>,
     /// Which benchmark the file holds.
-    #[arg(long, value_enum)]
-    pub dataset: DatasetKind,
+    #[arg(long, value_enum, required_unless_present = "resume")]
+    pub dataset: Option<DatasetKind>,
     /// The dataset file in its published format (locomo10.json, longmemeval_s.json, ...).
-    #[arg(long)]
-    pub data: PathBuf,
+    #[arg(long, required_unless_present = "resume")]
+    pub data: Option<PathBuf>,
     /// How the history reaches the agent: chat turns, control-plane inject, or in the prompt.
     #[arg(long, value_enum, default_value = "chat")]
     pub protocol: Protocol,
@@ -97,19 +110,53 @@ fn print_row(c: &CategorySummary) {
     );
 }
 
-pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
+/// The judge model behind `--judge-endpoint`, when one is given.
+async fn model_judge(args: &MembenchArgs) -> Option<ModelJudge> {
+    let endpoint = args.judge_endpoint.as_ref()?;
+    let mut judge_client = TargetClient::new(
+        TargetSettings {
+            model: args.judge_model.clone(),
+            ..TargetSettings::new(endpoint.clone())
+        },
+        Credentials {
+            api_key: args.judge_api_key.clone(),
+            admin_token: None,
+        },
+    );
+    let model = match &args.judge_model {
+        Some(model) => model.clone(),
+        None => judge_client
+            .models()
+            .await
+            .ok()
+            .and_then(|m| m.into_iter().next())
+            .unwrap_or_else(|| "default".to_owned()),
+    };
+    judge_client.set_model(model.clone());
+    Some(ModelJudge {
+        client: judge_client,
+        model,
+    })
+}
+
+/// A new run: the file read and checked, the target probed, the run directory created.
+async fn start(
+    args: &MembenchArgs,
+    kind: DatasetKind,
+    path: &Path,
+    judge: Option<&ModelJudge>,
+) -> anyhow::Result<(PathBuf, MembenchManifest, Dataset)> {
     // The file is read and checked before anything is created or sent.
-    let data = dataset::load(args.dataset, &args.data)?;
-    let sha =
-        file_sha256(&args.data).with_context(|| format!("reading {}", args.data.display()))?;
+    let data = dataset::load(kind, path)?;
+    let sha = file_sha256(path).with_context(|| format!("reading {}", path.display()))?;
     let run_id = format!(
         "membench-{}-{}-{}",
-        args.dataset.name().to_lowercase(),
+        kind.name().to_lowercase(),
         args.protocol.name(),
         chrono::Utc::now().format("%Y%m%dT%H%M%SZ")
     );
     let config = MembenchConfig {
-        dataset: args.dataset,
+        dataset: kind,
         protocol: args.protocol,
         seed: args.seed,
         concurrency: args.concurrency.clamp(1, 32),
@@ -121,8 +168,7 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
         context_tokens: args.context_tokens,
         session_prefix: format!("mb{}", &uuid::Uuid::new_v4().simple().to_string()[..8]),
     };
-    let conversations = select(&data, &config);
-    if conversations.is_empty() {
+    if select(&data, &config).is_empty() {
         bail!("no question left after --only, --exclude and the limits");
     }
     let unknown: Vec<&String> = args
@@ -145,39 +191,79 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
             "--protocol inject needs POST /control/memory/inject, which the target does not offer (capability probe); use --protocol chat"
         );
     }
-    let judge = match &args.judge_endpoint {
-        Some(endpoint) => {
-            let mut judge_client = TargetClient::new(
-                TargetSettings {
-                    model: args.judge_model.clone(),
-                    ..TargetSettings::new(endpoint.clone())
-                },
-                Credentials {
-                    api_key: args.judge_api_key.clone(),
-                    admin_token: None,
-                },
-            );
-            let model = match &args.judge_model {
-                Some(model) => model.clone(),
-                None => judge_client
-                    .models()
-                    .await
-                    .ok()
-                    .and_then(|m| m.into_iter().next())
-                    .unwrap_or_else(|| "default".to_owned()),
-            };
-            judge_client.set_model(model.clone());
-            Some(ModelJudge {
-                client: judge_client,
-                model,
-            })
-        }
-        None => None,
+    let protocol = match args.protocol {
+        Protocol::Chat => "chat: every turn one chat request in its conversation's session, in order, X-Mock-Time = its session's date (UTC), speaker on `name` and in the text, photos as captions; replies recorded, not scored".to_owned(),
+        Protocol::Inject => "inject: each session one POST /control/memory/inject, a fact per turn observed at the session's date".to_owned(),
+        Protocol::Context => format!(
+            "context: nothing ingested; each question carries the most recent history fitting {} cl100k tokens in its prompt, in a fresh session",
+            args.context_tokens
+        ),
     };
+    let mut details = MembenchDetails {
+        dataset: kind,
+        dataset_file: path.display().to_string(),
+        dataset_sha256: sha,
+        config,
+        protocol,
+        turn_ids: TURN_ID_DESIGN.to_owned(),
+        target: client.settings().clone(),
+        capabilities,
+        judge_model: judge.map(|j| j.model.clone()),
+        questions_planned: 0,
+        excluded: args.exclude.clone(),
+        data_problems: data.problems.clone(),
+        not_supported: Vec::new(),
+        wall_seconds: 0.0,
+        resumed_at: Vec::new(),
+        shard: args.shard,
+        parts: Vec::new(),
+    };
+    let planned = planned(&data, &details);
+    if planned.is_empty() {
+        bail!(
+            "shard {} holds no conversation of the selection: use fewer shards",
+            args.shard.map_or(String::new(), |s| s.to_string())
+        );
+    }
+    details.questions_planned = planned.iter().map(|c| c.questions.len()).sum();
+    let mut manifest = Manifest::running(run_id, Membench::KIND, chrono::Utc::now(), details);
+    let dir = membench_run::create(&args.out, &mut manifest)
+        .with_context(|| format!("creating the run under {}", args.out.display()))?;
+    Ok((dir, manifest, data))
+}
 
-    let planned: usize = conversations.iter().map(|c| c.questions.len()).sum();
-    let created_at = chrono::Utc::now();
+pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
+    let judge = model_judge(&args).await;
+    let (dir, manifest, data) = match (&args.resume, args.dataset, &args.data) {
+        (Some(dir), _, _) => {
+            let manifest =
+                membench_run::reopen(dir).with_context(|| format!("resuming {}", dir.display()))?;
+            if let Some(model) = &manifest.judge_model
+                && judge.is_none()
+            {
+                bail!(
+                    "{} was judged by {model}: give --judge-endpoint (and --judge-model) again to resume it",
+                    dir.display()
+                );
+            }
+            let data = membench_run::reopen_dataset(&manifest)
+                .with_context(|| format!("resuming {}", dir.display()))?;
+            (dir.clone(), manifest, data)
+        }
+        (None, Some(kind), Some(path)) => start(&args, kind, path, judge.as_ref()).await?,
+        _ => bail!("give --dataset and --data, or --resume RUN_DIR"),
+    };
+    let mut settings = manifest.target.clone();
+    if let Some(endpoint) = &args.target.endpoint {
+        settings.endpoint = endpoint.clone();
+    }
+    let mut client = TargetClient::new(settings, args.target.credentials());
+    client.set_model(manifest.capabilities.base.model.clone());
+
+    let planned = manifest.questions_planned;
     let quiet = args.quiet;
+    let config = manifest.config.clone();
+    let capabilities = manifest.capabilities.clone();
     let context = RunContext {
         client: &client,
         judge: judge.as_ref(),
@@ -185,7 +271,7 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
         capabilities: &capabilities,
     };
     let done = std::cell::Cell::new(0usize);
-    let results = run(&context, &conversations, &|q| {
+    let outcome = membench_run::execute(&dir, manifest, &data, &context, &|q| {
         done.set(done.get() + 1);
         if !quiet {
             eprintln!(
@@ -199,53 +285,28 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
         }
     })
     .await;
+    let results = match outcome {
+        Ok(results) => results,
+        Err(e) => {
+            let why = e.to_string();
+            if let Err(mark) = rundir::mark_failed(&dir, Membench::KIND, &why) {
+                eprintln!("could not record the failure in {}: {mark}", dir.display());
+            }
+            return Err(
+                anyhow::Error::new(e).context(format!("writing the run in {}", dir.display()))
+            );
+        }
+    };
     let undelivered: usize = results
         .ingestion
         .values()
         .map(|i| i.undelivered_assistant_turns)
         .sum();
-    let protocol = match args.protocol {
-        Protocol::Chat => format!(
-            "chat: every turn one chat request in its conversation's session, in order, X-Mock-Time = its session's date (UTC), speaker on `name` and in the text, photos as captions; replies recorded, not scored{}",
-            if undelivered > 0 {
-                format!("; {undelivered} LongMemEval assistant turns ending a session were not sent")
-            } else {
-                String::new()
-            }
-        ),
-        Protocol::Inject => "inject: each session one POST /control/memory/inject, a fact per turn observed at the session's date".to_owned(),
-        Protocol::Context => format!(
-            "context: nothing ingested; each question carries the most recent history fitting {} cl100k tokens in its prompt, in a fresh session",
-            args.context_tokens
-        ),
-    };
-    let manifest = MembenchManifest {
-        judge_version: env!("CARGO_PKG_VERSION").to_owned(),
-        run_id,
-        suite: "membench".to_owned(),
-        created_at,
-        finished_at: chrono::Utc::now(),
-        dataset: args.dataset,
-        dataset_file: args.data.display().to_string(),
-        dataset_sha256: sha,
-        config,
-        protocol,
-        turn_ids: TURN_ID_DESIGN.to_owned(),
-        target: client.settings().clone(),
-        capabilities,
-        judge_model: judge.as_ref().map(|j| j.model.clone()),
-        questions_planned: planned,
-        excluded: args.exclude.clone(),
-        data_problems: data.problems.clone(),
-        not_supported: vec!["--resume and --shard".to_owned()],
-    };
-    let dir = write_run_dir(&args.out, &manifest, &results, &data)
-        .with_context(|| format!("writing the run under {}", args.out.display()))?;
     let summary = &results.summary;
     println!(
         "{} · protocol {} · {} questions · {}",
-        args.dataset.name(),
-        args.protocol.name(),
+        config.dataset.name(),
+        config.protocol.name(),
         summary.overall.questions,
         summary.score_definition
     );
@@ -268,6 +329,11 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
         s.mean_prompt_tokens
             .map_or("not reported".to_owned(), |v| format!("{v:.0}"))
     );
+    if undelivered > 0 {
+        println!(
+            "  note: {undelivered} LongMemEval assistant turns ending a session were not sent"
+        );
+    }
     for note in summary
         .agent_recall_note
         .iter()
@@ -275,20 +341,6 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
     {
         println!("  note: {note}");
     }
-    println!("run directory: {}", dir.display());
+    print_files(&dir);
     Ok(ExitCode::SUCCESS)
-}
-
-/// `judge compare` of two membench runs, paired per question.
-pub fn compare_membench(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    use judge_client::suites::membench::compare;
-    let a = compare::load(&args.run_a)?;
-    let b = compare::load(&args.run_b)?;
-    let comparison = compare::compare(&a, &b, args.alpha)?;
-    print_comparison(
-        args.json,
-        &comparison,
-        compare::render(&comparison),
-        comparison.regression,
-    )
 }

@@ -10,6 +10,7 @@ pub mod progress;
 pub mod runs;
 pub mod serve;
 pub mod sim;
+pub mod summary;
 pub mod target;
 
 /// Exit code when a score is below `--fail-under`.

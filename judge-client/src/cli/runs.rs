@@ -4,13 +4,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::EXIT_REGRESSION;
-use super::ltm::print_outcome;
+use super::summary;
 use super::target::TargetArgs;
-use anyhow::Context;
 use clap::Args;
+use judge_client::rundir::{self, manifest::Details};
+use judge_client::suites::Suite;
 use judge_client::suites::ltm::compare;
-use judge_client::suites::ltm::shard::{self};
-use judge_client::suites::membench;
+use judge_client::suites::membench::{self, Membench};
 use judge_client::target::{TargetClient, probe};
 
 #[derive(Args)]
@@ -42,15 +42,17 @@ pub struct ProbeArgs {
 }
 
 pub fn merge_parts(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let outcome = shard::merge(&args.parts, &args.out).context("merging the shards")?;
+    let dir = summary::merge(&args.parts, &args.out)?;
     println!("merged {} parts", args.parts.len());
-    print_outcome(&outcome);
+    summary::print_run(&dir)?;
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    if membench::compare::is_membench_run(&args.run_a) {
-        return super::membench::compare_membench(&args);
+    // Membench runs pair per question; every other run directory here is an LTM run's.
+    let kind = rundir::read_manifest::<Details>(&args.run_a).map(|m| m.suite);
+    if kind.is_ok_and(|kind| kind == Membench::KIND) {
+        return compare_membench(&args);
     }
     let a = compare::load(&args.run_a)?;
     let b = compare::load(&args.run_b)?;
@@ -59,6 +61,19 @@ pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
         args.json,
         &comparison,
         compare::render(&comparison),
+        comparison.regression,
+    )
+}
+
+/// `judge compare` of two membench runs, paired per question.
+fn compare_membench(args: &CompareArgs) -> anyhow::Result<ExitCode> {
+    let a = membench::compare::load(&args.run_a)?;
+    let b = membench::compare::load(&args.run_b)?;
+    let comparison = membench::compare::compare(&a, &b, args.alpha)?;
+    print_comparison(
+        args.json,
+        &comparison,
+        membench::compare::render(&comparison),
         comparison.regression,
     )
 }

@@ -3,11 +3,13 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use super::EXIT_NOT_MEASURED;
+use super::summary::{fail_under, print_files};
 use super::target::TargetArgs;
-use super::{EXIT_BELOW_THRESHOLD, EXIT_NOT_MEASURED};
 use anyhow::{Context, bail};
 use clap::Args;
 use judge_client::rundir::create_unique_dir;
+use judge_client::suites::Suite;
 use judge_client::suites::sim::ab::run_ab;
 use judge_client::suites::sim::injection::InjectionPlan;
 use judge_client::suites::sim::injection::config::ConfigFile;
@@ -15,7 +17,7 @@ use judge_client::suites::sim::injection::fixtures::FixtureFile;
 use judge_client::suites::sim::replay as sim_replay;
 use judge_client::suites::sim::runner::sim_start;
 use judge_client::suites::sim::{
-    SimOutcome, SimRunConfig, SimSettings, SimulatorSpec, persona, run_sim,
+    Sim, SimOutcome, SimRunConfig, SimSettings, SimulatorSpec, persona, run_sim,
 };
 use judge_client::target::{Credentials, TargetSettings};
 
@@ -199,7 +201,7 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
     };
     std::fs::create_dir_all(&args.out)?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
-    let goal_rate = match &args.endpoint_b {
+    let judged = match &args.endpoint_b {
         Some(endpoint_b) => {
             let dir = create_unique_dir(&args.out, &format!("ab-{stamp}-seed{}", args.seed))?;
             let target_b = TargetSettings {
@@ -241,30 +243,24 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
                     rating.player, rating.rating, rating.ci_low, rating.ci_high
                 );
             }
-            println!("report: {}", outcome.dir.join("report.html").display());
-            outcome.a.results.summary.goal_rate
+            print_files(&outcome.dir);
+            outcome.a.results
         }
         None => {
             let dir = create_unique_dir(&args.out, &format!("sim-{stamp}-seed{}", args.seed))?;
             let outcome = run_sim(&config, &dir).await?;
             print_sim(&outcome);
-            println!("report: {}", outcome.dir.join("report.html").display());
-            outcome.results.summary.goal_rate
+            print_files(&outcome.dir);
+            outcome.results
         }
     };
-    let Some(goal_rate) = goal_rate else {
+    if Sim::headline(&judged).is_none() {
         println!(
             "NOT MEASURED: no conversation could be scored (each was stopped by the judge's own failure or spoiled by its simulated user; see the report)"
         );
         return Ok(ExitCode::from(EXIT_NOT_MEASURED));
     };
-    if let Some(threshold) = args.fail_under
-        && goal_rate < threshold
-    {
-        println!("FAIL: goal rate {goal_rate:.3} is below --fail-under {threshold}");
-        return Ok(ExitCode::from(EXIT_BELOW_THRESHOLD));
-    }
-    Ok(ExitCode::SUCCESS)
+    Ok(fail_under::<Sim>(&judged, args.fail_under).unwrap_or(ExitCode::SUCCESS))
 }
 
 pub fn print_sim(outcome: &SimOutcome) {

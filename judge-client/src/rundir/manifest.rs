@@ -53,7 +53,7 @@ pub struct Manifest<D> {
     /// The run directory's folder name (which is what identifies a run when this is absent).
     #[serde(default)]
     pub run_id: String,
-    /// `ltm`, `apps`, `sim` or `load` (see `crate::suites::SuiteKind`).
+    /// The suite's kind (see `crate::suites::registry::KINDS`).
     pub suite: String,
     #[serde(default)]
     pub state: RunState,

@@ -9,17 +9,13 @@ use serde_json::Value;
 
 use super::error::ApiError;
 use crate::rundir::{AnyManifest, RunState};
-use crate::suites::Suite;
-use crate::suites::apps::Apps;
-use crate::suites::load::Load;
-use crate::suites::ltm::Ltm;
-use crate::suites::sim::{Ab, Sim};
+use crate::suites::{Suite, SuiteVisitor, visit};
 
 /// One line of `GET /runs`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunSummary {
     pub id: String,
-    /// `ltm`, `apps`, `sim`, `ab` or `load`.
+    /// The suite's kind (`ltm`, `apps`, `sim`, `ab`, `load`, `membench`, `conform`).
     pub suite: String,
     /// RFC 3339, from the manifest (or the results of a load run).
     pub created: Option<String>,
@@ -85,12 +81,19 @@ fn text(value: &Value, pointer: &str) -> Option<String> {
     value.pointer(pointer)?.as_str().map(str::to_owned)
 }
 
-/// Suite `S`'s headline: its label, and its value in `results` when they are `S`'s results.
-fn headline<S: Suite>(results: Option<&Value>) -> (Option<&'static str>, Option<f64>) {
-    let value = results
-        .and_then(|r| serde_json::from_value::<S::Results>(r.clone()).ok())
-        .and_then(|r| S::headline(&r));
-    (S::HEADLINE.map(|h| h.label), value)
+/// A suite's headline: its label, and its value in `results` when they are the suite's results.
+struct HeadlineOf<'a>(Option<&'a Value>);
+
+impl SuiteVisitor for HeadlineOf<'_> {
+    type Output = (Option<&'static str>, Option<f64>);
+
+    fn visit<S: Suite>(self) -> Self::Output {
+        let value = self
+            .0
+            .and_then(|r| serde_json::from_value::<S::Results>(r.clone()).ok())
+            .and_then(|r| S::headline(&r));
+        (S::HEADLINE.map(|h| h.label), value)
+    }
 }
 
 fn summarise(id: &str, manifest: &Value, results: Option<&Value>) -> RunSummary {
@@ -104,14 +107,7 @@ fn summarise(id: &str, manifest: &Value, results: Option<&Value>) -> RunSummary 
         .as_ref()
         .map(|m| m.created_at.to_rfc3339_opts(SecondsFormat::AutoSi, true))
         .or_else(|| results.and_then(|r| text(r, "/started_at")));
-    let (label, score) = match suite.as_str() {
-        Ltm::KIND => headline::<Ltm>(results),
-        Sim::KIND => headline::<Sim>(results),
-        Ab::KIND => headline::<Ab>(results),
-        Apps::KIND => headline::<Apps>(results),
-        Load::KIND => headline::<Load>(results),
-        _ => (None, None),
-    };
+    let (label, score) = visit(&suite, HeadlineOf(results)).unwrap_or((None, None));
     let state = match (results, typed.map(|m| m.state)) {
         // A stop can race the last writes of a run: the manifest's word is final.
         (_, Some(s @ (RunState::Stopped | RunState::Failed))) => s.as_str().to_owned(),

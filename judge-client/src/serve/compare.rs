@@ -13,13 +13,11 @@ use serde_json::Value;
 use super::catalog::RunDetail;
 use super::error::ApiError;
 use crate::report::stats::{PairOutcome, pair_stats};
-use crate::suites::apps::Apps;
-use crate::suites::load::Load;
 use crate::suites::ltm::Ltm;
 use crate::suites::ltm::compare as ltm;
 use crate::suites::ltm::results::RunResults;
-use crate::suites::sim::Sim;
-use crate::suites::{Better, Figure, Suite, UnitScore};
+use crate::suites::sim::Ab;
+use crate::suites::{Better, Figure, Suite, SuiteVisitor, UnitScore, visit};
 
 /// One figure of both runs.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -143,6 +141,17 @@ fn side<S: Suite>(run: &RunDetail) -> Result<Side, ApiError> {
 
 type SideReader = fn(&RunDetail) -> Result<Side, ApiError>;
 
+/// A suite's [`side`] reader and the name of its unit.
+struct SideOf;
+
+impl SuiteVisitor for SideOf {
+    type Output = (SideReader, &'static str);
+
+    fn visit<S: Suite>(self) -> Self::Output {
+        (side::<S>, S::UNIT)
+    }
+}
+
 fn diffs(a: &[Figure], b: &[Figure]) -> Vec<MetricDiff> {
     let mut out: Vec<MetricDiff> = a
         .iter()
@@ -176,16 +185,11 @@ pub fn compare(a: &RunDetail, b: &RunDetail, alpha: f64) -> Result<RunComparison
             )));
         }
     }
-    let (side, unit): (SideReader, &str) = match kind.as_str() {
-        Ltm::KIND => (side::<Ltm>, Ltm::UNIT),
-        Sim::KIND => (side::<Sim>, Sim::UNIT),
-        Apps::KIND => (side::<Apps>, Apps::UNIT),
-        Load::KIND => (side::<Load>, Load::UNIT),
-        other => {
-            return Err(ApiError::Unprocessable(format!(
-                "runs of kind {other} do not compare here (an ab run is already a comparison of two targets)"
-            )));
-        }
+    let readers = (kind != Ab::KIND).then(|| visit(&kind, SideOf)).flatten();
+    let Some((side, unit)) = readers else {
+        return Err(ApiError::Unprocessable(format!(
+            "runs of kind {kind} do not compare here (an ab run is already a comparison of two targets)"
+        )));
     };
     let (side_a, side_b) = (side(a)?, side(b)?);
     let metrics = diffs(&side_a.figures, &side_b.figures);

@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::config::InjectBody;
 use super::error::ApiError;
+use super::live::reindex;
 use super::secrets::Secrets;
-use super::simulations::state_name;
 use super::state::{ServeState, SimState, Simulation};
 use crate::suites::sim::canonical::derived_uuid;
 use crate::suites::sim::injection::metrics::Recorder;
@@ -82,7 +82,7 @@ fn editable(sim: &Simulation) -> Result<(), ApiError> {
         Err(ApiError::Conflict(format!(
             "simulation `{}` is {}: agents are injected before it starts",
             sim.id,
-            state_name(sim.state)
+            sim.state.name()
         )))
     }
 }
@@ -117,7 +117,7 @@ pub async fn inject(
             .into_iter()
             .find(|a| a.agent_id == agent_id))
     })?;
-    super::runner::reindex(&state, &id).await;
+    reindex(&state, &id).await;
     Ok(HttpResponse::Created().json(shown))
 }
 
@@ -140,7 +140,7 @@ pub async fn remove(
             Err(ApiError::not_found("injected agent", &agent_id))
         }
     })?;
-    super::runner::reindex(&state, &id).await;
+    reindex(&state, &id).await;
     Ok(HttpResponse::NoContent().finish())
 }
 

@@ -2,15 +2,22 @@
 //! docs/contracts/apps.md), documented at `/openapi.json`.
 //!
 //! - [`catalog`]: run directories under `--runs`, read from disk (the source of truth);
-//!   [`index`]: with `--database-url`, a rebuildable index of them in Postgres; [`rundir`]: what
-//!   the server adds to the run directories of the simulations it runs;
+//!   [`trials`]: the trials of `judge apps` runs in them; [`index`]: with `--database-url`, a
+//!   rebuildable index of them in Postgres; [`rundir`]: what the server adds to the run
+//!   directories of the simulations it runs;
 //! - [`config`]: a simulation's config (the YAML or JSON of docs/contracts/agent-injection.md), validated; [`secrets`]:
 //!   `--secrets-file`, the keys configs name in `api_key_secret`;
-//! - [`state`]: simulations in memory, their events; [`runner`]: a simulation run in the
-//!   background; [`error`]: the one error-to-status table; [`auth`]: `--auth-token`;
+//! - [`state`]: simulations in memory, their events; [`live`]: them as the index stores them,
+//!   and keeping the index in step; [`runner`]: a simulation run in the background; [`error`]:
+//!   the one error-to-status table; [`auth`]: `--auth-token`;
 //! - routes per resource: [`runs`] (with [`compare`], two runs of any kind), [`simulations`],
 //!   [`injection`], [`apps`] (the endpoints of docs/contracts/apps.md over `judge apps` runs); [`openapi`];
 //!   [`dashboard`] at `/`.
+//!
+//! Imports go one way, from routes down to what they use: routes → [`runner`] → [`live`] →
+//! [`state`] and [`index`] → [`trials`] and [`catalog`] → [`error`]. The state holds no runner
+//! and the index no simulation: a runner is handed the state, and [`live`] turns simulations
+//! into the index's records.
 
 pub mod apps;
 pub mod auth;
@@ -21,6 +28,7 @@ pub mod dashboard;
 pub mod error;
 pub mod index;
 pub mod injection;
+pub mod live;
 pub mod openapi;
 pub mod rundir;
 pub mod runner;
@@ -28,6 +36,7 @@ pub mod runs;
 pub mod secrets;
 pub mod simulations;
 pub mod state;
+pub mod trials;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -131,7 +140,7 @@ pub async fn bind_with_database(
             let Some(state) = weak.upgrade() else {
                 return;
             };
-            let live = match state.live_records() {
+            let live = match live::live_records(&state) {
                 Ok(live) => live,
                 Err(_) => return,
             };

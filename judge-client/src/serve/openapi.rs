@@ -3,7 +3,7 @@
 use actix_web::{HttpResponse, get};
 use utoipa::OpenApi;
 
-use super::{apps, catalog, compare, config, injection, runs, simulations, state};
+use super::{apps, catalog, compare, config, injection, runs, simulations, state, trials};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -46,7 +46,7 @@ use super::{apps, catalog, compare, config, injection, runs, simulations, state}
         compare::MetricDiff,
         crate::suites::Better,
         state::SimState,
-        apps::AppsSimulationView,
+        trials::AppsSimulationView,
     ))
 )]
 pub struct ApiDoc;

@@ -8,9 +8,8 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::error::ApiError;
-use super::index::live::record;
+use super::live::{record, reindex};
 use super::rundir::{Stop, mark_stopped, write_simulation};
-use super::simulations::state_name;
 use super::state::{ServeState, SimState};
 use crate::rundir::create_unique_dir;
 use crate::suites::sim::injection::EndpointMetrics;
@@ -63,29 +62,6 @@ impl PanelObserver for Watch {
     }
 }
 
-/// Keeps the index in step after a simulation changed: its row now, then a sync (its run
-/// directory changed too). The simulation already changed, so a failure is only reported: the
-/// next sync repairs the index from the run directory.
-pub async fn reindex(state: &ServeState, id: &str) {
-    let Some(index) = &state.index else {
-        return;
-    };
-    let outcome = async {
-        let live = state.live_records()?;
-        if let Some(sim) = live.iter().find(|s| s.id == id) {
-            index.put_simulation(sim).await?;
-        }
-        index.sync(&state.runs, &live).await?;
-        Ok::<_, ApiError>(())
-    }
-    .await;
-    if let Err(e) = outcome {
-        eprintln!(
-            "judge serve: the index missed a change of simulation {id} (the next sync repairs it): {e}"
-        );
-    }
-}
-
 /// Writes simulation `id`'s `simulation.json` into its run directory.
 fn save(state: &ServeState, id: &str) -> Result<(), ApiError> {
     let (record, run_id) = state.with_sim(id, |sim| Ok((record(sim), sim.run_id.clone())))?;
@@ -104,7 +80,7 @@ pub fn start(state: &Arc<ServeState>, id: &str) -> Result<String, ApiError> {
         ))),
         other => Err(ApiError::Conflict(format!(
             "simulation `{id}` has already run (it is {}); create a new one to run it again",
-            state_name(other)
+            other.name()
         ))),
     })?;
     // Keys are read from the server's environment and secrets file now, and only into the

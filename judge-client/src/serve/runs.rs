@@ -6,6 +6,7 @@ use serde::Deserialize;
 use super::catalog::{self, RunDetail, RunSummary};
 use super::compare::{self, RunComparison};
 use super::error::ApiError;
+use super::live::live_records;
 use super::state::ServeState;
 
 /// Every run directory, newest first. With `--database-url` the list comes from the index,
@@ -16,7 +17,7 @@ use super::state::ServeState;
 pub async fn list(state: web::Data<ServeState>) -> Result<HttpResponse, ApiError> {
     match &state.index {
         Some(index) => {
-            index.sync(&state.runs, &state.live_records()?).await?;
+            index.sync(&state.runs, &live_records(&state)?).await?;
             Ok(HttpResponse::Ok().json(index.runs().await?))
         }
         None => Ok(HttpResponse::Ok().json(catalog::list(&state.runs)?)),

@@ -10,13 +10,13 @@ use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 
-use super::apps;
 use super::config::{SimulationConfig, parse_document};
 use super::error::ApiError;
-use super::index::live;
 use super::injection::{InjectedAgentView, agent_views};
+use super::live;
 use super::secrets::Secrets;
 use super::state::{ServeState, SimEvent, SimState, Simulation};
+use super::trials;
 
 /// What the API shows of a simulation.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -118,7 +118,7 @@ pub async fn list(state: web::Data<ServeState>) -> Result<HttpResponse, ApiError
         .iter()
         .map(|v| serde_json::to_value(v).unwrap_or_default())
         .collect();
-    for trial in apps::all_trials(&state.runs)? {
+    for trial in trials::all_trials(&state.runs)? {
         all.push(serde_json::to_value(trial.view(&state.runs)).unwrap_or_default());
     }
     Ok(HttpResponse::Ok().json(all))
@@ -130,8 +130,8 @@ pub async fn get(
     state: web::Data<ServeState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    if apps::is_apps_id(&id) {
-        let trial = apps::trial(&state.runs, &id)?;
+    if trials::is_apps_id(&id) {
+        let trial = trials::trial(&state.runs, &id)?;
         return Ok(HttpResponse::Ok().json(trial.view(&state.runs)));
     }
     let shown = state.with_sim(&id, |sim| Ok(view(sim, state.secrets())))?;
@@ -147,7 +147,7 @@ pub async fn start(
 ) -> Result<HttpResponse, ApiError> {
     let shared: Arc<ServeState> = state.clone().into_inner();
     super::runner::start(&shared, &id)?;
-    super::runner::reindex(&state, &id).await;
+    live::reindex(&state, &id).await;
     let shown = state.with_sim(&id, |sim| Ok(view(sim, state.secrets())))?;
     Ok(HttpResponse::Accepted().json(shown))
 }
@@ -205,15 +205,4 @@ pub async fn events(
         .content_type("text/event-stream")
         .insert_header(("Cache-Control", "no-cache"))
         .streaming(body))
-}
-
-/// A simulation's state name, for messages.
-pub fn state_name(state: SimState) -> &'static str {
-    match state {
-        SimState::Created => "created",
-        SimState::Running => "running",
-        SimState::Finished => "finished",
-        SimState::Failed => "failed",
-        SimState::Stopped => "stopped",
-    }
 }

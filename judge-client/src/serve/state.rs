@@ -31,6 +31,17 @@ pub enum SimState {
 }
 
 impl SimState {
+    /// The state's name, as it is serialized (for messages and index rows).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Running => "running",
+            Self::Finished => "finished",
+            Self::Failed => "failed",
+            Self::Stopped => "stopped",
+        }
+    }
+
     pub fn is_over(self) -> bool {
         matches!(self, Self::Finished | Self::Failed | Self::Stopped)
     }
@@ -154,15 +165,6 @@ impl ServeState {
 
     pub fn secrets(&self) -> Option<&Secrets> {
         self.secrets.as_deref()
-    }
-
-    /// The simulations of this server as the index stores them.
-    pub fn live_records(&self) -> Result<Vec<super::index::records::SimulationRecord>, ApiError> {
-        let sims = self
-            .simulations
-            .lock()
-            .map_err(|_| ApiError::Internal("the simulation registry is poisoned".to_owned()))?;
-        Ok(sims.values().map(super::index::live::record).collect())
     }
 
     /// Runs `f` on simulation `id` under the lock (never held across an await).

@@ -1,8 +1,8 @@
 //! Benchmark suites: `ltm` (long-term memory), `apps` (simulated applications), `sim` (persona
 //! simulations, injection, A/B), `load` (the load generator), `membench` (the field's memory
 //! benchmarks, LoCoMo and LongMemEval) and `conform` (OpenAI API conformance of any server).
-//! `ltm`, `apps`, `sim` and `load` are behind the one [`Suite`] trait that the CLI and `judge
-//! serve` read runs through.
+//! Every one is behind the one [`Suite`] trait that the CLI and `judge serve` read runs through,
+//! and [`registry`] finds a suite by its kind.
 
 pub mod apps;
 pub mod concurrency;
@@ -12,8 +12,10 @@ pub mod load;
 pub mod ltm;
 pub mod membench;
 pub mod model_judge;
+pub mod registry;
 pub mod sim;
 pub mod suite;
 
 pub use history::HistoryMode;
+pub use registry::{SuiteVisitor, visit};
 pub use suite::{Better, Figure, Headline, Suite, UnitScore, Units};

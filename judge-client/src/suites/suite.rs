@@ -3,13 +3,19 @@
 //! of its manifest and results), its typed `results.json`, the headline figure it is judged on,
 //! and how two of its runs compare (paired units, summary figures).
 //!
-//! A new suite (a memory benchmark, a conformance suite) plugs in by implementing [`Suite`] on
-//! a marker type in its own module and adding one arm where readers dispatch on the kind
-//! (`crate::serve::catalog` and `crate::serve::compare`): everything else reads the trait, so
-//! renaming a results field is a compile error wherever it is read, never a silent blank.
+//! A new suite plugs in by implementing [`Suite`] on a marker type in its own module and adding
+//! one arm to [`crate::suites::registry`], where readers find a suite by its kind: everything
+//! else (the CLI's summaries and `judge merge`, `judge serve`'s catalog and comparisons) reads
+//! the trait, so renaming a results field is a compile error wherever it is read, never a
+//! silent blank.
+
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+/// Why a suite's merge failed (its own typed error, boxed: `judge merge` serves every suite).
+pub type MergeFailure = Box<dyn std::error::Error + Send + Sync>;
 
 /// How a figure is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -89,4 +95,11 @@ pub trait Suite {
     fn figures(results: &Self::Results) -> Vec<Figure>;
     /// The run's units, paired by id when two runs are compared.
     fn units(results: &Self::Results) -> Vec<UnitScore>;
+
+    /// `judge merge`: the parts of one run made with `--shard`, merged into a new run directory
+    /// under `out_root` (returned). `None` for a suite whose runs are not sharded.
+    fn merge(parts: &[PathBuf], out_root: &Path) -> Option<Result<PathBuf, MergeFailure>> {
+        let _ = (parts, out_root);
+        None
+    }
 }

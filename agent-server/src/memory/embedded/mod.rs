@@ -32,6 +32,7 @@
 mod cache;
 mod cursors;
 mod ops;
+pub mod responses;
 mod schema;
 mod writer;
 

@@ -61,6 +61,7 @@
 mod batcher;
 mod longterm;
 mod recent;
+pub mod responses;
 mod session_lru;
 mod working;
 

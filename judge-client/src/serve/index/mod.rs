@@ -14,7 +14,6 @@
 //! fails after the simulation already changed state is repaired by the next sync (the run
 //! directory holds the simulation, see [`records::SIMULATION_FILE`]).
 
-pub mod live;
 pub mod records;
 mod store;
 

@@ -8,9 +8,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::canonical::sha256_of;
-use crate::serve::apps;
 use crate::serve::catalog::{self, RunSummary};
 use crate::serve::error::ApiError;
+use crate::serve::trials;
 
 /// The file `judge serve` keeps in the run directory of every simulation it starts: the
 /// simulation as the index stores it, so the index can be rebuilt from disk alone.
@@ -163,7 +163,7 @@ pub fn read_run(root: &Path, id: &str) -> Result<RunRecord, ApiError> {
         simulations.push(sim);
     }
     if detail.summary.suite == "apps" {
-        for trial in apps::trials_of_run(root, id)? {
+        for trial in trials::trials_of_run(root, id)? {
             simulations.push(apps_simulation(&trial, &detail.manifest, root)?);
         }
     }
@@ -178,7 +178,7 @@ pub fn read_run(root: &Path, id: &str) -> Result<RunRecord, ApiError> {
 /// A trial of an apps run as a simulation: its apps from `final_state.json`, their audit log
 /// from `audit.jsonl`, the target from the run's manifest as the system agent.
 fn apps_simulation(
-    trial: &apps::AppsTrial,
+    trial: &trials::AppsTrial,
     manifest: &Value,
     root: &Path,
 ) -> Result<SimulationRecord, ApiError> {

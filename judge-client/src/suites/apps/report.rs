@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::runner::{ScenarioOutcome, TrialOutcome, TrialStatus};
 use super::suite::{AppsManifest, AppsResults};
+use crate::report::chart::{Bar, BarChart, Scale, colour};
 use crate::report::escape::escape;
 use crate::report::html::{page_head, pct};
 
@@ -72,43 +73,26 @@ fn status_class(status: TrialStatus) -> &'static str {
     }
 }
 
-/// Horizontal bars of pass^k per scenario.
+/// Horizontal bars of pass^k per scenario, green when every trial passed.
 fn pass_chart(results: &AppsResults) -> String {
-    let (left, width, row) = (230.0, 440.0, 24.0);
-    let height = row * results.scenarios.len() as f64 + 28.0;
-    let mut svg = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" role="img" aria-label="pass^k per scenario">"#,
-        left + width + 60.0
+    let mut chart = BarChart::new(
+        "pass^k per scenario",
+        Scale::Fraction(&[0.0, 0.5, 1.0]),
+        colour::PASSED,
     );
-    for tick in [0.0, 0.5, 1.0] {
-        let x = left + tick * width;
-        let _ = write!(
-            svg,
-            r##"<line x1="{x}" y1="0" x2="{x}" y2="{}" stroke="#ddd"/><text x="{x}" y="{}" font-size="11" text-anchor="middle">{:.0}%</text>"##,
-            height - 20.0,
-            height - 6.0,
-            tick * 100.0
+    (chart.label_width, chart.width, chart.bar_height) = (230.0, 440.0, 16.0);
+    for s in &results.scenarios {
+        let fill = if s.all_passed {
+            colour::PASSED
+        } else {
+            colour::FAILED
+        };
+        chart.row(
+            s.id.as_str(),
+            vec![Bar::new(Some(s.pass_hat_k.unwrap_or(0.0)), pct(s.pass_hat_k)).colour(fill)],
         );
     }
-    for (i, s) in results.scenarios.iter().enumerate() {
-        let y = i as f64 * row + 4.0;
-        let value = s.pass_hat_k.unwrap_or(0.0);
-        let colour = if s.all_passed { "#17803d" } else { "#b42318" };
-        let _ = write!(
-            svg,
-            r##"<text x="{}" y="{}" font-size="12" text-anchor="end">{}</text><rect x="{left}" y="{y}" width="{}" height="{}" fill="{colour}"/><text x="{}" y="{}" font-size="11">{}</text>"##,
-            left - 6.0,
-            y + row * 0.6,
-            escape(&s.id),
-            (value * width).max(1.0),
-            row - 8.0,
-            left + value * width + 4.0,
-            y + row * 0.6,
-            pct(s.pass_hat_k)
-        );
-    }
-    svg.push_str("</svg>");
-    svg
+    chart.render()
 }
 
 fn json_cell(value: Option<&Value>) -> String {

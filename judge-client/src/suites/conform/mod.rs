@@ -168,3 +168,53 @@ pub const NOT_SERVED: &str = "endpoint not served";
 fn is_not_served(reason: &str) -> bool {
     reason.starts_with(NOT_SERVED)
 }
+
+/// The conformance suite ([`crate::suites::Suite`]): judged on the share of applicable checks
+/// that pass, compared check by check.
+pub struct Conform;
+
+impl crate::suites::Suite for Conform {
+    const KIND: &'static str = "conform";
+    const UNIT: &'static str = "check";
+    type Results = ConformResults;
+
+    const HEADLINE: Option<crate::suites::Headline> = Some(crate::suites::Headline {
+        label: "applicable checks passed",
+        units: crate::suites::Units::Fraction,
+    });
+
+    fn headline(r: &Self::Results) -> Option<f64> {
+        let applicable = r.passed + r.failed;
+        (applicable > 0).then(|| r.passed as f64 / applicable as f64)
+    }
+
+    /// Checks are not seeded.
+    fn seed(_: &Self::Results) -> Option<u64> {
+        None
+    }
+
+    fn figures(r: &Self::Results) -> Vec<crate::suites::Figure> {
+        use crate::suites::{Better, Figure};
+        vec![
+            Figure::new("pass_rate", Self::headline(r), Better::Higher),
+            Figure::new("failed", Some(r.failed as f64), Better::Lower),
+        ]
+    }
+
+    fn units(r: &Self::Results) -> Vec<crate::suites::UnitScore> {
+        r.checks
+            .iter()
+            .map(|c| crate::suites::UnitScore {
+                id: c.name.clone(),
+                group: c.api.as_str().to_owned(),
+                score: match c.status {
+                    CheckStatus::Pass => Some(1.0),
+                    CheckStatus::Fail => Some(0.0),
+                    CheckStatus::NotApplicable => None,
+                },
+                passed: c.status == CheckStatus::Pass,
+                figures: Vec::new(),
+            })
+            .collect()
+    }
+}

@@ -9,12 +9,15 @@
 
 use std::path::{Path, PathBuf};
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use super::checks::{self, CATALOGUE, Probe};
 use super::{Api, CheckResult, ConformResults, report};
-use crate::rundir::{RunDirError, create_unique_dir, write_atomic, write_json};
+use crate::rundir::{
+    Manifest, RunDirError, create_unique_dir, write_atomic, write_json, write_manifest,
+};
+use crate::suites::Suite;
 use crate::target::{Credentials, FailureKind, TargetClient, TargetError, TargetSettings};
 
 /// What `judge conform` was asked to do.
@@ -26,13 +29,12 @@ pub struct ConformConfig {
     pub headers: Vec<(String, String)>,
 }
 
+/// A conformance run's manifest: the envelope every run has ([`Manifest`]) and these details.
+pub type ConformManifest = Manifest<ConformDetails>;
+
+/// What a conformance run records in its manifest beside the envelope.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ConformManifest {
-    pub judge_version: String,
-    pub run_id: String,
-    pub suite: String,
-    pub created_at: DateTime<Utc>,
-    pub finished_at: Option<DateTime<Utc>>,
+pub struct ConformDetails {
     pub target: TargetSettings,
     pub model: String,
     pub apis: Vec<Api>,
@@ -108,18 +110,14 @@ pub async fn run(
     let run_id = dir
         .file_name()
         .map_or(base, |n| n.to_string_lossy().into_owned());
-    let mut manifest = ConformManifest {
-        judge_version: env!("CARGO_PKG_VERSION").to_owned(),
-        run_id,
-        suite: "conform".to_owned(),
-        created_at,
-        finished_at: None,
+    let details = ConformDetails {
         target: settings.clone(),
         model: model.clone(),
         apis: config.apis.clone(),
         header_names: config.headers.iter().map(|(n, _)| n.clone()).collect(),
     };
-    write_json(&dir.join("manifest.json"), &manifest)?;
+    let mut manifest = Manifest::running(run_id, super::Conform::KIND, created_at, details);
+    write_manifest(&dir, &manifest)?;
 
     let probe = Probe {
         client: &client,
@@ -138,12 +136,12 @@ pub async fn run(
     let results = ConformResults::new(settings.endpoint.clone(), model, &config.apis, checks);
     write_json(&dir.join("results.json"), &results)?;
     write_atomic(&dir.join("junit.xml"), report::junit(&results).as_bytes())?;
-    manifest.finished_at = Some(Utc::now());
+    manifest.complete();
     write_atomic(
         &dir.join("report.html"),
         report::html(&manifest, &results).as_bytes(),
     )?;
-    write_json(&dir.join("manifest.json"), &manifest)?;
+    write_manifest(&dir, &manifest)?;
     Ok(ConformRun {
         dir,
         manifest,

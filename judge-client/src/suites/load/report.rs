@@ -15,6 +15,7 @@ use super::runner::LoadConfig;
 use super::schedule::LoadLevel;
 use super::slo::Slos;
 use super::workload::Workload;
+use crate::report::chart::{Bar, BarChart, Scale, Series, colour};
 use crate::report::escape::escape;
 use crate::report::html::page_head;
 use crate::rundir::{self, Manifest};
@@ -328,91 +329,40 @@ fn percentile_chart(
     steps: &[StepResult],
     pick: fn(&StepResult) -> &Option<Percentiles>,
 ) -> String {
-    let rows: Vec<(&str, [f64; 4])> = steps
-        .iter()
-        .filter_map(|s| {
-            pick(s)
-                .as_ref()
-                .map(|p| (s.label.as_str(), [p.p50_ms, p.p90_ms, p.p99_ms, p.p999_ms]))
-        })
+    let mut chart = BarChart::new(title, Scale::Linear, colour::BLUE);
+    chart.heading = true;
+    (chart.label_width, chart.width, chart.bar_height) = (170.0, 560.0, 11.0);
+    chart.series = ["p50", "p90", "p99", "p99.9"]
+        .into_iter()
+        .zip(["#93c5fd", "#3b82f6", "#1d4ed8", "#172554"])
+        .map(|(name, colour)| Series { name, colour })
         .collect();
-    if rows.is_empty() {
-        return String::new();
-    }
-    let max = rows
-        .iter()
-        .flat_map(|(_, v)| v.iter().copied())
-        .fold(0.0f64, f64::max)
-        .max(0.001);
-    let (left, width, bar) = (170.0, 560.0, 11.0);
-    let group = bar * 4.0 + 12.0;
-    let height = group * rows.len() as f64 + 30.0;
-    let colours = ["#93c5fd", "#3b82f6", "#1d4ed8", "#172554"];
-    let mut svg = format!(
-        r#"<h3>{}</h3><svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" role="img" aria-label="{}">"#,
-        escape(title),
-        left + width + 120.0,
-        escape(title)
-    );
-    for (i, (label, values)) in rows.iter().enumerate() {
-        let y0 = i as f64 * group + 4.0;
-        let _ = write!(
-            svg,
-            r#"<text x="{}" y="{}" font-size="12" text-anchor="end">{}</text>"#,
-            left - 8.0,
-            y0 + 2.0 * bar + 4.0,
-            escape(label)
-        );
-        for (j, (value, name)) in values
-            .iter()
-            .zip(["p50", "p90", "p99", "p99.9"])
-            .enumerate()
-        {
-            let y = y0 + j as f64 * bar;
-            let _ = write!(
-                svg,
-                r#"<rect x="{left}" y="{y}" width="{:.1}" height="{}" fill="{}"/><text x="{:.1}" y="{}" font-size="10">{name} {value:.2} ms</text>"#,
-                value / max * width,
-                bar - 1.0,
-                colours[j],
-                left + value / max * width + 4.0,
-                y + bar - 2.0
-            );
+    for s in steps {
+        if let Some(p) = pick(s) {
+            let bars = [p.p50_ms, p.p90_ms, p.p99_ms, p.p999_ms]
+                .into_iter()
+                .zip(["p50", "p90", "p99", "p99.9"])
+                .map(|(value, name)| Bar::new(Some(value), format!("{name} {value:.2} ms")))
+                .collect();
+            chart.row(s.label.as_str(), bars);
         }
     }
-    svg.push_str("</svg>");
-    svg
+    chart.render()
 }
 
 /// Throughput per step (the shape of a sweep: where it stops growing is the knee).
 fn throughput_chart(steps: &[StepResult]) -> String {
-    let max = steps
-        .iter()
-        .map(|s| s.throughput.requests_per_s)
-        .fold(0.0f64, f64::max)
-        .max(0.001);
-    let (left, width, row) = (170.0, 560.0, 22.0);
-    let height = row * steps.len() as f64 + 10.0;
-    let mut svg = format!(
-        r#"<h3>Requests/s per load level</h3><svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" role="img" aria-label="Requests per second">"#,
-        left + width + 120.0
-    );
-    for (i, s) in steps.iter().enumerate() {
-        let y = i as f64 * row + 4.0;
+    let mut chart = BarChart::new("Requests/s per load level", Scale::Linear, colour::GREEN);
+    chart.heading = true;
+    (chart.label_width, chart.width, chart.bar_height) = (170.0, 560.0, 16.0);
+    for s in steps {
         let value = s.throughput.requests_per_s;
-        let _ = write!(
-            svg,
-            r##"<text x="{}" y="{}" font-size="12" text-anchor="end">{}</text><rect x="{left}" y="{y}" width="{:.1}" height="16" fill="#16a34a"/><text x="{:.1}" y="{}" font-size="11">{value:.1}/s</text>"##,
-            left - 8.0,
-            y + 12.0,
-            escape(&s.label),
-            value / max * width,
-            left + value / max * width + 4.0,
-            y + 12.0
+        chart.row(
+            s.label.as_str(),
+            vec![Bar::new(Some(value), format!("{value:.1}/s"))],
         );
     }
-    svg.push_str("</svg>");
-    svg
+    chart.render()
 }
 
 pub fn render_html(r: &LoadResults) -> String {

@@ -13,6 +13,13 @@ pub const FILLER_PREFIX: &str = "Background reading:";
 /// Filler ends this many tokens short of its budget at most.
 pub const FILLER_SLACK: u32 = 24;
 
+/// No single message carries more filler than this, whatever the span: a message of hundreds of
+/// thousands of tokens exceeds request-size limits (agent-server's default is 1 MiB, about 200k
+/// tokens of filler) and most models' context windows, so the test would measure the limit, not
+/// memory. Only a test whose span must fit in a fixed number of turns meets it (prospective); its
+/// span is then what that number of turns can carry, and results record it (`filler_tokens`).
+pub const MAX_MESSAGE_TOKENS: u32 = 32_000;
+
 const ADJECTIVES: &[&str] = &[
     "quiet",
     "ancient",

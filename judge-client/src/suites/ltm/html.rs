@@ -11,68 +11,24 @@ use super::results::{
     RunResults, TestResult, TestStatus, TestTiming, TranscriptEntry, TypeSummary,
 };
 use super::summary::{grader_line, latency, one_at_a_time};
+use crate::report::chart::{Bar, BarChart, Scale, colour, fraction_line};
 use crate::report::html::{escape, page_head, pct};
 
 /// Horizontal bars of per-type mean scores with 95 % interval whiskers.
 fn score_chart(types: &[TypeSummary]) -> String {
-    let (left, width, row) = (190.0, 480.0, 26.0);
-    let height = row * types.len() as f64 + 30.0;
-    let mut svg = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" role="img" aria-label="Score per test type">"#,
-        left + width + 60.0
+    let mut chart = BarChart::new(
+        "Score per test type",
+        Scale::Fraction(&[0.0, 0.25, 0.5, 0.75, 1.0]),
+        colour::BLUE,
     );
-    for tick in [0.0, 0.25, 0.5, 0.75, 1.0] {
-        let x = left + tick * width;
-        let _ = write!(
-            svg,
-            r##"<line x1="{x}" y1="0" x2="{x}" y2="{}" stroke="#ddd"/><text x="{x}" y="{}" font-size="11" text-anchor="middle">{:.0}%</text>"##,
-            height - 20.0,
-            height - 6.0,
-            tick * 100.0
+    chart.missing = "not applicable";
+    for t in types {
+        chart.row(
+            t.test_type.name(),
+            vec![Bar::new(t.mean, pct(t.mean)).interval(t.ci_low.zip(t.ci_high))],
         );
     }
-    for (i, t) in types.iter().enumerate() {
-        let y = i as f64 * row + 4.0;
-        let _ = write!(
-            svg,
-            r#"<text x="{}" y="{}" font-size="12" text-anchor="end">{}</text>"#,
-            left - 8.0,
-            y + 14.0,
-            escape(t.test_type.name())
-        );
-        match t.mean {
-            Some(mean) => {
-                let _ = write!(
-                    svg,
-                    r##"<rect x="{left}" y="{y}" width="{:.1}" height="18" fill="#3b82f6"/><text x="{:.1}" y="{}" font-size="11">{}</text>"##,
-                    mean * width,
-                    left + width + 6.0,
-                    y + 14.0,
-                    pct(Some(mean))
-                );
-                if let (Some(lo), Some(hi)) = (t.ci_low, t.ci_high) {
-                    let _ = write!(
-                        svg,
-                        r##"<line x1="{:.1}" y1="{}" x2="{:.1}" y2="{}" stroke="#111" stroke-width="1.5"/>"##,
-                        left + lo * width,
-                        y + 9.0,
-                        left + hi * width,
-                        y + 9.0
-                    );
-                }
-            }
-            None => {
-                let _ = write!(
-                    svg,
-                    r##"<text x="{}" y="{}" font-size="11" fill="#777">not applicable</text>"##,
-                    left + 4.0,
-                    y + 14.0
-                );
-            }
-        }
-    }
-    svg.push_str("</svg>");
-    svg
+    chart.render()
 }
 
 /// The retention curve: mean recall per horizon.
@@ -82,51 +38,7 @@ fn retention_chart(summary: &TypeSummary) -> Option<String> {
         .iter()
         .map(|c| (c.label.clone(), c.mean))
         .collect();
-    if points.is_empty() {
-        return None;
-    }
-    let (left, width, top, height) = (50.0, 420.0, 10.0, 160.0);
-    let step = width / (points.len().max(2) - 1) as f64;
-    let mut svg = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{}" role="img" aria-label="Retention curve">"#,
-        left + width + 40.0,
-        top + height + 40.0
-    );
-    for tick in [0.0, 0.5, 1.0] {
-        let y = top + (1.0 - tick) * height;
-        let _ = write!(
-            svg,
-            r##"<line x1="{left}" y1="{y}" x2="{}" y2="{y}" stroke="#ddd"/><text x="{}" y="{}" font-size="11" text-anchor="end">{:.0}%</text>"##,
-            left + width,
-            left - 6.0,
-            y + 4.0,
-            tick * 100.0
-        );
-    }
-    let coords: Vec<(f64, f64)> = points
-        .iter()
-        .enumerate()
-        .map(|(i, (_, v))| (left + i as f64 * step, top + (1.0 - v) * height))
-        .collect();
-    let path: Vec<String> = coords
-        .iter()
-        .map(|(x, y)| format!("{x:.1},{y:.1}"))
-        .collect();
-    let _ = write!(
-        svg,
-        r##"<polyline points="{}" fill="none" stroke="#3b82f6" stroke-width="2"/>"##,
-        path.join(" ")
-    );
-    for ((x, y), (label, _)) in coords.iter().zip(&points) {
-        let _ = write!(
-            svg,
-            r##"<circle cx="{x:.1}" cy="{y:.1}" r="4" fill="#3b82f6"/><text x="{x:.1}" y="{}" font-size="11" text-anchor="middle">{}</text>"##,
-            top + height + 18.0,
-            escape(label)
-        );
-    }
-    svg.push_str("</svg>");
-    Some(svg)
+    fraction_line("Retention curve", &points)
 }
 
 fn transcript(test: &TestResult) -> String {

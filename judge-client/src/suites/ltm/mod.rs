@@ -76,4 +76,15 @@ impl Suite for Ltm {
     fn units(_: &Self::Results) -> Vec<crate::suites::UnitScore> {
         Vec::new()
     }
+
+    fn merge(
+        parts: &[std::path::PathBuf],
+        out_root: &std::path::Path,
+    ) -> Option<Result<std::path::PathBuf, crate::suites::suite::MergeFailure>> {
+        Some(
+            shard::merge(parts, out_root)
+                .map(|outcome| outcome.dir)
+                .map_err(Into::into),
+        )
+    }
 }

@@ -249,6 +249,33 @@ mod tests {
             .unwrap()
     }
 
+    /// At the longest span, no message outgrows what a server accepts in one request.
+    #[test]
+    fn no_message_outgrows_a_request_at_any_span() {
+        use crate::suites::ltm::filler::{MAX_MESSAGE_TOKENS, count_tokens};
+        let params = GenParams {
+            run_seed: 4,
+            span_tokens: 500_000,
+            filler_turn_tokens: 250,
+        };
+        for t in TestType::ALL {
+            let spec = t.generate(params, 1);
+            let longest = spec
+                .steps
+                .iter()
+                .filter_map(|s| match s {
+                    Step::Say { text, .. } => Some(count_tokens(text)),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0);
+            assert!(
+                longest <= MAX_MESSAGE_TOKENS + FILLER_SLACK,
+                "{t}: a message of {longest} tokens"
+            );
+        }
+    }
+
     /// The clock-dependent checks stay true at every span the suite allows (1k to 500k tokens),
     /// although the filler itself moves the session clock a minute per turn.
     #[test]

@@ -29,14 +29,6 @@ pub enum MembenchCompareError {
     Datasets { a: DatasetKind, b: DatasetKind },
 }
 
-/// Whether `dir` holds a membench run (its manifest says so).
-pub fn is_membench_run(dir: &Path) -> bool {
-    std::fs::read_to_string(dir.join("manifest.json"))
-        .ok()
-        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
-        .is_some_and(|m| m["suite"] == "membench")
-}
-
 pub fn load(dir: &Path) -> Result<MembenchResults, MembenchCompareError> {
     let path = dir.join("results.json");
     let text = std::fs::read_to_string(&path).map_err(|source| MembenchCompareError::Io {

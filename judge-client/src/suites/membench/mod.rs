@@ -5,7 +5,11 @@
 //! - [`judge`]: the optional model judge (LongMemEval accuracy, LoCoMo's "J");
 //! - [`bm25`]: the reference retriever and recall@k;
 //! - [`ingest`], [`runner`], [`results`], [`report`]: a run from ingestion to its files;
+//!   [`run`]: its run directory, checkpointed per conversation (`--resume`, `--shard`, `judge
+//!   merge`);
 //! - [`compare`]: two runs paired per question (`judge compare`).
+//!
+//! [`Membench`] is the suite as its runs are read back ([`Suite`]).
 
 pub mod bm25;
 pub mod compare;
@@ -14,5 +18,65 @@ pub mod ingest;
 pub mod judge;
 pub mod report;
 pub mod results;
+pub mod run;
 pub mod runner;
 pub mod scoring;
+
+use crate::suites::{Better, Figure, Headline, Suite, UnitScore, Units};
+
+/// The memory benchmarks' suite ([`Suite`]): judged on the overall score (LoCoMo's token F1,
+/// LongMemEval's judged accuracy), compared question by question.
+pub struct Membench;
+
+impl Suite for Membench {
+    const KIND: &'static str = "membench";
+    const UNIT: &'static str = "question";
+    type Results = results::MembenchResults;
+
+    const HEADLINE: Option<Headline> = Some(Headline {
+        label: "overall score",
+        units: Units::Fraction,
+    });
+
+    fn headline(r: &Self::Results) -> Option<f64> {
+        r.summary.overall.score
+    }
+
+    /// The seed is the manifest's (`config.seed`); the results do not repeat it.
+    fn seed(_: &Self::Results) -> Option<u64> {
+        None
+    }
+
+    fn figures(r: &Self::Results) -> Vec<Figure> {
+        let overall = &r.summary.overall;
+        vec![
+            Figure::new("score", overall.score, Better::Higher),
+            Figure::new("judge_accuracy", overall.judge_accuracy, Better::Higher),
+            Figure::new(
+                "latency_p50_ms",
+                r.summary.speed.latency_p50_ms.map(|v| v as f64),
+                Better::Lower,
+            ),
+        ]
+    }
+
+    fn units(r: &Self::Results) -> Vec<UnitScore> {
+        r.questions
+            .iter()
+            .map(|q| UnitScore {
+                id: q.id.clone(),
+                group: q.category.clone(),
+                score: q.score,
+                passed: report::passed(r.summary.dataset, q),
+                figures: Vec::new(),
+            })
+            .collect()
+    }
+
+    fn merge(
+        parts: &[std::path::PathBuf],
+        out_root: &std::path::Path,
+    ) -> Option<Result<std::path::PathBuf, crate::suites::suite::MergeFailure>> {
+        Some(run::merge(parts, out_root).map_err(Into::into))
+    }
+}

@@ -1,12 +1,11 @@
-//! The run directory of `judge membench`: `manifest.json` (dataset, protocol, exclusions, data
-//! problems, capabilities), `results.json`, `junit.xml` (one testcase per question) and a
-//! self-contained `report.html` (per-category chart, each question's evidence, recalled items,
-//! answer and verdict). Files are written into a hidden folder first and renamed into place, so
-//! an interrupted run leaves nothing half-written.
+//! What a `judge membench` run writes (the run directory itself is [`super::run`]'s):
+//! `manifest.json`'s details (dataset, protocol, exclusions, data problems, capabilities),
+//! `junit.xml` (one testcase per question) and a self-contained `report.html` (per-category
+//! chart, each question's evidence, recalled items, answer and verdict).
 
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -16,9 +15,10 @@ use super::bm25::RECALL_KS;
 use super::dataset::{DataProblem, Dataset, DatasetKind};
 use super::results::{CategorySummary, MembenchResults, QuestionResult};
 use super::runner::{MembenchCapabilities, MembenchConfig};
+use crate::report::chart::{Bar, BarChart, Scale, Series, colour};
 use crate::report::escape::escape;
 use crate::report::html::{page_head, pct};
-use crate::rundir::create_unique_dir;
+use crate::rundir::{Manifest, Shard};
 use crate::target::TargetSettings;
 
 /// How the judge names the turns it sends; recorded so a reader knows what recall@k compares.
@@ -27,13 +27,12 @@ pub const TURN_ID_DESIGN: &str = "Every ingested turn travels with its id in the
 /// A LoCoMo reply counts as a passed testcase in junit.xml from this F1 on.
 pub const PASS_F1: f64 = 0.5;
 
+/// A membench run's manifest: the envelope every run has ([`Manifest`]) and these details.
+pub type MembenchManifest = Manifest<MembenchDetails>;
+
+/// What a membench run records in its manifest beside the envelope.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct MembenchManifest {
-    pub judge_version: String,
-    pub run_id: String,
-    pub suite: String,
-    pub created_at: DateTime<Utc>,
-    pub finished_at: DateTime<Utc>,
+pub struct MembenchDetails {
     pub dataset: DatasetKind,
     pub dataset_file: String,
     pub dataset_sha256: String,
@@ -52,6 +51,19 @@ pub struct MembenchManifest {
     pub data_problems: Vec<DataProblem>,
     /// What this harness does not do yet.
     pub not_supported: Vec<String>,
+    /// Wall time spent running, summed over the run's invocations (`--resume`); a merged run's
+    /// is its slowest part's.
+    #[serde(default)]
+    pub wall_seconds: f64,
+    /// Times the run was resumed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed_at: Vec<DateTime<Utc>>,
+    /// Set when this run is one shard of a benchmark (`judge membench --shard`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<Shard>,
+    /// The run ids of the shards a merged run was made from (`judge merge`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<String>,
 }
 
 /// SHA-256 of the dataset file, so two runs can tell they read the same data.
@@ -63,37 +75,9 @@ pub fn file_sha256(path: &Path) -> std::io::Result<String> {
         .collect())
 }
 
-fn write_json<T: Serialize>(path: &Path, value: &T) -> std::io::Result<()> {
-    let mut text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
-    text.push('\n');
-    std::fs::write(path, text)
-}
-
-/// Writes the run's files into `out_root/<run_id>` (or `-2`, ...), all or nothing.
-pub fn write_run_dir(
-    out_root: &Path,
-    manifest: &MembenchManifest,
-    results: &MembenchResults,
-    dataset: &Dataset,
-) -> std::io::Result<PathBuf> {
-    let staging = create_unique_dir(out_root, &format!(".partial-{}", manifest.run_id))?;
-    let written = (|| {
-        write_json(&staging.join("manifest.json"), manifest)?;
-        write_json(&staging.join("results.json"), results)?;
-        std::fs::write(staging.join("junit.xml"), junit(manifest, results))?;
-        std::fs::write(
-            staging.join("report.html"),
-            html(manifest, results, dataset),
-        )
-    })();
-    if let Err(e) = written {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(e);
-    }
-    let dir = create_unique_dir(out_root, &manifest.run_id)?;
-    std::fs::remove_dir(&dir)?;
-    std::fs::rename(&staging, &dir)?;
-    Ok(dir)
+/// Whether the question counts as passed (junit.xml's and the report's verdict).
+pub fn passed(dataset: DatasetKind, q: &QuestionResult) -> bool {
+    verdict(dataset, q).0 == "passed"
 }
 
 /// Passed, failed, not applicable or error, as junit.xml and the report show it.
@@ -233,68 +217,38 @@ fn category_row(c: &CategorySummary, longmemeval: bool) -> String {
 
 /// Bars per category: score, agent recall@8 and BM25 recall@8.
 fn chart(categories: &[CategorySummary]) -> String {
-    let (left, width, bar, gap) = (170.0, 460.0, 9.0, 10.0);
-    let row = bar * 3.0 + gap;
-    let height = row * categories.len() as f64 + 40.0;
-    let mut svg = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{}" height="{height}" role="img" aria-label="Score and recall per category">"#,
-        left + width + 60.0
+    let mut chart = BarChart::new(
+        "Score and recall per category",
+        Scale::Fraction(&[]),
+        colour::BLUE,
     );
-    let series = [
-        ("score", "#3b82f6"),
-        ("agent recall@8", "#16a34a"),
-        ("BM25 recall@8", "#9ca3af"),
+    (chart.label_width, chart.width, chart.bar_height) = (170.0, 460.0, 9.0);
+    chart.series = vec![
+        Series {
+            name: "score",
+            colour: colour::BLUE,
+        },
+        Series {
+            name: "agent recall@8",
+            colour: colour::GREEN,
+        },
+        Series {
+            name: "BM25 recall@8",
+            colour: colour::GREY,
+        },
     ];
-    for (i, c) in categories.iter().enumerate() {
-        let y = i as f64 * row + 4.0;
-        let _ = write!(
-            svg,
-            r#"<text x="{}" y="{}" font-size="12" text-anchor="end">{}</text>"#,
-            left - 8.0,
-            y + bar * 2.0,
-            escape(&c.name)
-        );
+    for c in categories {
         let values = [
             c.score.or(c.f1_stand_in),
             c.agent_recall.as_ref().and_then(|r| r.get(&8).copied()),
             c.bm25_recall.as_ref().and_then(|r| r.get(&8).copied()),
         ];
-        for (j, (value, (_, colour))) in values.iter().zip(series).enumerate() {
-            let yy = y + j as f64 * bar;
-            match value {
-                Some(v) => {
-                    let _ = write!(
-                        svg,
-                        r#"<rect x="{left}" y="{yy}" width="{:.1}" height="{}" fill="{colour}"/><text x="{:.1}" y="{}" font-size="9">{}</text>"#,
-                        v * width,
-                        bar - 1.0,
-                        left + v * width + 4.0,
-                        yy + bar - 1.5,
-                        pct(Some(*v))
-                    );
-                }
-                None => {
-                    let _ = write!(
-                        svg,
-                        r##"<text x="{left}" y="{}" font-size="9" fill="#777">n/a</text>"##,
-                        yy + bar - 1.5
-                    );
-                }
-            }
-        }
-    }
-    let legend_y = height - 12.0;
-    for (j, (label, colour)) in series.iter().enumerate() {
-        let x = left + j as f64 * 150.0;
-        let _ = write!(
-            svg,
-            r#"<rect x="{x}" y="{}" width="10" height="10" fill="{colour}"/><text x="{}" y="{legend_y}" font-size="11">{label}</text>"#,
-            legend_y - 9.0,
-            x + 14.0
+        chart.row(
+            c.name.as_str(),
+            values.into_iter().map(|v| Bar::new(v, pct(v))).collect(),
         );
     }
-    svg.push_str("</svg>");
-    svg
+    chart.render()
 }
 
 pub fn html(manifest: &MembenchManifest, results: &MembenchResults, dataset: &Dataset) -> String {

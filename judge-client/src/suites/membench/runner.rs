@@ -477,20 +477,37 @@ async fn judge_verdict(
     }
 }
 
-/// Runs every selected conversation (`config.concurrency` at once) and summarises.
-pub async fn run(
+/// One conversation, run: what its ingestion did and its questions' results (in asking
+/// order). A run directory keeps one per conversation as the checkpoint `--resume` keeps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConversationResult {
+    pub conversation: String,
+    pub ingestion: Ingestion,
+    pub questions: Vec<QuestionResult>,
+}
+
+/// Runs `conversations` (`config.concurrency` at once); `on_done` sees each as it finishes.
+/// Returned in the order given.
+pub async fn run_conversations(
     run: &RunContext<'_>,
     conversations: &[Conversation],
     on_question: &dyn Fn(&QuestionResult),
-) -> MembenchResults {
-    let started = Instant::now();
-    let mut outcomes: Vec<(String, Ingestion, Vec<QuestionResult>)> =
+    on_done: &dyn Fn(&ConversationResult),
+) -> Vec<ConversationResult> {
+    let mut outcomes: Vec<ConversationResult> =
         futures_util::stream::iter(conversations.iter().map(|c| async move {
-            let (ingestion, results) = run_conversation(run, c).await;
-            for r in &results {
+            let (ingestion, mut questions) = run_conversation(run, c).await;
+            for r in &questions {
                 on_question(r);
             }
-            (c.id.clone(), ingestion, results)
+            questions.sort_by_key(|r| r.order);
+            let done = ConversationResult {
+                conversation: c.id.clone(),
+                ingestion,
+                questions,
+            };
+            on_done(&done);
+            done
         }))
         .buffer_unordered(run.config.concurrency.max(1))
         .collect()
@@ -500,24 +517,46 @@ pub async fn run(
         .enumerate()
         .map(|(i, c)| (c.id.as_str(), i))
         .collect();
-    outcomes.sort_by_key(|(id, _, _)| position.get(id.as_str()).copied());
+    outcomes.sort_by_key(|o| position.get(o.conversation.as_str()).copied());
+    outcomes
+}
+
+/// Runs every selected conversation (`config.concurrency` at once) and summarises.
+pub async fn run(
+    run: &RunContext<'_>,
+    conversations: &[Conversation],
+    on_question: &dyn Fn(&QuestionResult),
+) -> MembenchResults {
+    let started = Instant::now();
+    let outcomes = run_conversations(run, conversations, on_question, &|_| {}).await;
+    summarise_run(
+        run.config,
+        run.capabilities,
+        run.judge.is_some(),
+        outcomes,
+        started.elapsed().as_secs_f64(),
+    )
+}
+
+/// The results of a run from its conversations' (in plan order) and its wall time.
+pub fn summarise_run(
+    config: &MembenchConfig,
+    capabilities: &MembenchCapabilities,
+    judged: bool,
+    outcomes: Vec<ConversationResult>,
+    wall_seconds: f64,
+) -> MembenchResults {
     let mut ingestion = BTreeMap::new();
     let mut questions = Vec::new();
-    for (id, i, mut results) in outcomes {
-        ingestion.insert(id, i);
-        results.sort_by_key(|r| r.order);
-        questions.append(&mut results);
+    for mut outcome in outcomes {
+        ingestion.insert(outcome.conversation, outcome.ingestion);
+        questions.append(&mut outcome.questions);
     }
-    let kind = run.config.dataset;
-    let (overall, categories, speed) = summarise_all(
-        kind,
-        &questions,
-        &ingestion,
-        started.elapsed().as_secs_f64(),
-    );
-    let agent_recall_note = if run.config.protocol == Protocol::Context {
+    let kind = config.dataset;
+    let (overall, categories, speed) = summarise_all(kind, &questions, &ingestion, wall_seconds);
+    let agent_recall_note = if config.protocol == Protocol::Context {
         Some("context mode ingests nothing: the agent's recall@k is not applicable".to_owned())
-    } else if !run.capabilities.recall {
+    } else if !capabilities.recall {
         Some(
             "the target does not offer POST /control/memory/recall (capability probe): the agent's recall@k is not applicable"
                 .to_owned(),
@@ -525,14 +564,14 @@ pub async fn run(
     } else {
         None
     };
-    let comparability_note = (!run.capabilities.read_only_questions
-        && run.config.protocol != Protocol::Context
-        && !run.config.is_full())
+    let comparability_note = (!capabilities.read_only_questions
+        && config.protocol != Protocol::Context
+        && !config.is_full())
     .then(|| {
         "the target did not show it answers questions without storing them (X-Memory-Write: off): an earlier question can leave memory a later one sees, so --only/--limit runs are not comparable with a full run"
             .to_owned()
     });
-    let score_definition = match (kind, run.judge.is_some()) {
+    let score_definition = match (kind, judged) {
         (DatasetKind::Locomo, _) => "LoCoMo token F1 as its evaluation code defines it (per category); J is Mem0's LLM-judge accuracy (categories 1-4)".to_owned(),
         (DatasetKind::Longmemeval, true) => "LongMemEval accuracy: the model judge's verdict with the authors' per-type prompts".to_owned(),
         (DatasetKind::Longmemeval, false) => "LongMemEval accuracy needs a model judge (--judge-endpoint): not applicable; the F1 column is a token-F1 stand-in, not the benchmark's metric".to_owned(),

@@ -3,8 +3,9 @@
 //! the deterministic checks); Bradley-Terry ratings with bootstrap intervals and a paired test.
 //!
 //! ```text
+//! <dir>/manifest.json  the A/B run's own (suite `ab`, state, both targets, seed)
 //! <dir>/a/, <dir>/b/   a complete simulation run directory each
-//! <dir>/ab.json        pairs, ratings, paired test
+//! <dir>/results.json   pairs, ratings, paired test
 //! <dir>/report.html    the comparison, with links into a/ and b/
 //! ```
 
@@ -17,6 +18,7 @@ use super::ratings::{Comparison, PairedTest, Preference, Rating, paired_test, ra
 use super::report;
 use super::results::ConversationResult;
 use super::suite::{SimError, SimOutcome, SimRunConfig, run_sim, write, write_json};
+use crate::rundir::{self, Manifest};
 use crate::target::Failure;
 use crate::target::{Credentials, TargetClient, TargetSettings};
 
@@ -58,6 +60,14 @@ pub struct AbResults {
     pub position_inconsistent: usize,
 }
 
+/// What an A/B run's manifest records beside the envelope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AbDetails {
+    pub seed: u64,
+    pub target_a: TargetSettings,
+    pub target_b: TargetSettings,
+}
+
 pub struct AbOutcome {
     pub dir: PathBuf,
     pub a: SimOutcome,
@@ -97,8 +107,32 @@ pub async fn run_ab(
     let mut config_b = config_a.clone();
     config_b.target = target_b;
     config_b.credentials = credentials_b;
+    let details = AbDetails {
+        seed: config_a.settings.seed,
+        target_a: config_a.target.clone(),
+        target_b: config_b.target.clone(),
+    };
+    let mut manifest = Manifest::running(rundir::run_id(dir), "ab", chrono::Utc::now(), details);
+    rundir::write_manifest(dir, &manifest)?;
+    let outcome = compare_targets(config_a, &config_b, dir).await;
+    match &outcome {
+        Ok(_) => {
+            manifest.complete();
+            rundir::write_manifest(dir, &manifest)?;
+        }
+        Err(e) => rundir::mark_failed(dir, "ab", &e.to_string())?,
+    }
+    outcome
+}
+
+/// Both simulations, then their pairs compared.
+async fn compare_targets(
+    config_a: &SimRunConfig,
+    config_b: &SimRunConfig,
+    dir: &Path,
+) -> Result<AbOutcome, SimError> {
     let a = run_sim(config_a, &dir.join("a")).await?;
-    let b = run_sim(&config_b, &dir.join("b")).await?;
+    let b = run_sim(config_b, &dir.join("b")).await?;
     let judge = config_a.judge.as_ref().map(|(s, c)| {
         LlmJudge::new(
             TargetClient::new(s.clone(), c.clone()),
@@ -163,7 +197,7 @@ pub async fn run_ab(
         excluded_pairs,
         ..results
     };
-    write_json(&dir.join("ab.json"), &results)?;
+    write_json(&dir.join("results.json"), &results)?;
     write(
         &dir.join("report.html"),
         report::ab_html(&results, &a.results, &b.results).as_bytes(),

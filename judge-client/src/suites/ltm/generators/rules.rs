@@ -4,6 +4,7 @@ use chrono::Duration;
 use rand::RngExt;
 
 use super::{capitalised, distinct, one};
+use crate::suites::ltm::filler::MAX_MESSAGE_TOKENS;
 use crate::suites::ltm::scoring::Scorer;
 use crate::suites::ltm::script::{Builder, TURN_GAP_SECONDS};
 use crate::suites::ltm::vocab::{ORDINALS, REPLY_WORDS, SMALL_TALK, TASKS, TRIGGER_WORDS};
@@ -52,7 +53,8 @@ pub fn prospective(b: &mut Builder) {
     let (ordinal, n) = one(&mut b.rng, ORDINALS);
     let word = one(&mut b.rng, REPLY_WORDS);
     b.tell(s, format!("In your {ordinal} reply from now, say {word}."));
-    let per_turn = b.params.span_tokens / n as u32;
+    // The span must fit in the n replies the instruction counts.
+    let per_turn = (b.params.span_tokens / n as u32).min(MAX_MESSAGE_TOKENS);
     for i in 1..=n {
         let text = b
             .filler_one(per_turn)

@@ -1,12 +1,14 @@
-//! A simulation of this server as the index stores it (and as its run directory keeps it in
-//! `simulation.json`): its state, and its agents from the config.
+//! The simulations alive in this server as the index stores them (and as a run directory keeps
+//! one in `simulation.json`): its state and its agents from the config ([`record`]), and keeping
+//! the index in step when one changes ([`reindex`]). Sits above [`super::state`] and
+//! [`super::index`], which know nothing of each other's records.
 
 use serde_json::{Value, json};
 
-use super::records::{AgentLink, AgentRecord, SimulationRecord, target_agent};
-use crate::serve::config::SimulationConfig;
-use crate::serve::simulations::state_name;
-use crate::serve::state::Simulation;
+use super::config::SimulationConfig;
+use super::error::ApiError;
+use super::index::records::{AgentLink, AgentRecord, SimulationRecord, target_agent};
+use super::state::{ServeState, Simulation};
 
 fn to_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
@@ -69,7 +71,7 @@ pub fn record(sim: &Simulation) -> SimulationRecord {
         id: sim.id.clone(),
         kind: "sim".to_owned(),
         name: sim.config.name.clone(),
-        state: state_name(sim.state).to_owned(),
+        state: sim.state.name().to_owned(),
         run_id: sim.run_id.clone(),
         config: sim.config.document.clone(),
         error: sim.error.clone(),
@@ -80,5 +82,37 @@ pub fn record(sim: &Simulation) -> SimulationRecord {
         finished_at: sim.ended_at,
         agents: agents_of(&sim.config),
         apps: Vec::new(),
+    }
+}
+
+/// Every simulation of this server as the index stores it.
+pub fn live_records(state: &ServeState) -> Result<Vec<SimulationRecord>, ApiError> {
+    let sims = state
+        .simulations
+        .lock()
+        .map_err(|_| ApiError::Internal("the simulation registry is poisoned".to_owned()))?;
+    Ok(sims.values().map(record).collect())
+}
+
+/// Keeps the index in step after a simulation changed: its row now, then a sync (its run
+/// directory changed too). The simulation already changed, so a failure is only reported: the
+/// next sync repairs the index from the run directory.
+pub async fn reindex(state: &ServeState, id: &str) {
+    let Some(index) = &state.index else {
+        return;
+    };
+    let outcome = async {
+        let live = live_records(state)?;
+        if let Some(sim) = live.iter().find(|s| s.id == id) {
+            index.put_simulation(sim).await?;
+        }
+        index.sync(&state.runs, &live).await?;
+        Ok::<_, ApiError>(())
+    }
+    .await;
+    if let Err(e) = outcome {
+        eprintln!(
+            "judge serve: the index missed a change of simulation {id} (the next sync repairs it): {e}"
+        );
     }
 }

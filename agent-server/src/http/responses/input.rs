@@ -1,0 +1,384 @@
+//! A Responses request as the agent's turn: its items (and those of the chain or conversation it
+//! continues) become Chat Completions messages, its parameters a [`ChatCompletionRequest`].
+//!
+//! The turn is the same as a chat turn (recall, extraction, the model, commit), so this is the
+//! one place the two APIs differ on the way in. Carried: `instructions` (a system message first),
+//! messages with text parts, `function_call` and `function_call_output` items, function `tools`,
+//! `tool_choice`, `temperature`, `top_p`, `max_output_tokens`, `user`. Not carried to the model:
+//! `metadata`, `text`, `reasoning`, `include`, `truncation`, `parallel_tool_calls` (kept on the
+//! response object only); tools other than functions and non-text content are refused (400).
+
+use protocol::openai::responses::{
+    Item, ItemContent, ResponseCreateRequest, ResponseInput, item_type,
+};
+use protocol::openai::{
+    ChatCompletionRequest, ChatMessage, FunctionCall, FunctionDefinition, Role, Tool, ToolCall,
+    ToolChoice,
+};
+use serde_json::{Value, json};
+
+use crate::error::ApiError;
+
+/// The request's new input items, checked and normalised: each has a `type` and an `id`, and a
+/// message's content is a list of typed text parts (as `GET .../input_items` lists them).
+pub fn new_items(request: &ResponseCreateRequest) -> Result<Vec<Value>, ApiError> {
+    let items = match &request.input {
+        None => {
+            return Err(ApiError::invalid(
+                "input is required: a string, or a list of items",
+                Some("input"),
+            ));
+        }
+        Some(ResponseInput::Text(text)) => vec![Item::message("user", text.clone())],
+        Some(ResponseInput::Items(items)) if items.is_empty() => {
+            return Err(ApiError::invalid(
+                "input is an empty list; send at least one item",
+                Some("input"),
+            ));
+        }
+        Some(ResponseInput::Items(items)) => items.clone(),
+    };
+    normalise_items(items, "input")
+}
+
+/// Items of the list `list` (`input`, or a conversation's `items`), checked and normalised.
+pub fn normalise_items(items: Vec<Item>, list: &str) -> Result<Vec<Value>, ApiError> {
+    items
+        .into_iter()
+        .enumerate()
+        .map(|(i, item)| normalise(item, list, i))
+        .collect()
+}
+
+fn normalise(mut item: Item, list: &str, i: usize) -> Result<Value, ApiError> {
+    let param = |field: &str| format!("{list}[{i}]{field}");
+    let kind = item
+        .kind
+        .clone()
+        .unwrap_or_else(|| item_type::MESSAGE.to_owned());
+    let prefix = match kind.as_str() {
+        item_type::MESSAGE => {
+            let role = item.role.as_deref().unwrap_or_default();
+            let part = match role {
+                "user" | "system" | "developer" => item_type::INPUT_TEXT,
+                "assistant" => item_type::OUTPUT_TEXT,
+                other => {
+                    return Err(ApiError::invalid(
+                        format!(
+                            "{list}[{i}].role is {other:?}; use user, assistant, system or developer"
+                        ),
+                        Some(&param(".role")),
+                    ));
+                }
+            };
+            let text = match &item.content {
+                None => None,
+                Some(ItemContent::Text(text)) => Some(text.clone()),
+                Some(ItemContent::Parts(parts)) => {
+                    if let Some(p) = parts.iter().find(|p| {
+                        !matches!(p.kind.as_str(), "input_text" | "output_text" | "text")
+                            || p.text.is_none()
+                    }) {
+                        return Err(ApiError::invalid(
+                            format!(
+                                "{list}[{i}].content: content part type {:?} is not supported; send text parts only",
+                                p.kind
+                            ),
+                            Some(&param(".content")),
+                        ));
+                    }
+                    item.text()
+                }
+            };
+            let text = text.ok_or_else(|| {
+                ApiError::invalid(
+                    format!("{list}[{i}].content is missing"),
+                    Some(&param(".content")),
+                )
+            })?;
+            let mut part = json!({"type": part, "text": text});
+            if part["type"] == item_type::OUTPUT_TEXT {
+                part["annotations"] = json!([]);
+            }
+            item.content = Some(ItemContent::Parts(vec![
+                serde_json::from_value(part).expect("a text part"),
+            ]));
+            item.status.get_or_insert_with(|| "completed".to_owned());
+            "msg"
+        }
+        item_type::FUNCTION_CALL => {
+            for (field, value) in [
+                ("call_id", &item.call_id),
+                ("name", &item.name),
+                ("arguments", &item.arguments),
+            ] {
+                if value.as_deref().is_none_or(str::is_empty) && field != "arguments" {
+                    return Err(ApiError::invalid(
+                        format!("{list}[{i}]: a function_call item needs {field}"),
+                        Some(&param(&format!(".{field}"))),
+                    ));
+                }
+            }
+            item.arguments.get_or_insert_with(String::new);
+            item.status.get_or_insert_with(|| "completed".to_owned());
+            "fc"
+        }
+        item_type::FUNCTION_CALL_OUTPUT => {
+            if item.call_id.as_deref().is_none_or(str::is_empty) {
+                return Err(ApiError::invalid(
+                    format!("{list}[{i}]: a function_call_output item needs call_id"),
+                    Some(&param(".call_id")),
+                ));
+            }
+            if item.output.is_none() {
+                return Err(ApiError::invalid(
+                    format!("{list}[{i}]: a function_call_output item needs output"),
+                    Some(&param(".output")),
+                ));
+            }
+            item.status.get_or_insert_with(|| "completed".to_owned());
+            "fco"
+        }
+        other => {
+            return Err(ApiError::invalid(
+                format!(
+                    "{list}[{i}].type {other:?} is not supported; send message, function_call or function_call_output items"
+                ),
+                Some(&param(".type")),
+            ));
+        }
+    };
+    item.kind = Some(kind);
+    if item.id.as_deref().is_none_or(str::is_empty) {
+        item.id = Some(new_id(prefix));
+    }
+    Ok(serde_json::to_value(item).expect("items serialise"))
+}
+
+/// A new unguessable id with OpenAI's prefix for its kind (`resp`, `msg`, `fc`, `conv`, ...).
+pub fn new_id(prefix: &str) -> String {
+    format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
+}
+
+/// Every `function_call_output` of `new` answers a `function_call` of `prior` or of `new`
+/// before it: an output without its call cannot be given to a model.
+pub fn check_outputs_answer_calls(prior: &[Value], new: &[Value]) -> Result<(), ApiError> {
+    let is_call = |v: &Value, id: &str| v["type"] == item_type::FUNCTION_CALL && v["call_id"] == id;
+    for (i, item) in new.iter().enumerate() {
+        if item["type"] != item_type::FUNCTION_CALL_OUTPUT {
+            continue;
+        }
+        let id = item["call_id"].as_str().unwrap_or_default();
+        if !prior.iter().chain(&new[..i]).any(|v| is_call(v, id)) {
+            return Err(ApiError::invalid(
+                format!(
+                    "input[{i}] is a function_call_output for call_id {id:?}, but no function_call with that call_id precedes it (in input, or in the previous response or conversation)"
+                ),
+                Some(&format!("input[{i}].call_id")),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Items as Chat Completions messages: consecutive function calls become one assistant message
+/// with `tool_calls`, outputs become `tool` messages.
+pub fn messages(instructions: Option<&str>, items: &[Value]) -> Vec<ChatMessage> {
+    let mut messages = Vec::new();
+    if let Some(text) = instructions.filter(|t| !t.is_empty()) {
+        messages.push(ChatMessage::system(text));
+    }
+    for value in items {
+        let Ok(item) = serde_json::from_value::<Item>(value.clone()) else {
+            continue;
+        };
+        match item.kind.as_deref() {
+            Some(item_type::FUNCTION_CALL) => {
+                let call = ToolCall {
+                    id: item.call_id.clone().unwrap_or_default(),
+                    kind: "function".into(),
+                    function: FunctionCall {
+                        name: item.name.clone().unwrap_or_default(),
+                        arguments: item.arguments.clone().unwrap_or_default(),
+                    },
+                };
+                match messages.last_mut() {
+                    Some(last) if last.role == Role::Assistant && last.tool_calls.is_some() => {
+                        last.tool_calls.get_or_insert_with(Vec::new).push(call);
+                    }
+                    _ => {
+                        let mut message = ChatMessage::assistant(String::new());
+                        message.content = None;
+                        message.tool_calls = Some(vec![call]);
+                        messages.push(message);
+                    }
+                }
+            }
+            Some(item_type::FUNCTION_CALL_OUTPUT) => {
+                let output = match &item.output {
+                    Some(Value::String(s)) => s.clone(),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                let mut message = ChatMessage::text(Role::Tool, output);
+                message.tool_call_id = item.call_id.clone();
+                messages.push(message);
+            }
+            _ => {
+                let role = match item.role.as_deref() {
+                    Some("assistant") => Role::Assistant,
+                    Some("system" | "developer") => Role::System,
+                    _ => Role::User,
+                };
+                messages.push(ChatMessage::text(role, item.text().unwrap_or_default()));
+            }
+        }
+    }
+    messages
+}
+
+/// The chat request the agent runs: `messages`, with the request's generation parameters.
+pub fn chat_request(
+    request: &ResponseCreateRequest,
+    messages: Vec<ChatMessage>,
+) -> Result<ChatCompletionRequest, ApiError> {
+    let tools = request
+        .tools
+        .as_ref()
+        .map(|tools| {
+            tools
+                .iter()
+                .enumerate()
+                .map(|(i, tool)| {
+                    if tool.kind != "function" {
+                        return Err(ApiError::invalid(
+                            format!("tools[{i}].type {:?} is not supported; this server offers function tools only", tool.kind),
+                            Some(&format!("tools[{i}].type")),
+                        ));
+                    }
+                    Ok(Tool::function(FunctionDefinition {
+                        name: tool.name.clone(),
+                        description: tool.description.clone(),
+                        parameters: tool.parameters.clone(),
+                        strict: tool.strict,
+                    }))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        })
+        .transpose()?;
+    let tool_choice = match &request.tool_choice {
+        None => None,
+        Some(Value::String(mode)) => Some(ToolChoice::Mode(mode.clone())),
+        Some(Value::Object(named)) if named.get("type") == Some(&json!("function")) => {
+            let name = named.get("name").cloned().unwrap_or(Value::Null);
+            Some(ToolChoice::Named(
+                json!({"type": "function", "function": {"name": name}}),
+            ))
+        }
+        Some(other) => {
+            return Err(ApiError::invalid(
+                format!(
+                    "tool_choice {other} is not supported; use \"none\", \"auto\", \"required\" or {{\"type\": \"function\", \"name\": ...}}"
+                ),
+                Some("tool_choice"),
+            ));
+        }
+    };
+    if request.max_output_tokens == Some(0) {
+        return Err(ApiError::invalid(
+            "max_output_tokens must be at least 1",
+            Some("max_output_tokens"),
+        ));
+    }
+    let field = |name: &str| request.extra.get(name).cloned();
+    Ok(ChatCompletionRequest {
+        model: request.model.clone(),
+        messages,
+        stream: request.stream,
+        stream_options: None,
+        temperature: request.temperature,
+        top_p: field("top_p").and_then(|v| v.as_f64()),
+        max_tokens: request.max_output_tokens,
+        tools,
+        tool_choice,
+        user: field("user").and_then(|v| v.as_str().map(str::to_owned)),
+        ..ChatCompletionRequest::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(input: Value) -> ResponseCreateRequest {
+        serde_json::from_value(json!({"input": input})).unwrap()
+    }
+
+    #[test]
+    fn a_string_is_one_user_message_with_an_input_text_part() {
+        let items = new_items(&request(json!("hi"))).unwrap();
+        assert_eq!(items.len(), 1);
+        assert_eq!(items[0]["type"], "message");
+        assert_eq!(items[0]["role"], "user");
+        assert_eq!(
+            items[0]["content"][0],
+            json!({"type": "input_text", "text": "hi"})
+        );
+        assert!(items[0]["id"].as_str().unwrap().starts_with("msg_"));
+    }
+
+    #[test]
+    fn malformed_items_name_the_field_at_fault() {
+        for (input, param) in [
+            (json!([]), "input"),
+            (json!([{"role": "robot", "content": "x"}]), "input[0].role"),
+            (
+                json!([{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]),
+                "input[0].content",
+            ),
+            (
+                json!([{"type": "function_call", "name": "f"}]),
+                "input[0].call_id",
+            ),
+            (
+                json!([{"type": "function_call_output", "call_id": "c"}]),
+                "input[0].output",
+            ),
+            (json!([{"type": "web_search_call"}]), "input[0].type"),
+        ] {
+            let e = new_items(&request(input.clone())).unwrap_err();
+            assert_eq!(e.body().error.param.as_deref(), Some(param), "{input}");
+        }
+    }
+
+    #[test]
+    fn an_output_needs_its_call_before_it() {
+        let call =
+            json!({"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"});
+        let output = json!({"type": "function_call_output", "call_id": "c1", "output": "42"});
+        assert!(check_outputs_answer_calls(&[], std::slice::from_ref(&output)).is_err());
+        assert!(
+            check_outputs_answer_calls(std::slice::from_ref(&call), std::slice::from_ref(&output))
+                .is_ok()
+        );
+        assert!(check_outputs_answer_calls(&[], &[call, output]).is_ok());
+    }
+
+    #[test]
+    fn calls_and_outputs_become_tool_calls_and_tool_messages() {
+        let items = [
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "q"}]}),
+            json!({"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"}),
+            json!({"type": "function_call", "call_id": "b", "name": "g", "arguments": "{}"}),
+            json!({"type": "function_call_output", "call_id": "a", "output": "1"}),
+        ];
+        let messages = messages(Some("be brief"), &items);
+        let roles: Vec<Role> = messages.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [Role::System, Role::User, Role::Assistant, Role::Tool]
+        );
+        assert_eq!(messages[2].tool_calls.as_ref().unwrap().len(), 2);
+        assert_eq!(messages[3].tool_call_id.as_deref(), Some("a"));
+    }
+}
