@@ -314,25 +314,44 @@ fn the_kubernetes_jobs_commands_shard_and_merge_a_benchmark() {
 }
 
 /// A target that is down from the start still leaves a run directory whose manifest says the run
-/// failed and why, rather than nothing (or a half-made directory) and a message on a terminal.
+/// failed and why, and the probe's run log with its `stop_reason` (docs/contracts/run-log.md),
+/// rather than nothing (or a half-made directory) and a message on a terminal: for every suite
+/// that runs conversations.
 #[test]
 fn a_run_against_a_target_that_is_down_leaves_a_failed_run_directory() {
     let port = common::free_port();
-    let out = tempfile::tempdir().unwrap();
-    let (code, output) = judge(&[
-        "ltm",
-        "--endpoint",
-        &format!("http://127.0.0.1:{port}"),
-        "--retries",
-        "0",
-        "--out",
-        out.path().to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert_ne!(code, 0, "{output}");
-    let manifest = read_json(&run_dir(out.path()).join("manifest.json"));
-    assert_eq!(manifest["state"], "failed", "{manifest}");
-    assert_eq!(manifest["suite"], "ltm", "{manifest}");
-    let why = manifest["why"].as_str().unwrap_or_default();
-    assert!(why.contains("probe"), "{manifest}");
+    let endpoint = format!("http://127.0.0.1:{port}");
+    for (suite, mode) in [
+        ("ltm", "ltm (history: new)"),
+        ("sim", "sim multi-turn (scripted user)"),
+        ("apps", "apps (auto mode)"),
+    ] {
+        let out = tempfile::tempdir().unwrap();
+        let mut args = vec![
+            suite,
+            "--endpoint",
+            &endpoint,
+            "--retries",
+            "0",
+            "--out",
+            out.path().to_str().unwrap(),
+        ];
+        if suite != "sim" {
+            args.push("--quiet");
+        }
+        let (code, output) = judge(&args);
+        assert_ne!(code, 0, "{suite}: {output}");
+        let dir = run_dir(out.path());
+        let manifest = read_json(&dir.join("manifest.json"));
+        assert_eq!(manifest["state"], "failed", "{suite}: {manifest}");
+        assert_eq!(manifest["suite"], suite, "{manifest}");
+        let why = manifest["why"].as_str().unwrap_or_default();
+        assert!(why.contains("probe"), "{suite}: {manifest}");
+        let text = std::fs::read_to_string(dir.join("logs/probe.log")).unwrap();
+        let log = judge_client::report::session_log::parse_log(&text).unwrap();
+        assert_eq!(log.meta("stop_reason"), Some("infra_error"), "{text}");
+        assert_eq!(log.meta("mode"), Some(mode), "{text}");
+        let reply = &log.turns.last().unwrap().2;
+        assert!(reply.starts_with("[infra_error] "), "{text}");
+    }
 }

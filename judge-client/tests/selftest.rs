@@ -260,9 +260,15 @@ async fn resume_finishes_a_run_without_repeating_finished_tests() {
         std::fs::remove_file(full.dir.join(file)).unwrap();
     }
     let before = fake.chats();
-    let resumed = run::resume(&full.dir, None, Credentials::default(), &Silent)
-        .await
-        .expect("resume completes");
+    let resumed = run::resume(
+        &full.dir,
+        None,
+        Credentials::default(),
+        Credentials::default(),
+        &Silent,
+    )
+    .await
+    .expect("resume completes");
     assert_eq!(resumed.executed, lost.len());
     let says: usize = specs
         .iter()
@@ -663,4 +669,96 @@ async fn replies_are_escaped_in_the_report() {
         "results keep the raw reply"
     );
     fake.stop().await;
+}
+
+/// The LLM grader grades every reached check beside the rules, and the results say how often
+/// the two agree; a grader whose answers stay unusable is a judge_error, counted apart, and
+/// changes no score.
+#[actix_rt::test]
+async fn the_llm_grader_is_compared_with_the_rules_and_its_failures_are_counted_apart() {
+    let config = LtmConfig {
+        types: vec![
+            TestType::Needle,
+            TestType::KnowledgeUpdate,
+            TestType::ShoppingList,
+        ],
+        ..config(5, 1)
+    };
+    let target = oracle(&config.specs()).await;
+    let ungraded = run_against(
+        &target.url,
+        config.clone(),
+        tempfile::tempdir().unwrap().path(),
+    )
+    .await;
+    let checks: usize = ungraded.results.tests.iter().map(|t| t.checks.len()).sum();
+    assert!(checks >= 3);
+    assert_eq!(ungraded.results.grader, None);
+
+    let graded = |grader_url: String| {
+        let config = config.clone();
+        let target = settings(&target.url, 10_000);
+        async move {
+            let out = tempfile::tempdir().unwrap();
+            let outcome = run::start_shard(
+                target,
+                Credentials::default(),
+                config,
+                None,
+                Some((TargetSettings::new(grader_url), Credentials::default())),
+                out.path(),
+                &Silent,
+            )
+            .await
+            .expect("run completes");
+            (outcome, out)
+        }
+    };
+    let agreeing = scripted(vec![Behaviour::Reply("PASS".to_owned()); 200]).await;
+    let (outcome, out) = graded(agreeing.url.clone()).await;
+    let a = outcome.results.grader.clone().unwrap();
+    assert_eq!(
+        (a.both_decided, a.agree, a.judge_errors),
+        (checks, checks, 0)
+    );
+    assert_eq!(a.agreement, Some(1.0));
+    assert_eq!(outcome.results.overall, ungraded.results.overall);
+    assert_eq!(
+        outcome
+            .manifest
+            .details
+            .grader
+            .as_ref()
+            .map(|g| g.endpoint.as_str()),
+        Some(agreeing.url.as_str())
+    );
+    let report = read(&outcome.dir.join("report.html"));
+    assert!(
+        report.contains(&format!("agrees with the rules on {checks} of {checks}")),
+        "{report}"
+    );
+    drop(out);
+
+    // Answers "Noted." to everything: three tries per check, then a judge_error.
+    let garbage = scripted(vec![]).await;
+    let before = garbage.chats();
+    let (outcome, _out) = graded(garbage.url.clone()).await;
+    let a = outcome.results.grader.clone().unwrap();
+    assert_eq!((a.both_decided, a.judge_errors), (0, checks));
+    assert_eq!(a.agreement, None, "never a 0");
+    assert_eq!(
+        garbage.chats() - before,
+        checks * 3,
+        "three tries per check"
+    );
+    assert_eq!(
+        outcome.results.overall, ungraded.results.overall,
+        "scores are the rules' own"
+    );
+    let failure = outcome.results.tests[0].checks[0]
+        .grade
+        .as_ref()
+        .and_then(|g| g.failure.as_ref())
+        .unwrap();
+    assert_eq!(failure.kind, FailureKind::JudgeError);
 }

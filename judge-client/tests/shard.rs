@@ -30,6 +30,7 @@ async fn run_part(url: &str, config: LtmConfig, shard: Option<Shard>, out: &Path
         Credentials::default(),
         config,
         shard,
+        None,
         out,
         &Silent,
     )

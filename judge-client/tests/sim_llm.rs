@@ -213,8 +213,10 @@ async fn pairwise_preference_swaps_positions_so_a_biased_judge_yields_ties_and_a
             assert_eq!(verdict.position_consistent, consistent);
         }
         assert_eq!(r.position_inconsistent, if consistent { 0 } else { 3 });
-        // Two judge calls per pair (both orders) plus one rubric call per conversation.
-        assert_eq!(judge.requests.lock().unwrap().len(), 3 * 2 + 6);
+        // Two judge calls per pair (both orders) plus one rubric call per conversation; the
+        // fair judge's rubric answers are not JSON, so each is asked again twice.
+        let rubric_calls = if consistent { 6 * 3 } else { 6 };
+        assert_eq!(judge.requests.lock().unwrap().len(), 3 * 2 + rubric_calls);
         let rubric = &outcome.a.results.conversations[0];
         if consistent {
             // The fair judge's rubric answer is not JSON: a judge_error, reported, not a score.
@@ -331,4 +333,94 @@ async fn a_conversation_stopped_by_the_judges_own_simulator_is_not_the_agents_fa
     // The logs still say why each conversation stopped.
     let log = std::fs::read_to_string(dir.path().join("logs/session-0001.log")).unwrap();
     assert!(log.contains("judge_error"), "{log}");
+}
+
+/// A judge that never answers in the asked form.
+fn garbage(_: &ChatCompletionRequest, _: usize) -> String {
+    "Well, it depends on how you look at it.".to_owned()
+}
+
+/// A judge that wraps its first answer to each question in prose, then corrects it when told.
+fn corrects_itself(request: &ChatCompletionRequest, _: usize) -> String {
+    let told = last_text(request).contains("cannot be used");
+    let question = request.messages[1].text_content().unwrap_or_default();
+    match (question.contains("Conversation 1:"), told) {
+        (_, false) => "Let me think about it.".to_owned(),
+        (true, true) => "1".to_owned(),
+        (false, true) => {
+            r#"{"persona_consistency": 4, "coherence": 4, "instruction_following": 4}"#.to_owned()
+        }
+    }
+}
+
+#[actix_rt::test]
+async fn a_judge_whose_answers_stay_unusable_is_a_judge_error_left_out_of_scores_and_statistics() {
+    let a = common::amnesiac().await;
+    let b = common::stub().await;
+    let judge = model(garbage).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&a.url, &["maya", "gus", "lena"], 4, SimulatorSpec::Scripted);
+    cfg.judge = Some((TargetSettings::new(&judge.url), Credentials::default()));
+    let outcome = run_ab(
+        &cfg,
+        TargetSettings::new(&b.url),
+        Credentials::default(),
+        dir.path(),
+    )
+    .await
+    .unwrap();
+    // Every question is asked three times (the answer and two retries), then given up on.
+    assert_eq!(judge.requests.lock().unwrap().len(), (3 + 6) * 3);
+    let retry = judge.requests.lock().unwrap()[1].clone();
+    assert!(
+        last_text(&retry).contains("cannot be used"),
+        "a retry says why: {retry:?}"
+    );
+    let r = &outcome.results;
+    assert_eq!(r.pairs.len(), 3, "the pairs are listed");
+    for pair in &r.pairs {
+        assert_eq!(pair.decided_by, "judge_error");
+        let failure = pair.judge_failure.as_ref().unwrap();
+        assert_eq!(failure.kind.as_str(), "judge_error");
+        assert!(failure.message.contains("after 3 attempts"), "{failure:?}");
+    }
+    assert_eq!(r.judge_error_pairs, 3);
+    assert_eq!(r.test.pairs, 0, "no judge failure reaches the paired test");
+    assert_eq!(r.test.mean_difference, None);
+    for side in [&outcome.a.results, &outcome.b.results] {
+        assert_eq!(side.summary.rubric_judge_errors, 3);
+        assert_eq!(side.summary.mean_rubric, None, "never a 0");
+        // The agent's own scores do not depend on its judge.
+        assert_eq!(side.summary.scored_conversations, 3);
+        assert!(side.summary.goal_rate.is_some());
+    }
+    let report = std::fs::read_to_string(dir.path().join("report.html")).unwrap();
+    assert!(report.contains("left out: judge_error"), "{report}");
+    let run_report = std::fs::read_to_string(dir.path().join("a/report.html")).unwrap();
+    assert!(run_report.contains("could not judge 3 conversation(s) (judge_error)"));
+}
+
+#[actix_rt::test]
+async fn a_judge_that_corrects_its_answer_when_told_why_is_read_on_the_retry() {
+    let a = common::amnesiac().await;
+    let b = common::stub().await;
+    let judge = model(corrects_itself).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = config(&a.url, &["maya"], 4, SimulatorSpec::Scripted);
+    cfg.judge = Some((TargetSettings::new(&judge.url), Credentials::default()));
+    let outcome = run_ab(
+        &cfg,
+        TargetSettings::new(&b.url),
+        Credentials::default(),
+        dir.path(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(judge.requests.lock().unwrap().len(), (2 + 2) * 2);
+    let r = &outcome.results;
+    assert_eq!(r.judge_error_pairs, 0);
+    assert_eq!(r.pairs[0].decided_by, "llm_judge");
+    let rubric = outcome.a.results.summary.mean_rubric.as_ref().unwrap();
+    assert_eq!(rubric.coherence, 0.75);
+    assert_eq!(outcome.a.results.summary.rubric_judge_errors, 0);
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use super::EXIT_REGRESSION;
 use super::progress::progress_bar;
+use super::sim::helper_settings;
 use super::summary::{fail_under, print_files};
 use super::target::TargetArgs;
 use anyhow::{Context, bail};
@@ -13,9 +14,10 @@ use judge_client::suites::ltm::compare;
 use judge_client::suites::ltm::results::{RunResults, TestResult, TestStatus};
 use judge_client::suites::ltm::run::{self, RunOutcome};
 use judge_client::suites::ltm::shard::Shard;
-use judge_client::suites::ltm::summary::latency;
 use judge_client::suites::ltm::summary::render_table;
+use judge_client::suites::ltm::summary::{latency, one_at_a_time};
 use judge_client::suites::ltm::{Ltm, TestType};
+use judge_client::target::Credentials;
 use judge_client::{HistoryMode, LtmConfig};
 
 #[derive(Args)]
@@ -55,6 +57,16 @@ pub struct LtmArgs {
     /// Run only part INDEX of COUNT of the plan (e.g. 0/4); `judge merge` combines the parts.
     #[arg(long, value_name = "INDEX/COUNT")]
     pub shard: Option<Shard>,
+    /// OpenAI-compatible endpoint of the LLM grader: grades every reached check, settles those
+    /// the rules leave undecided, and its agreement with the rules is reported.
+    #[arg(long)]
+    pub grader_endpoint: Option<String>,
+    /// Model of the LLM grader (default: the first one its endpoint lists).
+    #[arg(long)]
+    pub grader_model: Option<String>,
+    /// Bearer key for --grader-endpoint (also used by --resume of a graded run).
+    #[arg(long, env = "JUDGE_GRADER_API_KEY", hide_env_values = true)]
+    pub grader_api_key: Option<String>,
     /// Compare with this earlier run afterwards; exit 3 on a significant regression.
     #[arg(long, value_name = "RUN_DIR")]
     pub baseline: Option<PathBuf>,
@@ -90,7 +102,17 @@ pub fn print_outcome(outcome: &RunOutcome) {
             l.p50_ms, l.p95_ms, l.max_ms, l.turns, l.retried
         );
     }
+    if let Some(note) = one_at_a_time(&outcome.timings) {
+        println!("WARNING: {note}");
+    }
     print_files(&outcome.dir);
+}
+
+fn grader_credentials(args: &LtmArgs) -> Credentials {
+    Credentials {
+        api_key: args.grader_api_key.clone(),
+        admin_token: None,
+    }
 }
 
 pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
@@ -105,6 +127,7 @@ pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
             dir,
             args.target.endpoint.clone(),
             args.target.credentials(),
+            grader_credentials(&args),
             &bar,
         )
         .await
@@ -127,11 +150,19 @@ pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
                     types
                 },
             };
+            let target = args.target.settings()?;
+            let grader = args.grader_endpoint.as_ref().map(|endpoint| {
+                (
+                    helper_settings(endpoint, args.grader_model.clone(), &target),
+                    grader_credentials(&args),
+                )
+            });
             run::start_shard(
-                args.target.settings()?,
+                target,
                 args.target.credentials(),
                 config,
                 args.shard,
+                grader,
                 &args.out,
                 &bar,
             )

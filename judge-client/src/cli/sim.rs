@@ -231,6 +231,12 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
                     .win_share_ci
                     .map_or("-".to_owned(), |(lo, hi)| format!("{lo:.2} to {hi:.2}"))
             );
+            if r.judge_error_pairs > 0 || r.excluded_pairs > 0 {
+                println!(
+                    "  left out of the statistics: {} pair(s) the LLM judge could not decide (judge_error), {} pair(s) not scorable",
+                    r.judge_error_pairs, r.excluded_pairs
+                );
+            }
             for rating in &r.ratings {
                 println!(
                     "  rating {}: {:.0} (95% CI {:.0} to {:.0})",
@@ -269,6 +275,15 @@ pub fn print_sim(outcome: &SimOutcome) {
         s.mean_score.map_or("-".to_owned(), |m| format!("{m:.2}")),
         s.fallback_turns
     );
+    for note in &outcome.warnings {
+        println!("WARNING: {note}");
+    }
+    if s.rubric_judge_errors > 0 {
+        println!(
+            "  the LLM judge could not judge {} conversation(s) (judge_error): no rubric for them",
+            s.rubric_judge_errors
+        );
+    }
     for c in &outcome.results.conversations {
         println!(
             "  {:<10} trial {} {:>2} rounds  goals {}/{}  stop {}",

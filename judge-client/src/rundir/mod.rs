@@ -138,6 +138,53 @@ pub fn mark_failed(dir: &Path, suite: &str, why: &str) -> Result<(), RunDirError
     write_manifest(dir, &manifest)
 }
 
+/// The run log of a capability probe that failed ([`record_probe_failure`]).
+pub const PROBE_LOG: &str = "logs/probe.log";
+
+/// Records a run whose target failed the capability probe, so nothing is left half-made: the
+/// probe's exchange as a run log (docs/contracts/run-log.md §"Stop reasons and failures": the
+/// greeting, the failure as the assistant turn, `stop_reason` the failure's class) in
+/// [`PROBE_LOG`], then the manifest marked failed with `why` ([`mark_failed`]). `mode` is the
+/// run's mode as its logs give it; `session_id` the probe's session.
+pub fn record_probe_failure(
+    dir: &Path,
+    suite: &str,
+    mode: &str,
+    session_id: &str,
+    error: &crate::target::TargetError,
+    why: &str,
+) -> Result<(), RunDirError> {
+    use crate::report::session_log::{LogMeta, LogTurn, render_log};
+    // The probe sends no X-Mock-Time: the target's clock is the wall clock.
+    let at = chrono::Utc::now();
+    let failure = format!("[{}] {}", error.kind, error.message);
+    let log = render_log(
+        &LogMeta {
+            session_id,
+            mode,
+            scenario: "capability probe",
+            max_turns: 1,
+            stop_reason: error.kind.as_str(),
+        },
+        &[
+            LogTurn {
+                role: "user",
+                at,
+                text: crate::target::PROBE_GREETING,
+            },
+            LogTurn {
+                role: "assistant",
+                at: at + chrono::Duration::seconds(1),
+                text: &failure,
+            },
+        ],
+    );
+    let written = write_atomic(&dir.join(PROBE_LOG), log.as_bytes());
+    // The manifest is written even when the log could not be.
+    mark_failed(dir, suite, why)?;
+    written
+}
+
 /// Per-unit checkpoints: `tests/<id>.json` holds one finished unit, written last, so a unit
 /// without one is run again when the run is resumed.
 pub mod checkpoint {
@@ -183,6 +230,34 @@ mod tests {
         assert!(dirs.iter().all(|d| d.is_dir()));
         assert!(dirs.contains(&root.path().join("run-x")));
         assert!(dirs.contains(&root.path().join("run-x-8")));
+    }
+
+    #[test]
+    fn a_failed_probe_leaves_a_run_log_with_its_stop_reason_and_a_failed_manifest() {
+        let dir = tempfile::tempdir().unwrap();
+        let error = crate::target::TargetError::new(
+            crate::target::FailureKind::InfraError,
+            "connection refused",
+        );
+        record_probe_failure(
+            dir.path(),
+            "sim",
+            "sim multi-turn (scripted user)",
+            "s-1",
+            &error,
+            "probe failed",
+        )
+        .unwrap();
+        let text = std::fs::read_to_string(dir.path().join(PROBE_LOG)).unwrap();
+        let log = crate::report::session_log::parse_log(&text).unwrap();
+        assert_eq!(log.meta("stop_reason"), Some("infra_error"));
+        assert_eq!(log.meta("session_id"), Some("s-1"));
+        assert_eq!(log.turns.len(), 2);
+        assert_eq!(log.turns[1].0, "assistant");
+        assert_eq!(log.turns[1].2, "[infra_error] connection refused");
+        let m: AnyManifest = read_manifest(dir.path()).unwrap();
+        assert_eq!((m.state, m.suite.as_str()), (RunState::Failed, "sim"));
+        assert_eq!(m.why.as_deref(), Some("probe failed"));
     }
 
     #[test]

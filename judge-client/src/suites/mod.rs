@@ -5,11 +5,13 @@
 //! and [`registry`] finds a suite by its kind.
 
 pub mod apps;
+pub mod concurrency;
 pub mod conform;
 pub mod history;
 pub mod load;
 pub mod ltm;
 pub mod membench;
+pub mod model_judge;
 pub mod registry;
 pub mod sim;
 pub mod suite;

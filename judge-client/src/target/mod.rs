@@ -11,5 +11,5 @@ pub mod trace;
 pub use breaker::BreakerPolicy;
 pub use client::{ChatReply, Credentials, RawAnswer, RequestContext, TargetClient, TargetSettings};
 pub use error::{Failure, FailureKind, TargetError};
-pub use probe::{Capabilities, Requirement, probe};
+pub use probe::{Capabilities, PROBE_GREETING, Requirement, probe};
 pub use resilience::RetryPolicy;

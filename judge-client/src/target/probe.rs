@@ -99,6 +99,9 @@ fn works<T>(notes: &mut Vec<String>, endpoint: &str, outcome: Result<T, TargetEr
     }
 }
 
+/// The user message of the probe's chat round trip (the one request a probe cannot do without).
+pub const PROBE_GREETING: &str = "Hello.";
+
 /// Probes the target with its own session (`session_id`). Fails only when no chat round trip works.
 pub async fn probe(client: &TargetClient, session_id: &str) -> Result<Capabilities, TargetError> {
     let mut notes = Vec::new();
@@ -137,7 +140,7 @@ pub async fn probe(client: &TargetClient, session_id: &str) -> Result<Capabiliti
     );
 
     client
-        .chat(&ctx(None), vec![ChatMessage::user("Hello.")])
+        .chat(&ctx(None), vec![ChatMessage::user(PROBE_GREETING)])
         .await
         .map(|reply| notes.push(format!("chat round trip answered {:?}", reply.text)))?;
 

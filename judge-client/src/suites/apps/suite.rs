@@ -154,19 +154,38 @@ pub async fn run(
         }
         scenario.validate(&registry).map_err(RunError::from)?;
     }
-    let mut client = TargetClient::new(settings.clone(), credentials);
-    let capabilities = probe(&client, &format!("apps-probe-s{}", config.seed))
-        .await
-        .map_err(AppsSuiteError::Probe)?;
-    client.set_model(capabilities.model.clone());
-
     let created_at = Utc::now();
     let base = format!(
         "apps-{}-seed{}",
         created_at.format("%Y%m%dT%H%M%SZ"),
         config.seed
     );
+    // The directory comes first, so a target that is down from the start still leaves a run
+    // that says why it failed.
     let (dir, run_id) = rundir::create(out_root, &base)?;
+    let mut client = TargetClient::new(settings.clone(), credentials);
+    let probe_session = format!("apps-probe-s{}", config.seed);
+    let capabilities = match probe(&client, &probe_session).await {
+        Ok(capabilities) => capabilities,
+        Err(e) => {
+            let error = AppsSuiteError::Probe(e.clone());
+            let mode = serde_json::to_value(config.mode)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default();
+            // The error being returned matters more than a failure to record it.
+            let _ = rundir::record_probe_failure(
+                &dir,
+                "apps",
+                &format!("apps ({mode} mode)"),
+                &probe_session,
+                &e,
+                &error.to_string(),
+            );
+            return Err(error);
+        }
+    };
+    client.set_model(capabilities.model.clone());
     let details = AppsDetails {
         config: config.clone(),
         target: settings,

@@ -233,6 +233,7 @@ mod tests {
                 })
                 .collect(),
             diagnosis: vec![],
+            grader: None,
         }
     }
 

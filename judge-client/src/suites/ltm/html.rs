@@ -10,7 +10,7 @@ use super::manifest::LtmManifest;
 use super::results::{
     RunResults, TestResult, TestStatus, TestTiming, TranscriptEntry, TypeSummary,
 };
-use super::summary::latency;
+use super::summary::{grader_line, latency, one_at_a_time};
 use crate::report::chart::{Bar, BarChart, Scale, colour, fraction_line};
 use crate::report::html::{escape, page_head, pct};
 
@@ -168,17 +168,27 @@ fn test_section(test: &TestResult) -> String {
     }
     if !test.checks.is_empty() {
         out.push_str(
-            "<table><tr><th>check</th><th>session</th><th>score</th><th>verdict</th></tr>",
+            "<table><tr><th>check</th><th>session</th><th>score</th><th>verdict</th><th>grader</th></tr>",
         );
         for c in &test.checks {
+            let grade = c
+                .grade
+                .as_ref()
+                .map_or(String::new(), |g| match (g.passed, &g.failure) {
+                    (Some(true), _) => "PASS".to_owned(),
+                    (Some(false), _) => "FAIL".to_owned(),
+                    (None, Some(f)) => format!("[{}] {}", f.kind, f.message),
+                    (None, None) => String::new(),
+                });
             let _ = write!(
                 out,
-                r#"<tr><td>{}</td><td>{}</td><td class="{}">{:.2}</td><td>{}</td></tr>"#,
+                r#"<tr><td>{}</td><td>{}</td><td class="{}">{:.2}</td><td>{}</td><td>{}</td></tr>"#,
                 escape(&c.label),
                 escape(&c.session),
                 if c.passed { "passed" } else { "failed" },
                 c.score,
-                escape(&c.detail)
+                escape(&c.detail),
+                escape(&grade)
             );
         }
         out.push_str("</table>");
@@ -224,6 +234,7 @@ pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTimin
         results
             .diagnosis
             .iter()
+            .chain(&one_at_a_time(timings))
             .map(|note| format!(
                 r#"<p class="warn"><strong>The judge may be the problem:</strong> {}</p>"#,
                 escape(note)
@@ -254,6 +265,9 @@ pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTimin
             .map(|n| format!("<li>{}</li>", escape(n)))
             .collect::<String>()
     );
+    if let Some(g) = &results.grader {
+        let _ = write!(out, r#"<p class="meta">{}</p>"#, escape(&grader_line(g)));
+    }
     out.push_str("<h2>Scores per test type</h2>");
     out.push_str(&score_chart(&results.types));
     out.push_str("<table><tr><th>type</th><th>description</th><th>passed</th><th>score</th><th>95% CI</th><th>note</th></tr>");

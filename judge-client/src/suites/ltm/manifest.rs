@@ -32,4 +32,7 @@ pub struct LtmDetails {
     /// The run ids of the shards a merged run was made from (`judge merge`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub parts: Vec<String>,
+    /// The LLM grader's endpoint and model (`--grader-endpoint`; its key is never recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grader: Option<TargetSettings>,
 }

@@ -12,6 +12,7 @@ pub mod compare;
 pub mod config;
 pub mod filler;
 pub mod generators;
+pub mod grader;
 pub mod html;
 pub mod junit;
 pub mod logs;

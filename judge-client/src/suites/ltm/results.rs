@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::TestType;
+use super::grader::{Grade, GraderAgreement};
 use super::scoring::Scorer;
 use crate::suites::HistoryMode;
 use crate::target::Failure;
@@ -43,6 +44,12 @@ pub struct CheckResult {
     pub passed: bool,
     pub detail: String,
     pub scorer: Scorer,
+    /// The rules could not tell (`detail` says why); the grader settles it when there is one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub undecided: bool,
+    /// The LLM grader's grade (`--grader-endpoint`); see [`super::grader`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grade: Option<Grade>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -124,6 +131,11 @@ pub struct TestTiming {
     pub turn_ms: Vec<u64>,
     /// Attempts of each chat turn (more than 1 after `429` retries).
     pub turn_attempts: Vec<u32>,
+    /// When each chat turn was sent, in Unix milliseconds (wall clock, so the turns of tests run
+    /// by different invocations or shards can be laid side by side; see
+    /// [`crate::suites::concurrency`]). Absent in runs made before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turn_sent_unix_ms: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -168,4 +180,7 @@ pub struct RunResults {
     /// overloaded the target); empty when nothing was off.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub diagnosis: Vec<String>,
+    /// How the LLM grader and the rules compare, when the run had a grader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grader: Option<GraderAgreement>,
 }

@@ -15,6 +15,7 @@ use chrono::Utc;
 use futures_util::{StreamExt, stream};
 
 use super::config::{LtmConfig, config_hash};
+use super::grader::Grader;
 use super::manifest::{LtmDetails, LtmManifest};
 use super::results::{RunResults, TestResult, TestTiming};
 use super::runner::Runner;
@@ -65,15 +66,26 @@ pub async fn start(
     out_root: &Path,
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
-    start_shard(settings, credentials, config, None, out_root, progress).await
+    start_shard(
+        settings,
+        credentials,
+        config,
+        None,
+        None,
+        out_root,
+        progress,
+    )
+    .await
 }
 
-/// [`start`], running only `shard`'s part of the plan when given (see [`crate::suites::ltm::shard`]).
+/// [`start`], running only `shard`'s part of the plan when given (see [`crate::suites::ltm::shard`]),
+/// and grading with the LLM grader at `grader` when given (see [`super::grader`]).
 pub async fn start_shard(
     settings: TargetSettings,
     credentials: Credentials,
     config: LtmConfig,
     shard: Option<Shard>,
+    grader: Option<(TargetSettings, Credentials)>,
     out_root: &Path,
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
@@ -89,12 +101,23 @@ pub async fn start_shard(
     // that says why it failed.
     let dir = create_run_dir(out_root, &base)?;
     let mut client = TargetClient::new(settings.clone(), credentials);
-    let capabilities = recorded(
-        &dir,
-        probe(&client, &derive_uuid(config.seed, "probe"))
-            .await
-            .map_err(RunError::Probe),
-    )?;
+    let probe_session = derive_uuid(config.seed, "probe");
+    let capabilities = match probe(&client, &probe_session).await {
+        Ok(capabilities) => capabilities,
+        Err(e) => {
+            let error = RunError::Probe(e.clone());
+            // The error being returned matters more than a failure to record it.
+            let _ = rundir::record_probe_failure(
+                &dir,
+                "ltm",
+                &log_mode(&config),
+                &probe_session,
+                &e,
+                &error.to_string(),
+            );
+            return Err(error);
+        }
+    };
     client.set_model(capabilities.model.clone());
     let planned = config.specs().len();
     let details = LtmDetails {
@@ -104,6 +127,7 @@ pub async fn start_shard(
         tests_planned: shard.map_or(planned, |s| (0..planned).filter(|i| s.includes(*i)).count()),
         shard,
         parts: Vec::new(),
+        grader: grader.as_ref().map(|(s, _)| s.clone()),
         config,
         target: settings,
         protocol: "openai".to_owned(),
@@ -112,9 +136,10 @@ pub async fn start_shard(
     };
     let manifest = LtmManifest::running(rundir::run_id(&dir), "ltm", now, details);
     rundir::write_manifest(&dir, &manifest)?;
+    let grader = grader.map(|(s, c)| Grader::new(s, c, manifest.details.seed));
     recorded(
         &dir.clone(),
-        execute(&client, dir, manifest, progress).await,
+        execute(&client, grader.as_ref(), dir, manifest, progress).await,
     )
 }
 
@@ -131,11 +156,13 @@ fn recorded<T>(dir: &Path, outcome: Result<T, RunError>) -> Result<T, RunError> 
 /// Finishes an interrupted run: tests with a checkpoint are kept, the others run. The recorded
 /// configuration and capabilities are used, so the resumed part is judged like the first part;
 /// the target must still answer a chat round trip. `endpoint` replaces the recorded endpoint (a
-/// target restarted elsewhere); it is recorded in the manifest.
+/// target restarted elsewhere); it is recorded in the manifest. A run with a grader grades the
+/// rest with the recorded grader, with `grader_credentials`.
 pub async fn resume(
     run_dir: &Path,
     endpoint: Option<String>,
     credentials: Credentials,
+    grader_credentials: Credentials,
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
     let mut manifest: LtmManifest = rundir::read_manifest(run_dir)?;
@@ -152,10 +179,27 @@ pub async fn resume(
     manifest.why = None;
     manifest.details.resumed_at.push(Utc::now());
     rundir::write_manifest(run_dir, &manifest)?;
+    let grader = manifest
+        .details
+        .grader
+        .clone()
+        .map(|s| Grader::new(s, grader_credentials, manifest.details.seed));
     recorded(
         run_dir,
-        execute(&client, run_dir.to_path_buf(), manifest, progress).await,
+        execute(
+            &client,
+            grader.as_ref(),
+            run_dir.to_path_buf(),
+            manifest,
+            progress,
+        )
+        .await,
     )
+}
+
+/// The `mode` of the run's logs.
+fn log_mode(config: &LtmConfig) -> String {
+    format!("ltm (history: {})", config.history)
 }
 
 /// Neutral log file names, numbered over all sessions of all tests in run order.
@@ -223,6 +267,7 @@ fn timing_path(dir: &Path, spec: &TestSpec) -> PathBuf {
 
 async fn execute(
     client: &TargetClient,
+    grader: Option<&Grader>,
     dir: PathBuf,
     manifest: LtmManifest,
     progress: &dyn Progress,
@@ -254,8 +299,9 @@ async fn execute(
         capabilities: &manifest.details.capabilities,
         history: config.history,
         trace: run_span.clone(),
+        grader,
     };
-    let mode = format!("ltm (history: {})", config.history);
+    let mode = log_mode(&config);
     let mut results: Vec<Option<TestResult>> = done;
     let pending: Vec<usize> = (0..specs.len())
         .filter(|i| mine(*i) && results[*i].is_none())

@@ -12,6 +12,7 @@ use opentelemetry::{Context, KeyValue};
 use protocol::control::{InjectFact, InjectRequest};
 use protocol::openai::ChatMessage;
 
+use super::grader::{self, Grader};
 use super::script::{Check, Step, TURN_GAP_SECONDS, TestSpec};
 use crate::suites::HistoryMode;
 use crate::suites::ltm::results::{
@@ -26,6 +27,8 @@ pub struct Runner<'a> {
     pub history: HistoryMode,
     /// The run's span (a no-op unless spans are exported).
     pub trace: Context,
+    /// The LLM grader, when the run has one (`--grader-endpoint`).
+    pub grader: Option<&'a Grader>,
 }
 
 struct SessionState {
@@ -88,6 +91,7 @@ impl Runner<'_> {
                 total_ms: 0,
                 turn_ms: Vec::new(),
                 turn_attempts: Vec::new(),
+                turn_sent_unix_ms: Vec::new(),
             },
             failure: None,
         };
@@ -174,6 +178,9 @@ impl Play<'_, '_> {
             }
         };
         let at = self.states[index].clock;
+        self.timing
+            .turn_sent_unix_ms
+            .push(Utc::now().timestamp_millis().max(0) as u64);
         let started = Instant::now();
         let outcome = self
             .runner
@@ -200,7 +207,7 @@ impl Play<'_, '_> {
                     .push(ChatMessage::assistant(reply.text.clone()));
                 if let Some(check) = check {
                     let verdict = check.scorer.score(&reply.text);
-                    self.checks.push(CheckResult {
+                    let mut result = CheckResult {
                         label: check.label.clone(),
                         session: label.clone(),
                         reached: true,
@@ -208,7 +215,15 @@ impl Play<'_, '_> {
                         passed: verdict.passed,
                         detail: verdict.detail,
                         scorer: check.scorer.clone(),
-                    });
+                        undecided: verdict.undecided,
+                        grade: None,
+                    };
+                    if let Some(grader) = self.runner.grader {
+                        let name = format!("{}/{}", self.spec.id, check.label);
+                        let grade = grader.grade(&name, text, &reply.text, &check.scorer).await;
+                        grader::apply(&mut result, grade);
+                    }
+                    self.checks.push(result);
                 }
                 self.transcript.push(TranscriptEntry::Turn {
                     session: label,
@@ -323,6 +338,8 @@ impl Play<'_, '_> {
                 passed: false,
                 detail: "not reached: the test stopped on a failure".to_owned(),
                 scorer: check.scorer.clone(),
+                undecided: false,
+                grade: None,
             });
         }
         let mut result = empty_result(self.spec);

@@ -472,7 +472,79 @@ fn score_mentions(reply: &str, groups: &[Vec<String>], forbidden: &[String]) -> 
     }
 }
 
+/// Terms joined as "a, b and c".
+fn listed(terms: &[String]) -> String {
+    match terms {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 impl Scorer {
+    /// What a correct reply does, in words a model grading it reads (the LLM grader's brief).
+    pub fn expectation(&self) -> String {
+        match self {
+            Scorer::Mentions { groups, forbidden } => {
+                let wanted: Vec<String> = groups
+                    .iter()
+                    .map(|g| match g.as_slice() {
+                        [first, rest @ ..] if !rest.is_empty() => {
+                            format!("{first} (or {})", rest.join(", "))
+                        }
+                        _ => g.concat(),
+                    })
+                    .collect();
+                let mut out = format!("it gives {} as the current answer.", listed(&wanted));
+                if !forbidden.is_empty() {
+                    out.push_str(&format!(
+                        " It must not give {} as the current answer (saying it was so before, or is not so, is fine).",
+                        listed(forbidden)
+                    ));
+                }
+                out
+            }
+            Scorer::Silent { forbidden } => format!(
+                "it does not mention {} at all (it is not yet time for it).",
+                listed(forbidden)
+            ),
+            Scorer::SetOverlap { expected, .. } => {
+                format!(
+                    "it names {}, and nothing else of the kind.",
+                    listed(expected)
+                )
+            }
+            Scorer::Abstains { forbidden } => {
+                let mut out = "it says it does not know (the user never said).".to_owned();
+                if !forbidden.is_empty() {
+                    out.push_str(&format!(
+                        " It must not offer {} as the answer.",
+                        listed(forbidden)
+                    ));
+                }
+                out
+            }
+            Scorer::ShoppingList { items, removed } => {
+                let wanted: Vec<String> = items
+                    .iter()
+                    .map(|i| format!("{} {}", i.quantity, i.plural))
+                    .collect();
+                let mut out = format!("it lists {}.", listed(&wanted));
+                if !removed.is_empty() {
+                    let gone: Vec<String> = removed.iter().map(|i| i.plural.clone()).collect();
+                    out.push_str(&format!(" It must not list {} (removed).", listed(&gone)));
+                }
+                out
+            }
+            Scorer::Date { date } => {
+                format!(
+                    "it names the date {} ({date}).",
+                    date.format("%A, %-d %B %Y")
+                )
+            }
+        }
+    }
+
     pub fn score(&self, reply: &str) -> Verdict {
         match self {
             Scorer::Mentions { groups, forbidden } => score_mentions(reply, groups, forbidden),

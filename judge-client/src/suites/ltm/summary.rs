@@ -3,9 +3,11 @@
 use std::fmt::Write;
 
 use super::config::LtmConfig;
+use super::grader;
 use super::results::TestTiming;
 use super::results::{CheckSummary, RunResults, TestResult, TestStatus, TypeSummary};
 use crate::report::stats::{bootstrap_ci, mean, nearest_rank};
+use crate::suites::concurrency::{self, RequestSpan};
 
 /// Per-type summaries and the overall score, in the configuration's type order.
 pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
@@ -67,6 +69,7 @@ pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
         history: config.history,
         overall: mean(&means),
         types,
+        grader: grader::agreement(&tests),
         tests,
         diagnosis,
     }
@@ -112,10 +115,29 @@ pub fn render_table(results: &RunResults) -> String {
         pct(results.overall),
         results.history
     );
+    if let Some(g) = &results.grader {
+        let _ = writeln!(out, "{}", grader_line(g));
+    }
     for note in &results.diagnosis {
         let _ = writeln!(out, "WARNING: {note}");
     }
     out
+}
+
+/// The grader's agreement with the rules, in one line (the summary and the report).
+pub fn grader_line(g: &grader::GraderAgreement) -> String {
+    format!(
+        "LLM grader: agrees with the rules on {} of {} checks both decided ({}; Cohen's kappa {}; rules pass/grader fail {}, rules fail/grader pass {}); settled {} of {} undecided; could not grade {} (judge_error)",
+        g.agree,
+        g.both_decided,
+        pct(g.agreement),
+        g.kappa.map_or("-".to_owned(), |k| format!("{k:.2}")),
+        g.rules_pass_grader_fail,
+        g.rules_fail_grader_pass,
+        g.settled,
+        g.undecided,
+        g.judge_errors
+    )
 }
 
 /// Tests that stopped on timeouts before the judge calls the run its own doing: at least this
@@ -155,6 +177,21 @@ pub fn diagnose(tests: &[TestResult], concurrency: usize) -> Vec<String> {
          than the agent: {advice}",
         tests.len()
     )]
+}
+
+/// The rule of [`crate::suites::concurrency`] on a run's chat turns: a warning when latency grew
+/// with the turns in flight as if the target served one at a time. Kept out of `results.json`,
+/// which holds no wall-clock figure; the summary and the report show it.
+pub fn one_at_a_time(timings: &[TestTiming]) -> Option<String> {
+    let spans: Vec<RequestSpan> = timings
+        .iter()
+        .flat_map(|t| t.turn_sent_unix_ms.iter().zip(&t.turn_ms))
+        .map(|(sent, latency)| RequestSpan {
+            start_ms: *sent as f64,
+            latency_ms: *latency as f64,
+        })
+        .collect();
+    concurrency::one_at_a_time(&spans, concurrency::LOWER_CONCURRENCY)
 }
 
 /// Latency figures of a run's chat turns.
@@ -204,6 +241,7 @@ mod latency_tests {
             total_ms: 0,
             turn_ms: (1..=100).rev().collect(),
             turn_attempts: vec![1, 2, 1, 4],
+            turn_sent_unix_ms: Vec::new(),
         };
         let l = latency(&[timing]).unwrap();
         assert_eq!(
@@ -211,6 +249,45 @@ mod latency_tests {
             (100, 50, 95, 100, 2)
         );
         assert_eq!(latency(&[]), None);
+    }
+
+    /// Tests run 1, then 2, then 4 at a time; each sends its next turn as its reply arrives, and
+    /// a turn takes `latency(in_flight)`.
+    fn phased(latency: fn(u64) -> u64) -> Vec<TestTiming> {
+        let mut timings = Vec::new();
+        let mut at = 1_700_000_000_000u64;
+        for in_flight in [1u64, 2, 4] {
+            let each = latency(in_flight);
+            for test in 0..in_flight {
+                timings.push(TestTiming {
+                    id: format!("t{in_flight}-{test}"),
+                    total_ms: 10 * each,
+                    turn_ms: vec![each; 10],
+                    turn_attempts: vec![1; 10],
+                    turn_sent_unix_ms: (0..10).map(|k| at + k * each).collect(),
+                });
+            }
+            at += 10 * each;
+        }
+        timings
+    }
+
+    #[test]
+    fn turns_that_wait_for_each_other_are_told_apart_from_a_slow_target() {
+        let note = one_at_a_time(&phased(|n| 100 * n)).unwrap();
+        assert!(note.contains("one at a time"), "{note}");
+        assert!(note.contains("--concurrency 1"), "{note}");
+        assert_eq!(
+            one_at_a_time(&phased(|_| 700)),
+            None,
+            "slow, but in parallel"
+        );
+        // Timings written before send times were recorded decide nothing.
+        let mut old = phased(|n| 100 * n);
+        for t in &mut old {
+            t.turn_sent_unix_ms.clear();
+        }
+        assert_eq!(one_at_a_time(&old), None);
     }
 }
 

@@ -29,7 +29,8 @@ pub struct PairResult {
     pub score_a: f64,
     pub score_b: f64,
     pub preference: Preference,
-    /// `llm_judge` or `checks`.
+    /// `llm_judge`, `checks`, or `judge_error` (the LLM judge failed: the pair is listed, and
+    /// left out of the ratings and the paired test).
     pub decided_by: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<PairVerdict>,
@@ -48,6 +49,10 @@ pub struct AbResults {
     /// judge's own failure, or a simulated user that broke its role).
     #[serde(default)]
     pub excluded_pairs: usize,
+    /// Pairs the LLM judge could not decide (`judge_error`): listed in `pairs`, left out of the
+    /// ratings and the paired test.
+    #[serde(default)]
+    pub judge_error_pairs: usize,
     pub pairs: Vec<PairResult>,
     pub ratings: Vec<Rating>,
     pub test: PairedTest,
@@ -170,8 +175,12 @@ async fn compare_targets(
                         pair.decided_by = "llm_judge".to_owned();
                         pair.verdict = Some(verdict);
                     }
-                    // A judge failure is reported; the pair keeps the checks' preference.
-                    Err(e) => pair.judge_failure = Some(e.into()),
+                    // The judge's failure is not a verdict on either agent, and the checks'
+                    // preference would mix a second kind of verdict into the statistics.
+                    Err(e) => {
+                        pair.decided_by = JUDGE_ERROR.to_owned();
+                        pair.judge_failure = Some(e.into());
+                    }
                 }
             }
         }
@@ -201,6 +210,11 @@ async fn compare_targets(
     })
 }
 
+/// `decided_by` of a pair the LLM judge failed on.
+const JUDGE_ERROR: &str = "judge_error";
+
+/// Ratings and the paired test over the decided pairs; the pairs the judge failed on are
+/// counted apart.
 fn summarise_pairs(
     endpoint_a: &str,
     endpoint_b: &str,
@@ -208,7 +222,11 @@ fn summarise_pairs(
     pairs: Vec<PairResult>,
     seed: u64,
 ) -> AbResults {
-    let comparisons: Vec<Comparison> = pairs
+    let decided: Vec<&PairResult> = pairs
+        .iter()
+        .filter(|p| p.decided_by != JUDGE_ERROR)
+        .collect();
+    let comparisons: Vec<Comparison> = decided
         .iter()
         .map(|p| Comparison {
             first: 0,
@@ -220,14 +238,15 @@ fn summarise_pairs(
             },
         })
         .collect();
-    let preferences: Vec<Preference> = pairs.iter().map(|p| p.preference).collect();
-    let differences: Vec<f64> = pairs.iter().map(|p| p.score_a - p.score_b).collect();
+    let preferences: Vec<Preference> = decided.iter().map(|p| p.preference).collect();
+    let differences: Vec<f64> = decided.iter().map(|p| p.score_a - p.score_b).collect();
     AbResults {
         endpoint_a: endpoint_a.to_owned(),
         endpoint_b: endpoint_b.to_owned(),
         goal_rate_a: a.results.summary.goal_rate,
         goal_rate_b: b.results.summary.goal_rate,
         excluded_pairs: 0,
+        judge_error_pairs: pairs.len() - decided.len(),
         ratings: rate(&["A".to_owned(), "B".to_owned()], &comparisons, seed),
         test: paired_test(&preferences, &differences),
         position_inconsistent: pairs

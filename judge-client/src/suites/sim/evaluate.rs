@@ -227,6 +227,7 @@ mod tests {
             sent: agent.is_some(),
             agent: agent.map(str::to_owned),
             agent_failure: None,
+            timing: None,
         }
     }
 

@@ -280,6 +280,7 @@ mod tests {
                     sent: true,
                     agent: Some(reply.to_owned()),
                     agent_failure: None,
+                    timing: None,
                 })
                 .collect(),
         }

@@ -1,18 +1,18 @@
 //! The optional LLM judge (`--judge-endpoint`, any OpenAI-compatible model): rubric scores per
 //! conversation, and pairwise preference between two agents' conversations with position
 //! swapping (each pair is judged twice, with the two conversations in both orders; a verdict
-//! that flips with the order is a tie).
+//! that flips with the order is a tie). An answer that stays unusable after the retries of
+//! [`crate::suites::model_judge`] is a `judge_error`.
 
 use std::fmt::Write;
 
-use protocol::openai::ChatMessage;
 use serde::{Deserialize, Serialize};
 
-use super::canonical::derived_uuid;
 use super::persona::Persona;
 use super::ratings::Preference;
 use super::runner::Conversation;
-use crate::target::{FailureKind, RequestContext, TargetClient, TargetError};
+use crate::suites::model_judge::{ModelJudge, json_object};
+use crate::target::{TargetClient, TargetError};
 
 /// Rubric scores, each mapped from the judge's 1–5 to 0–1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,8 +33,7 @@ pub struct PairVerdict {
 }
 
 pub struct LlmJudge {
-    client: TargetClient,
-    seed: u64,
+    model: ModelJudge,
 }
 
 fn render(c: &Conversation) -> String {
@@ -53,65 +52,46 @@ fn persona_brief(p: &Persona) -> String {
     format!("{} ({}). Goals: {}", p.name, p.background, goals.join("; "))
 }
 
-/// The first JSON object in a text (models like to wrap it in prose or fences).
-fn json_object(text: &str) -> Option<serde_json::Value> {
-    let start = text.find('{')?;
-    let end = text.rfind('}')?;
-    serde_json::from_str(text.get(start..=end)?).ok()
+/// The rubric in a judge's answer: three scores from 1 to 5, mapped to 0–1.
+fn parse_rubric(text: &str) -> Result<Rubric, String> {
+    let value = json_object(text).ok_or("no JSON object")?;
+    let score = |k: &str| {
+        value
+            .get(k)
+            .and_then(serde_json::Value::as_f64)
+            .filter(|v| (1.0..=5.0).contains(v))
+            .map(|v| (v - 1.0) / 4.0)
+            .ok_or_else(|| format!("no score from 1 to 5 for {k}"))
+    };
+    Ok(Rubric {
+        persona_consistency: score("persona_consistency")?,
+        coherence: score("coherence")?,
+        instruction_following: score("instruction_following")?,
+    })
 }
 
 impl LlmJudge {
     pub fn new(client: TargetClient, seed: u64) -> Self {
-        Self { client, seed }
+        Self {
+            model: ModelJudge::new(
+                client,
+                seed,
+                "You are a strict, fair evaluator of conversations between a user and an AI assistant.",
+            ),
+        }
     }
 
-    async fn ask(&self, label: &str, prompt: String) -> Result<String, TargetError> {
-        let mut request = self.client.chat_request_for(vec![
-            ChatMessage::system("You are a strict, fair evaluator of conversations between a user and an AI assistant."),
-            ChatMessage::user(prompt),
-        ]);
-        request.temperature = Some(0.0);
-        request.seed = Some((self.seed & ((1 << 53) - 1)) as i64);
-        let ctx = RequestContext {
-            session_id: derived_uuid(self.seed, &format!("judge/{label}")),
-            mock_time: None,
-            request_no: 1,
-        };
-        self.client
-            .chat_request(&ctx, &request)
-            .await
-            .map(|r| r.text)
-            // Whatever went wrong, it went wrong in the judging, not in the agent under test.
-            .map_err(|e| TargetError::new(FailureKind::JudgeError, e.to_string()))
-    }
-
+    /// Rubric scores of the assistant in `c`; a `judge_error` when the judge fails or its answer
+    /// stays unusable (see [`crate::suites::model_judge`]).
     pub async fn rubric(&self, c: &Conversation, persona: &Persona) -> Result<Rubric, TargetError> {
         let prompt = format!(
             "The user is {}.\nConversation:\n{}\nScore the ASSISTANT from 1 to 5 on persona_consistency (it treats the user as who they are and keeps what they said straight), coherence, and instruction_following. Answer only with JSON: {{\"persona_consistency\": n, \"coherence\": n, \"instruction_following\": n}}",
             persona_brief(persona),
             render(c)
         );
-        let text = self.ask(&format!("rubric/{}", c.number), prompt).await?;
-        let bad = || {
-            TargetError::new(
-                FailureKind::JudgeError,
-                format!("unusable rubric answer: {text:?}"),
-            )
-        };
-        let value = json_object(&text).ok_or_else(bad)?;
-        let score = |k: &str| {
-            value
-                .get(k)
-                .and_then(serde_json::Value::as_f64)
-                .filter(|v| (1.0..=5.0).contains(v))
-                .map(|v| (v - 1.0) / 4.0)
-                .ok_or_else(bad)
-        };
-        Ok(Rubric {
-            persona_consistency: score("persona_consistency")?,
-            coherence: score("coherence")?,
-            instruction_following: score("instruction_following")?,
-        })
+        self.model
+            .ask(&format!("rubric/{}", c.number), prompt, parse_rubric)
+            .await
     }
 
     /// Which conversation's assistant served the persona better, judged in both orders.
@@ -130,16 +110,18 @@ impl LlmJudge {
             )
         };
         let label = format!("pair/{}/{}", a.persona_id, a.trial);
-        let a_first = parse_choice(
-            &self.ask(&format!("{label}/ab"), prompt(a, b)).await?,
-            "A",
-            "B",
-        )?;
-        let b_first = parse_choice(
-            &self.ask(&format!("{label}/ba"), prompt(b, a)).await?,
-            "B",
-            "A",
-        )?;
+        let a_first = self
+            .model
+            .ask(&format!("{label}/ab"), prompt(a, b), |t| {
+                parse_choice(t, "A", "B")
+            })
+            .await?;
+        let b_first = self
+            .model
+            .ask(&format!("{label}/ba"), prompt(b, a), |t| {
+                parse_choice(t, "B", "A")
+            })
+            .await?;
         let preference = if a_first == b_first {
             match a_first {
                 "A" => Preference::A,
@@ -163,7 +145,7 @@ fn parse_choice(
     text: &str,
     first: &'static str,
     second: &'static str,
-) -> Result<&'static str, TargetError> {
+) -> Result<&'static str, String> {
     let t = text
         .trim()
         .trim_matches(|c: char| !c.is_alphanumeric())
@@ -172,10 +154,7 @@ fn parse_choice(
         "1" => Ok(first),
         "2" => Ok(second),
         "TIE" => Ok("TIE"),
-        _ => Err(TargetError::new(
-            FailureKind::JudgeError,
-            format!("unusable preference answer: {text:?}"),
-        )),
+        _ => Err("not one of 1, 2, TIE".to_owned()),
     }
 }
 
@@ -189,9 +168,5 @@ mod tests {
         assert_eq!(parse_choice("2", "B", "A").unwrap(), "A");
         assert_eq!(parse_choice("tie", "B", "A").unwrap(), "TIE");
         assert!(parse_choice("Conversation 1 is better", "A", "B").is_err());
-        assert_eq!(
-            json_object("Sure! ```{\"a\": 1}```").unwrap()["a"],
-            serde_json::json!(1)
-        );
     }
 }

@@ -122,6 +122,20 @@ fn summary_table(out: &mut String, r: &SimResults) {
         "<p class=\"meta\">stop reasons: {}</p>",
         reasons.join(", ")
     );
+    if let Some(m) = &s.mean_rubric {
+        let _ = writeln!(
+            out,
+            "<p class=\"meta\">LLM judge's mean rubric (0–1): persona consistency {:.2}, coherence {:.2}, instruction following {:.2}</p>",
+            m.persona_consistency, m.coherence, m.instruction_following
+        );
+    }
+    if s.rubric_judge_errors > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"meta\">the LLM judge could not judge {} conversation(s) (judge_error): no rubric for them, and no score</p>",
+            s.rubric_judge_errors
+        );
+    }
     if !s.excluded.is_empty() || !s.simulator_breaches.is_empty() {
         let list = |m: &std::collections::BTreeMap<String, usize>| {
             m.iter()
@@ -186,7 +200,7 @@ pub fn html(
     r: &SimResults,
     conversations: &[Conversation],
     metrics: &[EndpointMetrics],
-    _ab: Option<&AbResults>,
+    warnings: &[String],
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -198,6 +212,13 @@ pub fn html(
         r.max_turns,
         escape(&r.config_hash)
     );
+    for note in warnings {
+        let _ = writeln!(
+            out,
+            r#"<p class="warn"><strong>The judge may be the problem:</strong> {}</p>"#,
+            escape(note)
+        );
+    }
     summary_table(&mut out, r);
     let _ = writeln!(out, "<h2>Conversations</h2>");
     conversation_table(&mut out, r, "");
@@ -283,7 +304,7 @@ pub fn ab_html(ab: &AbResults, a: &SimResults, b: &SimResults) -> String {
     let t = &ab.test;
     let _ = writeln!(
         out,
-        "<table><tr><th>pairs</th><th>A wins</th><th>B wins</th><th>ties</th><th>sign test p</th><th>A's share of decisive pairs (95% Wilson)</th><th>mean score A−B (95% CI)</th><th>goal rate A</th><th>goal rate B</th><th>position-inconsistent</th></tr><tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"big\">{:.6}</td><td>{}{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>",
+        "<table><tr><th>pairs</th><th>A wins</th><th>B wins</th><th>ties</th><th>sign test p</th><th>A's share of decisive pairs (95% Wilson)</th><th>mean score A−B (95% CI)</th><th>goal rate A</th><th>goal rate B</th><th>position-inconsistent</th><th>left out: not scorable</th><th>left out: judge_error</th></tr><tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"big\">{:.6}</td><td>{}{}</td><td>{}{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>",
         t.pairs,
         t.wins_a,
         t.wins_b,
@@ -297,7 +318,9 @@ pub fn ab_html(ab: &AbResults, a: &SimResults, b: &SimResults) -> String {
             .map_or(String::new(), |(lo, hi)| format!(" ({lo:.2}–{hi:.2})")),
         percent(ab.goal_rate_a),
         percent(ab.goal_rate_b),
-        ab.position_inconsistent
+        ab.position_inconsistent,
+        ab.excluded_pairs,
+        ab.judge_error_pairs
     );
     let _ = writeln!(
         out,

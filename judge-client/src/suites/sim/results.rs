@@ -93,6 +93,24 @@ pub struct Summary {
     pub fallback_turns: usize,
     /// Mean score of injected endpoints over their own turns.
     pub injected_mean_score: Option<f64>,
+    /// The LLM judge's mean rubric over the scored conversations it could judge; null without
+    /// a judge or when it judged none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_rubric: Option<Rubric>,
+    /// Conversations the LLM judge could not judge (`judge_error`: it failed, or its answer
+    /// stayed unusable after its retries): no rubric, counted here, never a 0.
+    #[serde(default)]
+    pub rubric_judge_errors: usize,
+}
+
+/// The mean of each rubric score.
+fn mean_rubric(rubrics: &[&Rubric]) -> Option<Rubric> {
+    let of = |f: fn(&Rubric) -> f64| mean(&rubrics.iter().map(|r| f(r)).collect::<Vec<_>>());
+    Some(Rubric {
+        persona_consistency: of(|r| r.persona_consistency)?,
+        coherence: of(|r| r.coherence)?,
+        instruction_following: of(|r| r.instruction_following)?,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -190,5 +208,12 @@ pub fn summarise(all: &[ConversationResult]) -> Summary {
         repeated_replies: sum(&|r| r.checks.repeated_replies),
         fallback_turns,
         injected_mean_score: mean(&injected),
+        mean_rubric: mean_rubric(
+            &results
+                .iter()
+                .filter_map(|r| r.rubric.as_ref())
+                .collect::<Vec<_>>(),
+        ),
+        rubric_judge_errors: all.iter().filter(|r| r.rubric_failure.is_some()).count(),
     }
 }

@@ -21,6 +21,7 @@ use super::injection::schema::{
 use super::injection::{EndpointMetrics, FallbackStrategy, InjectedEndpoint, Protocol};
 use super::persona::Persona;
 use super::simulator::{Exchange, LlmUser, ScriptedUser, UserSimulator, UserTurn};
+use crate::suites::concurrency::RequestSpan;
 use crate::target::Failure;
 use crate::target::{FailureKind, RequestContext, TargetClient};
 
@@ -101,6 +102,10 @@ pub struct Round {
     pub agent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_failure: Option<Failure>,
+    /// When the turn was sent to the target and how long its answer took (wall clock: never
+    /// written into the run's deterministic files; see [`crate::suites::concurrency`]).
+    #[serde(skip)]
+    pub timing: Option<RequestSpan>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -272,6 +277,7 @@ pub async fn run_conversation(
                     sent: false,
                     agent: None,
                     agent_failure: None,
+                    timing: None,
                 });
                 stop_reason = Some(FailureKind::JudgeError.as_str().to_owned());
                 break;
@@ -291,6 +297,7 @@ pub async fn run_conversation(
             sent: send,
             agent: None,
             agent_failure: None,
+            timing: None,
         };
         if turn.stop {
             rounds.push(round);
@@ -307,7 +314,14 @@ pub async fn run_conversation(
             let request = panel
                 .target
                 .chat_request_for(vec![ChatMessage::user(turn.text.clone())]);
-            match panel.target.chat_request(&ctx, &request).await {
+            let sent = Utc::now();
+            let started = std::time::Instant::now();
+            let answer = panel.target.chat_request(&ctx, &request).await;
+            round.timing = Some(RequestSpan {
+                start_ms: sent.timestamp_millis() as f64,
+                latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+            });
+            match answer {
                 Ok(reply) => {
                     if let Some(recorder) = panel.target_fixtures {
                         let value = serde_json::to_value(&request).unwrap_or_default();

@@ -29,6 +29,7 @@ use super::results::{SimResults, conversation_result, exclusion, summarise};
 use super::runner::{Conversation, Panel, PanelObserver, SimSettings, SimulatorChoice, run_panel};
 use super::transcript::{log_text, transcript_json};
 use crate::rundir::{self, Manifest, RunDirError};
+use crate::suites::concurrency::{self, RequestSpan};
 use crate::target::{Credentials, TargetClient, TargetError, TargetSettings, probe};
 
 #[derive(Debug, thiserror::Error)]
@@ -115,6 +116,9 @@ pub struct SimOutcome {
     pub results: SimResults,
     pub conversations: Vec<Conversation>,
     pub metrics: Vec<EndpointMetrics>,
+    /// What the judge can tell about its own part in the run (wall-clock based, so not in
+    /// `results.json`): shown by the summary and the report.
+    pub warnings: Vec<String>,
 }
 
 /// What a sim run records in its manifest beside the envelope every run has (written only:
@@ -170,10 +174,33 @@ pub async fn run_sim_observed(
     }
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let run_id = rundir::run_id(dir);
+    let simulator_name = match &config.simulator {
+        SimulatorSpec::Scripted => "scripted",
+        SimulatorSpec::Llm { .. } => "llm",
+    };
+    let mode = if config.settings.single_turn {
+        format!("sim single-turn ({simulator_name} user)")
+    } else {
+        format!("sim multi-turn ({simulator_name} user)")
+    };
     let mut target = TargetClient::new(config.target.clone(), config.credentials.clone());
-    let capabilities = probe(&target, &derived_uuid(config.settings.seed, "probe"))
-        .await
-        .map_err(SimError::Probe)?;
+    let probe_session = derived_uuid(config.settings.seed, "probe");
+    let capabilities = match probe(&target, &probe_session).await {
+        Ok(capabilities) => capabilities,
+        Err(e) => {
+            let error = SimError::Probe(e.clone());
+            // The error being returned matters more than a failure to record it.
+            let _ = rundir::record_probe_failure(
+                dir,
+                "sim",
+                &mode,
+                &probe_session,
+                &e,
+                &error.to_string(),
+            );
+            return Err(error);
+        }
+    };
     target.set_model(capabilities.model.clone());
     let simulator = match &config.simulator {
         SimulatorSpec::Scripted => SimulatorChoice::Scripted,
@@ -213,10 +240,6 @@ pub async fn run_sim_observed(
         })
     });
     let config_hash = config.config_hash();
-    let simulator_name = match &config.simulator {
-        SimulatorSpec::Scripted => "scripted",
-        SimulatorSpec::Llm { .. } => "llm",
-    };
     let details = SimDetails {
         settings: &config.settings,
         config_hash: &config_hash,
@@ -250,6 +273,14 @@ pub async fn run_sim_observed(
         observer,
     };
     let conversations = run_panel(&panel).await;
+    let spans: Vec<RequestSpan> = conversations
+        .iter()
+        .flat_map(|c| &c.rounds)
+        .filter_map(|r| r.timing)
+        .collect();
+    let warnings: Vec<String> = concurrency::one_at_a_time(&spans, concurrency::LOWER_CONCURRENCY)
+        .into_iter()
+        .collect();
 
     let judge = config.judge.as_ref().map(|(s, c)| {
         LlmJudge::new(
@@ -257,11 +288,6 @@ pub async fn run_sim_observed(
             config.settings.seed,
         )
     });
-    let mode = if config.settings.single_turn {
-        format!("sim single-turn ({simulator_name} user)")
-    } else {
-        format!("sim multi-turn ({simulator_name} user)")
-    };
     let mut results = Vec::new();
     for c in &conversations {
         let persona = config
@@ -328,7 +354,7 @@ pub async fn run_sim_observed(
     write(&dir.join("junit.xml"), report::junit(&results).as_bytes())?;
     write(
         &dir.join("report.html"),
-        report::html(&results, &conversations, &metrics, None).as_bytes(),
+        report::html(&results, &conversations, &metrics, &warnings).as_bytes(),
     )?;
     manifest.complete();
     rundir::write_manifest(dir, &manifest)?;
@@ -337,6 +363,7 @@ pub async fn run_sim_observed(
         results,
         conversations,
         metrics,
+        warnings,
     })
     }
     .await;

@@ -238,6 +238,7 @@ mod tests {
                     sent: true,
                     agent: Some("Hi.".into()),
                     agent_failure: None,
+                    timing: None,
                 },
                 Round {
                     index: 1,
@@ -253,6 +254,7 @@ mod tests {
                     sent: false,
                     agent: None,
                     agent_failure: None,
+                    timing: None,
                 },
             ],
         }
