@@ -3,13 +3,15 @@
 //! - [`target`]: the HTTP client toward the target, its resilience and the capability probe;
 //! - [`suites`]: the benchmark suites, each with its run directory and its report: `ltm`
 //!   (long-term memory, sharded runs and `judge merge`), `apps` (simulated applications graded
-//!   by their final state), `sim` (persona simulations, agent injection, A/B comparison) and
-//!   `load` (throughput and latency);
+//!   by their final state), `sim` (persona simulations, agent injection, A/B comparison),
+//!   `load` (throughput and latency), `membench` (LoCoMo and LongMemEval) and `conform` (API
+//!   conformance);
 //! - [`rundir`]: the run-directory contract every suite writes by (unique folder, atomic files,
 //!   the typed manifest with the run's state, checkpoints, shards);
 //! - [`report`]: the kit every suite's report is built with (page shell, charts, escaping, JUnit,
 //!   statistics, session logs);
 //! - [`serve`]: `judge serve`, the HTTP API and dashboard over the run directories;
+//! - [`text`]: reading what a model wrote (normalisation, mentions, dates in words);
 //! - [`canonical`]: canonical JSON and its `sha256:` hashes.
 
 pub mod canonical;
@@ -18,6 +20,7 @@ pub mod rundir;
 pub mod serve;
 pub mod suites;
 pub mod target;
+pub mod text;
 
 pub use suites::HistoryMode;
 pub use suites::ltm::LtmConfig;

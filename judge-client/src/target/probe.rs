@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::client::{RequestContext, TargetClient};
 use super::error::TargetError;
-use crate::suites::ltm::scoring::mentions_date;
+use crate::text::mentions_date;
 
 /// What the probe found, with the evidence for each decision in `notes`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

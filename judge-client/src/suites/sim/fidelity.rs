@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use super::persona::Persona;
 use super::runner::{Conversation, UserSource};
 use super::simulator::admits_not_knowing;
-use crate::suites::ltm::scoring::normalize;
+use crate::text::normalize;
 
 /// Share of distinct words two turns must share to count as a near repeat.
 pub const NEAR_REPEAT: f64 = 0.8;
