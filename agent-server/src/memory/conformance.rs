@@ -35,6 +35,7 @@ macro_rules! memory_conformance_tests {
             recall_finds_matching_facts_only,
             newer_value_supersedes_older_for_same_key,
             older_observation_does_not_supersede_newer,
+            a_turn_retires_before_it_writes,
             working_memory_expires_on_the_session_clock,
             working_memory_keeps_the_newest_items,
             sessions_are_isolated,
@@ -197,6 +198,42 @@ pub async fn newer_value_supersedes_older_for_same_key(store: &dyn MemoryStore) 
     assert_eq!(texts(&ctx), ["My favourite colour is green now."]);
     let snap = store.snapshot(&s, t0() + minutes(6)).await.unwrap();
     assert_eq!(snap.facts.len(), 1, "the superseded fact must be gone");
+}
+
+/// A turn's retirements come before its facts (see `memory::writes`): a fact the turn retires
+/// keeps nothing of the turn out, even when it was observed later.
+pub async fn a_turn_retires_before_it_writes(store: &dyn MemoryStore) {
+    let s = session();
+    let later = store
+        .inject(
+            &s,
+            vec![fact(Some("city"), "I live in Porto.", t0() + minutes(10))],
+        )
+        .await
+        .unwrap();
+    let stored = store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                facts: vec![fact(Some("city"), "I live in Braga.", t0())],
+                retire: vec![later[0].id],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(stored[0].current, "the retired fact no longer wins the key");
+    let snap = store.snapshot(&s, t0() + minutes(11)).await.unwrap();
+    let texts: Vec<&str> = snap.facts.iter().map(|f| f.text.as_str()).collect();
+    assert_eq!(texts, ["I live in Braga."]);
+    let ctx = recall(store, &s, t0() + minutes(11), "where do I live city").await;
+    assert_eq!(
+        ctx.facts
+            .iter()
+            .map(|r| r.fact.text.as_str())
+            .collect::<Vec<_>>(),
+        ["I live in Braga."]
+    );
 }
 
 pub async fn older_observation_does_not_supersede_newer(store: &dyn MemoryStore) {

@@ -23,8 +23,10 @@ pub mod conformance;
 mod distinct;
 pub mod embedded;
 pub mod lexical;
+mod lru;
 pub mod ranking;
 pub mod redis_pg;
+mod writes;
 
 pub(crate) use distinct::TextHasher;
 
