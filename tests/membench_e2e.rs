@@ -10,7 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use common::{Server, binary};
 use serde_json::{Value, json};
 
@@ -302,22 +302,9 @@ fn stateless_target() -> String {
         HttpResponse::Ok()
             .json(json!({"object": "list", "data": [{"id": "fake", "object": "model"}]}))
     }
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        actix_rt::System::new().block_on(async move {
-            HttpServer::new(|| {
-                App::new()
-                    .route("/v1/chat/completions", web::post().to(chat))
-                    .route("/v1/models", web::get().to(models))
-            })
-            .workers(1)
-            .listen(listener)
-            .unwrap()
-            .run()
-            .await
-            .unwrap();
-        });
+    let port = testkit::http::serve(|app| {
+        app.route("/v1/chat/completions", web::post().to(chat))
+            .route("/v1/models", web::get().to(models));
     });
     format!("http://127.0.0.1:{port}")
 }
