@@ -6,7 +6,9 @@ use std::future::{Ready, ready};
 use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
 use chrono::{DateTime, Utc};
 use protocol::SessionId;
-use protocol::headers::{MOCK_TIME, SESSION_ID, parse_mock_time};
+use protocol::headers::{
+    MEMORY_WRITE, MEMORY_WRITE_OFF, MOCK_TIME, SESSION_ID, TURN_ID, parse_mock_time,
+};
 
 use super::AppState;
 use crate::error::ApiError;
@@ -69,4 +71,52 @@ pub fn request_now(req: &HttpRequest) -> Result<DateTime<Utc>, ApiError> {
         header: MOCK_TIME,
         reason: e.to_string(),
     })
+}
+
+/// Most ids one `X-Turn-Id` may name, and the longest id.
+pub const MAX_TURN_IDS: usize = 1000;
+pub const MAX_TURN_ID_CHARS: usize = 128;
+
+/// The ids `X-Turn-Id` names: comma-separated, in message (or fact) order; none without it.
+pub fn turn_ids(req: &HttpRequest) -> Result<Vec<String>, ApiError> {
+    let Some(raw) = header_str(req, TURN_ID)? else {
+        return Ok(Vec::new());
+    };
+    let ids: Vec<String> = raw.split(',').map(|id| id.trim().to_owned()).collect();
+    let bad = |reason: String| ApiError::InvalidHeader {
+        header: TURN_ID,
+        reason,
+    };
+    if ids.len() > MAX_TURN_IDS {
+        return Err(bad(format!(
+            "names {} ids; send at most {MAX_TURN_IDS}",
+            ids.len()
+        )));
+    }
+    if let Some(i) = ids.iter().position(|id| id.is_empty()) {
+        return Err(bad(format!(
+            "id {} of {} is empty; send comma-separated ids",
+            i + 1,
+            ids.len()
+        )));
+    }
+    if let Some(id) = ids.iter().find(|id| id.chars().count() > MAX_TURN_ID_CHARS) {
+        return Err(bad(format!(
+            "id {id:?} is longer than {MAX_TURN_ID_CHARS} characters"
+        )));
+    }
+    Ok(ids)
+}
+
+/// Whether a turn may write memory: `X-Memory-Write: off` answers it without storing anything;
+/// no header, the default, writes. Any other value is refused rather than guessed at.
+pub fn memory_write(req: &HttpRequest) -> Result<bool, ApiError> {
+    match header_str(req, MEMORY_WRITE)? {
+        None => Ok(true),
+        Some(value) if value.trim().eq_ignore_ascii_case(MEMORY_WRITE_OFF) => Ok(false),
+        Some(value) => Err(ApiError::InvalidHeader {
+            header: MEMORY_WRITE,
+            reason: format!("is {value:?}; the one value defined is \"{MEMORY_WRITE_OFF}\""),
+        }),
+    }
 }

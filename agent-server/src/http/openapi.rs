@@ -17,6 +17,7 @@ use utoipa::OpenApi;
         super::metrics::metrics_text,
         super::control::reset,
         super::control::inject,
+        super::control::recall,
         super::control::memory,
     )
 )]

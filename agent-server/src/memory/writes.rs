@@ -39,6 +39,7 @@ pub(crate) struct StoredUnkeyed {
     pub session: String,
     pub id: Uuid,
     pub text: String,
+    pub source_turn_ids: Vec<String>,
 }
 
 /// How a backend stores text and times; the resolver compares, and returns, values in that form,
@@ -65,6 +66,8 @@ pub(crate) struct FactUpdate {
     pub observed_at: DateTime<Utc>,
     pub importance: f32,
     pub source: FactSource,
+    /// The stored ids, then each restatement's new ones (provenance).
+    pub source_turn_ids: Vec<String>,
 }
 
 /// What a batch writes, once resolved. A backend applies it in this order: `retire` and
@@ -99,6 +102,7 @@ pub(crate) struct FactWrites<'a> {
 
 struct Restatable {
     stored_text: String,
+    stored_turn_ids: Vec<String>,
     update: Option<FactUpdate>,
 }
 
@@ -126,6 +130,7 @@ impl<'a> FactWrites<'a> {
         for fact in restatable {
             let entry = Restatable {
                 stored_text: fact.text,
+                stored_turn_ids: fact.source_turn_ids,
                 update: None,
             };
             writes.restatable.insert((fact.session, fact.id), entry);
@@ -232,14 +237,24 @@ impl<'a> FactWrites<'a> {
                 self.rows.push(Some((session, new)));
                 continue;
             };
-            if fact.update.is_none() {
-                self.restated.push((session, restated.id));
+            let mut turn_ids = match fact.update.take() {
+                Some(earlier) => earlier.source_turn_ids,
+                None => {
+                    self.restated.push((session, restated.id));
+                    fact.stored_turn_ids.clone()
+                }
+            };
+            for id in &restated.source_turn_ids {
+                if !turn_ids.contains(id) {
+                    turn_ids.push(id.clone());
+                }
             }
             fact.update = Some(FactUpdate {
                 text: (text != fact.stored_text).then_some(text),
                 observed_at,
                 importance: restated.importance,
                 source: restated.source,
+                source_turn_ids: turn_ids,
             });
             stored.push(StoredFact {
                 id: restated.id,
@@ -280,6 +295,7 @@ mod tests {
 
     fn keyed(key: &str, text: &str, minute: i64) -> NewFact {
         NewFact {
+            source_turn_ids: Vec::new(),
             kind: FactKind::Fact,
             key: Some(key.to_owned()),
             text: text.to_owned(),
@@ -395,6 +411,7 @@ mod tests {
 
     fn restatement(id: Uuid, text: &str, minute: i64) -> Restatement {
         Restatement {
+            source_turn_ids: Vec::new(),
             id,
             text: text.to_owned(),
             observed_at: at(minute),
@@ -408,6 +425,7 @@ mod tests {
             session: session.to_owned(),
             id,
             text: text.to_owned(),
+            source_turn_ids: vec!["D1:1".to_owned()],
         }
     }
 
@@ -477,6 +495,23 @@ mod tests {
             ]
         );
         assert!(texts(&resolved).is_empty());
+    }
+
+    #[test]
+    fn a_restatement_adds_its_turn_ids_to_the_facts_once() {
+        let tea = Uuid::new_v4();
+        let mut writes = writes(Vec::new(), vec![unkeyed("s1", tea, "I like tea.")]);
+        let said = |turn: &str| Restatement {
+            source_turn_ids: vec![turn.to_owned()],
+            ..restatement(tea, "I like tea.", 1)
+        };
+        writes.restate("s1", &[said("D2:4")]);
+        writes.restate("s1", &[said("D1:1"), said("D3:2")]);
+        let resolved = writes.finish();
+        assert_eq!(
+            resolved.updates[0].2.source_turn_ids,
+            ["D1:1", "D2:4", "D3:2"]
+        );
     }
 
     #[test]

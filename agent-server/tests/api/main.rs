@@ -7,4 +7,5 @@ mod control;
 mod errors;
 mod helpers;
 mod memory;
+mod recall;
 mod surface;

@@ -160,6 +160,7 @@ impl SessionMemory {
         fact.observed_at = update.observed_at;
         fact.importance = update.importance;
         fact.source = update.source;
+        fact.source_turn_ids = update.source_turn_ids;
     }
 
     /// Keeps the newest `capacity` working items, as the commit's SQL does.
@@ -419,6 +420,7 @@ mod tests {
             pk,
             analyzed: None,
             fact: Fact {
+                source_turn_ids: Vec::new(),
                 id: Uuid::new_v4(),
                 kind,
                 key: None,

@@ -24,7 +24,7 @@ use crate::memory::{
 
 /// Columns of `facts` in the order [`RawFact::from_row`] reads them, prefixed by the alias `f.`.
 const FACT_COLUMNS: &str =
-    "f.id, f.kind, f.key, f.text, f.data, f.observed_at, f.importance, f.source";
+    "f.id, f.kind, f.key, f.text, f.data, f.observed_at, f.importance, f.source, f.source_turn_ids";
 
 /// Everything of `session` the cache mirrors: epoch, the newest `working_capacity` working items
 /// (live or not: liveness depends on the clock of each recall) and every fact.
@@ -45,7 +45,7 @@ pub(super) fn load_session(
         .map_err(sqlite_error)?;
     let rows = stmt
         .query_map([session], |row| {
-            Ok((RawFact::from_row(row)?, row.get::<_, i64>(8)?))
+            Ok((RawFact::from_row(row)?, row.get::<_, i64>(9)?))
         })
         .map_err(sqlite_error)?;
     for row in rows {
@@ -212,8 +212,8 @@ pub(super) fn reset(
 
 /// Inserts one fact; the statement every fact write runs.
 pub(super) const INSERT_FACT: &str = "INSERT INTO facts
-     (id, session_id, kind, key, text, data, observed_at, importance, source)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+     (id, session_id, kind, key, text, data, observed_at, importance, source, source_turn_ids)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 
 /// What the cache's lexical index needs of each of `facts` (`None` for rules and reminders, which
 /// it does not index): worked out by the request, before its write is queued, so that the writer
@@ -258,20 +258,23 @@ fn resolver<'a>(
     if !restate.is_empty() {
         let mut restatable = conn
             .prepare_cached(
-                "SELECT text FROM facts
+                "SELECT text, source_turn_ids FROM facts
                  WHERE session_id = ?1 AND id = ?2 AND kind = 'fact' AND key IS NULL",
             )
             .map_err(sqlite_error)?;
         for restated in restate {
-            let text: Option<String> = restatable
-                .query_row(params![session, restated.id.to_string()], |row| row.get(0))
+            let row: Option<(String, Option<String>)> = restatable
+                .query_row(params![session, restated.id.to_string()], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
                 .optional()
                 .map_err(sqlite_error)?;
-            if let Some(text) = text {
+            if let Some((text, turn_ids)) = row {
                 unkeyed.push(StoredUnkeyed {
                     session: session.to_owned(),
                     id: restated.id,
                     text,
+                    source_turn_ids: turn_ids_from_column(turn_ids, restated.id)?,
                 });
             }
         }
@@ -319,7 +322,7 @@ fn apply_writes(
         let mut update = conn
             .prepare_cached(
                 "UPDATE facts SET text = coalesce(?3, text), observed_at = ?4, importance = ?5,
-                 source = ?6 WHERE session_id = ?1 AND id = ?2",
+                 source = ?6, source_turn_ids = ?7 WHERE session_id = ?1 AND id = ?2",
             )
             .map_err(sqlite_error)?;
         for (session, id, new) in updates {
@@ -331,6 +334,7 @@ fn apply_writes(
                     new.observed_at.timestamp_micros(),
                     f64::from(new.importance),
                     new.source.as_str(),
+                    turn_ids_column(&new.source_turn_ids),
                 ])
                 .map_err(sqlite_error)?;
             change.restated.push((id, new));
@@ -366,6 +370,7 @@ fn apply_writes(
                 fact.observed_at.timestamp_micros(),
                 f64::from(fact.importance),
                 fact.source.as_str(),
+                turn_ids_column(&fact.source_turn_ids),
             ])
             .map_err(sqlite_error)?;
         change.added.push(StoredRow {
@@ -375,6 +380,20 @@ fn apply_writes(
         });
     }
     Ok(())
+}
+
+/// Turn ids as the `source_turn_ids` column holds them: a JSON array, NULL when empty.
+fn turn_ids_column(ids: &[String]) -> Option<String> {
+    (!ids.is_empty()).then(|| serde_json::Value::from(ids.to_vec()).to_string())
+}
+
+/// The inverse of [`turn_ids_column`]; `fact` names the row in an error.
+fn turn_ids_from_column(column: Option<String>, fact: Uuid) -> Result<Vec<String>, MemoryError> {
+    column
+        .map(|json| serde_json::from_str(&json))
+        .transpose()
+        .map(Option::unwrap_or_default)
+        .map_err(|e| corrupt(format!("source_turn_ids of fact {fact}: {e}")))
 }
 
 fn parse_id(id: &str) -> Result<Uuid, MemoryError> {
@@ -476,6 +495,7 @@ struct RawFact {
     observed_at: i64,
     importance: f64,
     source: String,
+    source_turn_ids: Option<String>,
 }
 
 impl RawFact {
@@ -489,6 +509,7 @@ impl RawFact {
             observed_at: row.get(5)?,
             importance: row.get(6)?,
             source: row.get(7)?,
+            source_turn_ids: row.get(8)?,
         })
     }
 
@@ -516,6 +537,7 @@ impl RawFact {
                 .source
                 .parse::<FactSource>()
                 .map_err(|e| corrupt(e.to_string()))?,
+            source_turn_ids: turn_ids_from_column(self.source_turn_ids, id)?,
         })
     }
 }

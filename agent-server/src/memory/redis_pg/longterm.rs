@@ -42,13 +42,18 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "count_kind_changes_by_row",
         include_str!("migrations/0005_count_kind_changes_by_row.sql"),
     ),
+    (
+        6,
+        "source_turn_ids",
+        include_str!("migrations/0006_source_turn_ids.sql"),
+    ),
 ];
 
 /// Advisory-lock key that serialises migrations of one database across servers ("agentwal").
 const MIGRATION_LOCK: i64 = 0x6167_656e_7477_616c;
 
 const FACT_COLUMNS: &str =
-    "id, kind, fact_key, body, data, observed_at, observed_ns, importance, source";
+    "id, kind, fact_key, body, data, observed_at, observed_ns, importance, source, source_turn_ids";
 
 /// The session settings every connection asks for, unless the URL already chose its own options.
 ///
@@ -282,7 +287,7 @@ pub(super) const FACT_LOOKUPS: [(&str, &str); 5] = [
 
 /// [`restatable`]'s statement: one probe of the primary key per id, as in [`CURRENT_KEYED_SQL`]
 /// (the `LIMIT 1` keeps the planner from turning it back into a join).
-const RESTATABLE_SQL: &str = "SELECT f.session_id, f.id, f.body
+const RESTATABLE_SQL: &str = "SELECT f.session_id, f.id, f.body, f.source_turn_ids
     FROM unnest($1::text[], $2::uuid[]) AS r(session_id, id)
     CROSS JOIN LATERAL (
         SELECT * FROM agentwall_facts AS f
@@ -312,6 +317,7 @@ pub(super) async fn restatable(
                 session: row.try_get(0).map_err(corrupt)?,
                 id: row.try_get(1).map_err(corrupt)?,
                 text: row.try_get(2).map_err(corrupt)?,
+                source_turn_ids: row.try_get(3).map_err(corrupt)?,
             })
         })
         .collect()
@@ -402,15 +408,17 @@ pub(super) async fn apply_fact_writes(
     let stmt = tx
         .prepare_cached(
             "INSERT INTO agentwall_facts AS f
-               (id, session_id, kind, fact_key, body, data, observed_at, observed_ns, importance, source)
-             SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
-                                  $6::jsonb[], $7::timestamptz[], $8::integer[], $9::real[],
-                                  $10::text[])
+               (id, session_id, kind, fact_key, body, data, observed_at, observed_ns, importance, source,
+                source_turn_ids)
+             SELECT i, s, k, fk, b, d, oa, ns, imp, src, string_to_array(ids, ',')
+             FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
+                         $6::jsonb[], $7::timestamptz[], $8::integer[], $9::real[],
+                         $10::text[], $11::text[]) AS r(i, s, k, fk, b, d, oa, ns, imp, src, ids)
              ON CONFLICT (session_id, fact_key) WHERE fact_key IS NOT NULL DO UPDATE SET
                id = EXCLUDED.id, seq = DEFAULT, kind = EXCLUDED.kind, body = EXCLUDED.body,
                data = EXCLUDED.data, observed_at = EXCLUDED.observed_at,
                observed_ns = EXCLUDED.observed_ns, importance = EXCLUDED.importance,
-               source = EXCLUDED.source",
+               source = EXCLUDED.source, source_turn_ids = EXCLUDED.source_turn_ids",
         )
         .await
         .map_err(pg_error)?;
@@ -428,6 +436,10 @@ pub(super) async fn apply_fact_writes(
     let ns: Vec<i32> = times.iter().map(|t| t.1).collect();
     let importance: Vec<f32> = rows.iter().map(|(_, f)| f.importance).collect();
     let sources: Vec<&str> = rows.iter().map(|(_, f)| f.source.as_str()).collect();
+    let turn_ids: Vec<String> = rows
+        .iter()
+        .map(|(_, f)| joined_ids(&f.source_turn_ids))
+        .collect();
     tx.execute(
         &stmt,
         &[
@@ -441,6 +453,7 @@ pub(super) async fn apply_fact_writes(
             &ns,
             &importance,
             &sources,
+            &turn_ids,
         ],
     )
     .await
@@ -450,18 +463,19 @@ pub(super) async fn apply_fact_writes(
 
 /// [`update_facts`]'s restatements that keep their text (the `ANY` as in [`RETIRE_SQL`]).
 const RESTATE_SQL: &str = "UPDATE agentwall_facts AS f SET observed_at = r.observed_at,
-      observed_ns = r.observed_ns, importance = r.importance, source = r.source
+      observed_ns = r.observed_ns, importance = r.importance, source = r.source,
+      source_turn_ids = string_to_array(r.ids, ',')
     FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
-                $5::text[]) AS r(id, observed_at, observed_ns, importance, source)
+                $5::text[], $6::text[]) AS r(id, observed_at, observed_ns, importance, source, ids)
     WHERE f.id = r.id AND f.id = ANY($1::uuid[])";
 
 /// [`update_facts`]'s restatements that change their text (the `ANY` as in [`RETIRE_SQL`]).
 const RESTATE_TEXT_SQL: &str = "UPDATE agentwall_facts AS f SET body = r.body,
       observed_at = r.observed_at, observed_ns = r.observed_ns, importance = r.importance,
-      source = r.source
+      source = r.source, source_turn_ids = string_to_array(r.ids, ',')
     FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
-                $5::text[], $6::text[])
-         AS r(id, observed_at, observed_ns, importance, source, body)
+                $5::text[], $6::text[], $7::text[])
+         AS r(id, observed_at, observed_ns, importance, source, ids, body)
     WHERE f.id = r.id AND f.id = ANY($1::uuid[])";
 
 /// Restates facts in place: their time, importance and source, and their text only where it
@@ -477,9 +491,12 @@ async fn update_facts(
     if !same.is_empty() {
         let stmt = tx.prepare_cached(RESTATE_SQL).await.map_err(pg_error)?;
         let c = UpdateColumns::of(&same);
-        tx.execute(&stmt, &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources])
-            .await
-            .map_err(pg_error)?;
+        tx.execute(
+            &stmt,
+            &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources, &c.turn_ids],
+        )
+        .await
+        .map_err(pg_error)?;
     }
     if !changed.is_empty() {
         let stmt = tx
@@ -489,7 +506,15 @@ async fn update_facts(
         let c = UpdateColumns::of(&changed);
         tx.execute(
             &stmt,
-            &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources, &c.bodies],
+            &[
+                &c.ids,
+                &c.at,
+                &c.ns,
+                &c.importance,
+                &c.sources,
+                &c.turn_ids,
+                &c.bodies,
+            ],
         )
         .await
         .map_err(pg_error)?;
@@ -504,6 +529,8 @@ struct UpdateColumns<'u> {
     ns: Vec<i32>,
     importance: Vec<f32>,
     sources: Vec<&'static str>,
+    /// Each fact's turn ids, joined (see [`joined_ids`]).
+    turn_ids: Vec<String>,
     /// The new texts of the updates that change it.
     bodies: Vec<&'u str>,
 }
@@ -516,6 +543,7 @@ impl<'u> UpdateColumns<'u> {
             ns: Vec::with_capacity(updates.len()),
             importance: Vec::with_capacity(updates.len()),
             sources: Vec::with_capacity(updates.len()),
+            turn_ids: Vec::with_capacity(updates.len()),
             bodies: Vec::new(),
         };
         for (id, update) in updates {
@@ -525,6 +553,7 @@ impl<'u> UpdateColumns<'u> {
             columns.ns.push(ns);
             columns.importance.push(update.importance);
             columns.sources.push(update.source.as_str());
+            columns.turn_ids.push(joined_ids(&update.source_turn_ids));
             columns.bodies.extend(update.text.as_deref());
         }
         columns
@@ -785,7 +814,16 @@ fn fact_from_row(row: &Row) -> Result<Fact, MemoryError> {
         observed_at: observed_at_of(row)?,
         importance: row.try_get("importance").map_err(corrupt)?,
         source: source_of(row)?,
+        source_turn_ids: row.try_get("source_turn_ids").map_err(corrupt)?,
     })
+}
+
+/// Turn ids as one text a statement splits again with `string_to_array(ids, ',')`: an array of
+/// arrays cannot travel through `unnest`, which would flatten it. Ids hold no comma (the
+/// `X-Turn-Id` header separates them with commas); an empty list is an empty text, which
+/// `string_to_array` makes an empty array.
+fn joined_ids(ids: &[String]) -> String {
+    ids.join(",")
 }
 
 /// A row's `observed_at` and `observed_ns`, joined (see [`split_time`]).
@@ -907,6 +945,7 @@ mod tests {
     fn nul_never_reaches_postgres() {
         let mut writes = FactWrites::new(Vec::new(), Vec::new(), STORED_FORM);
         let new = NewFact {
+            source_turn_ids: Vec::new(),
             kind: FactKind::Fact,
             key: Some("k\0ey".to_owned()),
             text: "a\0b".to_owned(),
