@@ -11,7 +11,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use common::{Server, binary, create_database};
 use serde_json::{Value, json};
 
@@ -92,6 +92,43 @@ fn membench(
     (dirs[0].clone(), out)
 }
 
+/// How many turns agent-server has committed to memory, from its `/metrics`.
+fn commits(endpoint: &str) -> u64 {
+    let text = ureq::get(format!("{endpoint}/metrics"))
+        .call()
+        .unwrap()
+        .body_mut()
+        .read_to_string()
+        .unwrap();
+    text.lines()
+        .filter(|l| l.contains("memory_operation_duration_seconds_count"))
+        .filter(|l| l.contains("operation=\"commit\""))
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<f64>().unwrap() as u64)
+        .sum()
+}
+
+/// Runs membench with `protocol` against agent-server and checks what every such run passes;
+/// with `inject`, also that the questions wrote nothing: they go through `X-Memory-Write: off`,
+/// so the run commits one turn only, the capability probe's.
+fn membench_agent_server(
+    endpoint: &str,
+    data: &str,
+    protocol: &str,
+) -> (PathBuf, tempfile::TempDir) {
+    let before = commits(endpoint);
+    let (dir, out) = membench(endpoint, data, protocol, &[]);
+    assert_agent_server_run(&dir, protocol, 7, 9);
+    if protocol == "inject" {
+        assert_eq!(
+            commits(endpoint) - before,
+            1,
+            "one turn committed: the capability probe's plain turn, on its own session (reset \
+             after); the 7 questions, read-only, left memory unchanged"
+        );
+    }
+    (dir, out)
+}
+
 /// The checks every run against agent-server passes, whatever its backend.
 fn assert_agent_server_run(dir: &Path, protocol: &str, questions: usize, turns: u64) {
     for file in ["manifest.json", "results.json", "junit.xml", "report.html"] {
@@ -101,27 +138,48 @@ fn assert_agent_server_run(dir: &Path, protocol: &str, questions: usize, turns: 
     assert_eq!(manifest["config"]["protocol"], protocol);
     assert!(manifest["protocol"].as_str().unwrap().starts_with(protocol));
     assert_eq!(manifest["capabilities"]["base"]["mock_time"], true);
-    assert_eq!(
-        manifest["capabilities"]["recall"], false,
-        "agent-server has no recall yet"
-    );
+    // agent-server offers recall and read-only questions (X-Memory-Write: off).
+    assert_eq!(manifest["capabilities"]["recall"], true, "{manifest}");
+    assert_eq!(manifest["capabilities"]["read_only_questions"], true);
     let results = read_json(&dir.join("results.json"));
     let summary = &results["summary"];
     assert_eq!(summary["speed"]["ingested_turns"], turns);
     assert_eq!(summary["speed"]["failed_requests"], 0);
     assert!(
-        summary["agent_recall_note"]
-            .as_str()
-            .unwrap()
-            .contains("not applicable")
+        summary["agent_recall_note"].is_null(),
+        "the agent's recall@k is measured: {summary}"
     );
     let asked = results["questions"].as_array().unwrap();
     assert_eq!(asked.len(), questions);
     for q in asked {
         assert!(q["reply"].is_string(), "every question answered: {q}");
         assert!(q["score"].as_f64().is_some());
-        assert!(q["agent_recall"].is_null(), "never 0 when not applicable");
         assert!(q["prompt_tokens"].as_u64().is_some(), "usage recorded");
+        // Measured wherever the reference retriever's is: never n/a against agent-server.
+        assert_eq!(
+            q["agent_recall"]["5"].as_f64().is_some(),
+            q["bm25_recall"]["5"].as_f64().is_some(),
+            "agent recall@5 measured where BM25's is: {q}"
+        );
+        if !q["recall_excluded"].is_null() {
+            assert!(q["agent_recall"].is_null(), "left out of recall@k: {q}");
+        }
+    }
+    // What recall returned names the dataset's turns: every item, since every turn sent had an
+    // id; and with `inject`, where every turn is a fact, the questions recall something.
+    let recalled: Vec<&Value> = asked
+        .iter()
+        .filter_map(|q| q["recalled"].as_array())
+        .flatten()
+        .collect();
+    assert!(
+        recalled
+            .iter()
+            .all(|i| !i["source_turn_ids"].as_array().unwrap().is_empty()),
+        "recalled items carry source_turn_ids: {recalled:?}"
+    );
+    if protocol == "inject" {
+        assert!(!recalled.is_empty(), "inject: questions recall facts");
     }
     let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
     assert_eq!(junit.matches("<testcase ").count(), questions);
@@ -244,9 +302,8 @@ fn the_fixture_through_chat_and_inject_on_the_embedded_backend() {
     let locomo = fixture("locomo_small.json");
     let mut runs = Vec::new();
     for protocol in ["chat", "inject"] {
-        let (dir, out) = membench(&server.base_url, &locomo, protocol, &[]);
+        let (dir, out) = membench_agent_server(&server.base_url, &locomo, protocol);
         runs.push((dir.clone(), out));
-        assert_agent_server_run(&dir, protocol, 7, 9);
         let results = read_json(&dir.join("results.json"));
         let by_id = |id: &str| {
             results["questions"]
@@ -309,11 +366,8 @@ fn the_fixture_through_chat_and_inject_on_the_embedded_backend() {
     let results = read_json(&dir.join("results.json"));
     assert_eq!(results["questions"].as_array().unwrap().len(), 1);
     assert!(
-        results["summary"]["comparability_note"]
-            .as_str()
-            .unwrap()
-            .contains("not comparable"),
-        "agent-server does not honour X-Memory-Write: off"
+        results["summary"]["comparability_note"].is_null(),
+        "agent-server honours X-Memory-Write: off, so an --only run is comparable with a full one"
     );
     let manifest = read_json(&dir.join("manifest.json"));
     assert_eq!(manifest["excluded"], json!(["conv-b-q2"]));
@@ -366,8 +420,7 @@ fn the_fixture_through_chat_and_inject_on_redis_and_postgres() {
     );
     let locomo = fixture("locomo_small.json");
     for protocol in ["chat", "inject"] {
-        let (dir, _out) = membench(&server.base_url, &locomo, protocol, &[]);
-        assert_agent_server_run(&dir, protocol, 7, 9);
+        membench_agent_server(&server.base_url, &locomo, protocol);
     }
 }
 
@@ -400,22 +453,9 @@ fn stateless_target() -> String {
         HttpResponse::Ok()
             .json(json!({"object": "list", "data": [{"id": "fake", "object": "model"}]}))
     }
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        actix_rt::System::new().block_on(async move {
-            HttpServer::new(|| {
-                App::new()
-                    .route("/v1/chat/completions", web::post().to(chat))
-                    .route("/v1/models", web::get().to(models))
-            })
-            .workers(1)
-            .listen(listener)
-            .unwrap()
-            .run()
-            .await
-            .unwrap();
-        });
+    let port = testkit::http::serve(|app| {
+        app.route("/v1/chat/completions", web::post().to(chat))
+            .route("/v1/models", web::get().to(models));
     });
     format!("http://127.0.0.1:{port}")
 }

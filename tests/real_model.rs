@@ -16,10 +16,10 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use common::{Server, binary};
 use serde_json::{Value, json};
 
@@ -55,24 +55,12 @@ type Received = Arc<Mutex<Vec<Value>>>;
 fn recording_proxy(upstream: String) -> (String, Received) {
     let received: Received = Arc::default();
     let kept = received.clone();
-    let (port_tx, port_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        actix_rt::System::new().block_on(async move {
-            let server = HttpServer::new(move || {
-                App::new()
-                    .app_data(web::Data::new(kept.clone()))
-                    .app_data(web::Data::new(upstream.clone()))
-                    .app_data(web::PayloadConfig::new(16 * 1024 * 1024))
-                    .default_service(web::to(forward))
-            })
-            .workers(1)
-            .bind(("127.0.0.1", 0))
-            .unwrap();
-            port_tx.send(server.addrs()[0].port()).unwrap();
-            server.run().await.unwrap();
-        });
+    let port = testkit::http::serve(move |app| {
+        app.app_data(web::Data::new(kept.clone()))
+            .app_data(web::Data::new(upstream.clone()))
+            .app_data(web::PayloadConfig::new(16 * 1024 * 1024))
+            .default_service(web::to(forward));
     });
-    let port = port_rx.recv().unwrap();
     (format!("http://127.0.0.1:{port}"), received)
 }
 

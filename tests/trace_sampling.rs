@@ -12,15 +12,15 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use actix_web::{HttpRequest, HttpResponse, web};
 use common::Server;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use prost::Message as _;
 use serde_json::{Value, json};
+use testkit::http::serve;
 
 /// One exported span.
 #[derive(Clone, Debug)]
@@ -51,23 +51,6 @@ const CALLER_SPAN: &str = "00f067aa0ba902b7";
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Serves an app configured by `configure` on a free loopback port, from a thread of its own;
-/// returns the port.
-fn serve(configure: impl Fn(&mut web::ServiceConfig) + Send + Clone + 'static) -> u16 {
-    let (port_tx, port_rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        actix_rt::System::new().block_on(async move {
-            let server = HttpServer::new(move || App::new().configure(configure.clone()))
-                .workers(1)
-                .bind(("127.0.0.1", 0))
-                .unwrap();
-            port_tx.send(server.addrs()[0].port()).unwrap();
-            server.run().await.unwrap();
-        });
-    });
-    port_rx.recv().unwrap()
 }
 
 async fn collect(body: web::Bytes, traces: web::Data<Traces>) -> HttpResponse {

@@ -65,6 +65,7 @@ fn session(name: &str) -> SessionId {
 
 fn fact(key: Option<&str>, text: &str, at: DateTime<Utc>) -> NewFact {
     NewFact {
+        source_turn_ids: Vec::new(),
         kind: FactKind::Fact,
         key: key.map(str::to_owned),
         text: text.to_owned(),
@@ -119,7 +120,10 @@ async fn data_survives_closing_and_reopening_the_file() {
                 &s,
                 TurnWrite {
                     items: vec![user("I keep bees.", t0())],
-                    facts: vec![fact(Some("hobby"), "I keep bees on the roof.", t0())],
+                    facts: vec![NewFact {
+                        source_turn_ids: vec!["D1:2".to_owned()],
+                        ..fact(Some("hobby"), "I keep bees on the roof.", t0())
+                    }],
                     ..TurnWrite::default()
                 },
             )
@@ -134,6 +138,11 @@ async fn data_survives_closing_and_reopening_the_file() {
     let snap = store.snapshot(&s, t0()).await.unwrap();
     assert_eq!(snap.working, [user("I keep bees.", t0())]);
     assert_eq!(snap.facts.len(), 1);
+    assert_eq!(
+        snap.facts[0].source_turn_ids,
+        ["D1:2"],
+        "provenance survives"
+    );
     // The full-text index came back too, not only the rows.
     assert_eq!(
         recall_texts(&store, &s, "bees").await,
@@ -591,6 +600,7 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
                 let turn = |id| TurnWrite {
                     items: vec![user(&format!("turn {step}"), at)],
                     restate: vec![Restatement {
+                        source_turn_ids: Vec::new(),
                         id,
                         text: text.clone(),
                         observed_at: at,

@@ -15,10 +15,12 @@
 //! process this test talks to over HTTP, not a dependency of judge-client.
 
 use std::io::{BufRead, BufReader};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use testkit::process::{free_port, wait_listening, workspace_binary};
 
 const TOKEN: &str = "browser-test-token-5f1c";
 
@@ -34,49 +36,6 @@ impl Drop for Running {
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The agent-server binary of this build (same profile and target dir as this test).
-fn agent_server_binary() -> PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let status = Command::new(cargo)
-        .args([
-            "build",
-            "--quiet",
-            "-p",
-            "agent-server",
-            "--bin",
-            "agent-server",
-        ])
-        .current_dir(workspace())
-        .status()
-        .expect("cargo runs");
-    assert!(status.success(), "cargo build --bin agent-server failed");
-    // target/debug/deps/serve_browser-<hash> → target/debug/agent-server
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("agent-server")
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_listening(port: u16, child: &mut Child, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("{what} exited before listening: {status}");
-        }
-        assert!(Instant::now() < deadline, "{what} never listened on {port}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn agent_server(binary: &Path, data: &Path, memory: &str) -> (Running, String) {
@@ -190,7 +149,7 @@ fn the_dashboard_follows_runs_and_a_live_simulation_in_chromium() {
     let runs = scratch.path().join("runs");
     std::fs::create_dir_all(&runs).unwrap();
 
-    let binary = agent_server_binary();
+    let binary = workspace_binary("agent-server");
     let (_with_memory, agent) = agent_server(&binary, &scratch.path().join("on"), "on");
     let (_without_memory, amnesiac) = agent_server(&binary, &scratch.path().join("off"), "off");
     let ltm = |url: &str| {

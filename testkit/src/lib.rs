@@ -1,10 +1,14 @@
 //! Dev-only helpers shared by the workspace's tests (a dev-dependency only, never published).
 //!
 //! - [`env`]: the throwaway services `scripts/test-services.sh` starts, read from the environment;
+//! - [`http`]: fake HTTP servers (upstream models, collectors, proxies) on a free port;
 //! - [`postgres`]: a database of a test's own ([`postgres::TestDb`]), dropped when the test ends;
 //! - [`services`]: a `redis-server` or `postgres` of a test's own, to stop, crash and restart
-//!   without disturbing other tests.
+//!   without disturbing other tests;
+//! - [`process`]: the workspace's binaries, built before a test runs them; free ports.
 
 pub mod env;
+pub mod http;
 pub mod postgres;
+pub mod process;
 pub mod services;

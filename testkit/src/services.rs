@@ -1,7 +1,6 @@
 //! Servers of a test's own: a `redis-server` or `postgres` child on a free port, which the test
 //! can stop, crash and restart without disturbing the shared ones.
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -9,13 +8,7 @@ use std::time::{Duration, Instant};
 use crate::env::SETUP_HINT;
 
 /// A port nothing listens on (just released by the OS).
-pub fn closed_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use crate::process::free_port as closed_port;
 
 pub fn signal(pid: u32, signal: &str) {
     let status = Command::new("kill")

@@ -5,41 +5,12 @@
 pub mod litellm;
 
 use std::io::{BufRead, BufReader};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Path of a workspace binary, built first so a test never runs a stale one. `cargo` is the
-/// same cargo that runs the tests (it sets `CARGO`), so profile and target dir match.
-pub fn binary(name: &str) -> PathBuf {
-    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let mut built = BUILT.lock().unwrap_or_else(|e| e.into_inner());
-    if !built.iter().any(|b| b == name) {
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let status = Command::new(cargo)
-            .args(["build", "--quiet", "--workspace", "--bin", name])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "cargo build --bin {name} failed");
-        built.push(name.to_owned());
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    target.join("debug").join(name)
-}
-
-/// A free loopback port (bound and released; fine for tests on one machine).
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use testkit::process::{free_port, workspace_binary as binary};
 
 /// A running agent-server process; killed on drop if still running.
 pub struct Server {

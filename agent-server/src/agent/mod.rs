@@ -39,7 +39,8 @@ use crate::llm::upstream::reply_text;
 use crate::llm::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt};
 use crate::memory::ranking::Terms;
 use crate::memory::{
-    MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem,
+    MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled, TurnRole, TurnWrite,
+    WorkingItem,
 };
 use crate::telemetry::{metrics, sampling};
 use extract::{FactExtractor, Learned};
@@ -104,6 +105,36 @@ pub struct TurnInput {
     /// follow the last user message. Nothing is learned from the user text again, standing items
     /// are not evaluated again, and only the reply is stored.
     pub continuation: bool,
+    /// What the turn may write, and the provenance of what it writes.
+    pub memory: TurnMemory,
+}
+
+/// How a turn treats memory besides reading it.
+#[derive(Debug, Clone)]
+pub struct TurnMemory {
+    /// `false` (`X-Memory-Write: off`): the turn reads memory as usual and writes nothing, no
+    /// working memory and no facts.
+    pub write: bool,
+    /// Ids the client gave the turn's messages (`X-Turn-Id`), in order. What the turn learns
+    /// comes from the new user message, the last of them, so its facts and restatements carry
+    /// that id.
+    pub turn_ids: Vec<String>,
+}
+
+impl Default for TurnMemory {
+    fn default() -> Self {
+        Self {
+            write: true,
+            turn_ids: Vec::new(),
+        }
+    }
+}
+
+impl TurnMemory {
+    /// The provenance of what the turn writes: the id of its new user message, if named.
+    fn source_turn_ids(&self) -> Vec<String> {
+        self.turn_ids.last().cloned().into_iter().collect()
+    }
 }
 
 /// A turn between [`Agent::prepare`] and [`Agent::commit`]: what memory recalled and what the
@@ -331,7 +362,8 @@ impl Agent {
     /// Steps 4 and 5: promote, then store the turn with the reply that was produced for it.
     /// Does nothing with memory off.
     async fn commit(&self, turn: PreparedTurn, reply_text: &str) -> Result<(), AgentError> {
-        if !self.memory_enabled {
+        // The one place that decides whether a turn writes memory.
+        if !self.memory_enabled || !turn.input.memory.write {
             return Ok(());
         }
         let PreparedTurn {
@@ -352,7 +384,16 @@ impl Agent {
         facts.extend(agenda.renew);
         let mut retire = agenda.retire;
         retire.extend(promotion.replaces);
-        let restate = promotion.restated;
+        let mut restate = promotion.restated;
+        let provenance = input.memory.source_turn_ids();
+        if !provenance.is_empty() {
+            for fact in &mut facts {
+                fact.source_turn_ids.clone_from(&provenance);
+            }
+            for restated in &mut restate {
+                restated.source_turn_ids.clone_from(&provenance);
+            }
+        }
         // Let go of the recalled memory before the commit: a store that shares working memory
         // with the contexts it handed out (the embedded cache) can then add this turn's items in
         // place instead of copying the list.
@@ -391,6 +432,29 @@ impl Agent {
         self.observe("commit", started, result.is_ok());
         result?;
         Ok(())
+    }
+
+    /// What a turn of `session` at `now` would recall for `text`: its ranked facts, best first, at
+    /// most `limit` (the recall of [`Agent::prepare`], without the turn). Nothing with memory off.
+    pub async fn recall(
+        &self,
+        session: &SessionId,
+        now: DateTime<Utc>,
+        text: &str,
+        limit: usize,
+    ) -> Result<Vec<Recalled>, AgentError> {
+        if !self.memory_enabled {
+            return Ok(Vec::new());
+        }
+        let query = RecallQuery {
+            now,
+            terms: Terms::of(text),
+            limit,
+        };
+        let started = Instant::now();
+        let result = self.store.recall(session, query).await;
+        self.observe("recall", started, result.is_ok());
+        Ok(result?.facts)
     }
 
     fn observe(&self, operation: &str, started: Instant, ok: bool) {
@@ -524,6 +588,7 @@ mod tests {
                 history: Vec::new(),
                 request: request.clone(),
                 continuation: false,
+                memory: TurnMemory::default(),
             };
             let trace = if recorded_trace {
                 // No sampler is installed in unit tests: recorded, as when nothing is exported.

@@ -108,6 +108,7 @@ impl PromotionEngine {
                 continue;
             };
             promotion.restated.push(Restatement {
+                source_turn_ids: Vec::new(),
                 id: best,
                 text: fact.text,
                 observed_at: fact.observed_at,
@@ -158,6 +159,7 @@ impl PromotionEngine {
                     }
                 };
                 let fact = NewFact {
+                    source_turn_ids: Vec::new(),
                     kind: FactKind::Fact,
                     key: None,
                     text: format!("{}.", trim_sentence(&text)),
@@ -265,6 +267,7 @@ mod tests {
     fn recalled(text: &str, source: FactSource) -> Recalled {
         Recalled {
             fact: crate::memory::Fact::from_new(NewFact {
+                source_turn_ids: Vec::new(),
                 kind: FactKind::Fact,
                 key: None,
                 text: text.into(),
@@ -295,6 +298,7 @@ mod tests {
         assert_eq!(
             p.restated,
             [Restatement {
+                source_turn_ids: Vec::new(),
                 id: reordered.fact.id,
                 text: "Important: I parked on level 3.".into(),
                 observed_at: later,

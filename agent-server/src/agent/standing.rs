@@ -94,6 +94,7 @@ fn reminder(fact: &Fact, now: DateTime<Utc>, agenda: &mut Agenda) {
             let mut data = data.clone();
             data["replies_left"] = (left - 1).into();
             agenda.renew.push(NewFact {
+                source_turn_ids: Vec::new(),
                 kind: fact.kind,
                 key: fact.key.clone(),
                 text: fact.text.clone(),
@@ -114,6 +115,7 @@ mod tests {
 
     fn standing(kind: FactKind, key: Option<&str>, data: serde_json::Value) -> Fact {
         Fact::from_new(NewFact {
+            source_turn_ids: Vec::new(),
             kind,
             key: key.map(str::to_owned),
             text: String::new(),

@@ -10,10 +10,12 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
+use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt as _;
+use protocol::headers::{MEMORY_WRITE, MEMORY_WRITE_OFF};
 use protocol::openai::{
     ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage, Choice, ChunkChoice,
     Delta, Extra, FunctionCallDelta, Role, ToolCall, ToolCallDelta,
@@ -22,6 +24,7 @@ use protocol::openai::{
 use super::AppState;
 use super::auth::ApiKey;
 use super::body::read_json;
+use super::context::turn_memory;
 use super::session::{self, Caller, Claims, session_header};
 use crate::agent::{StreamEvent, TurnInput, TurnOutput, TurnStream};
 use crate::error::ApiError;
@@ -35,6 +38,8 @@ use crate::llm::ModelReply;
     params(
         ("X-Session-Id" = Option<String>, Header, description = "Session scope of all memory: 1 to 128 characters of [A-Za-z0-9._:-]. Without it (and without --session-from-user), the request is answered without memory and the answer carries X-Memory-Write: off; with --require-session it is a 400"),
         ("X-Mock-Time" = Option<String>, Header, description = "RFC 3339 time to use as now (time travel)"),
+        ("X-Turn-Id" = Option<String>, Header, description = "Comma-separated ids of the request's messages, in order; what the turn learns keeps the last one (the new user message) as its source_turn_ids"),
+        ("X-Memory-Write" = Option<String>, Header, description = "off: answer with memory read as usual and write nothing (no working memory, no facts); echoed on the answer. Any other value is a 400"),
     ),
     responses(
         (status = 200, description = "A chat completion, or with stream=true server-sent chat.completion.chunk events ending with data: [DONE]", body = ChatCompletion),
@@ -56,6 +61,8 @@ pub async fn chat_completions(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    let memory = turn_memory(&req)?;
+    let write = memory.write;
     let request: ChatCompletionRequest = read_json(&req, payload, state.max_body_bytes).await?;
     let (user_text, history) = split_new_turn(&request)?;
     // Messages after the last user message (an assistant tool call and its tool results) continue
@@ -92,6 +99,7 @@ pub async fn chat_completions(
             history,
             request,
             continuation,
+            memory,
         })
         .await?;
     let mut response = match output {
@@ -108,6 +116,14 @@ pub async fn chat_completions(
     };
     let (name, value) = session_header(session.as_ref());
     response.headers_mut().insert(name, value);
+    if !write {
+        // Says that the turn was read-only, so a client can tell a server that honours the
+        // header from one that ignores it.
+        response.headers_mut().insert(
+            HeaderName::from_static(MEMORY_WRITE),
+            HeaderValue::from_static(MEMORY_WRITE_OFF),
+        );
+    }
     Ok(response)
 }
 

@@ -6,9 +6,12 @@ use std::future::{Ready, ready};
 use actix_web::{FromRequest, HttpRequest, dev::Payload, web};
 use chrono::{DateTime, Utc};
 use protocol::SessionId;
-use protocol::headers::{MOCK_TIME, SESSION_ID, parse_mock_time};
+use protocol::headers::{
+    MEMORY_WRITE, MEMORY_WRITE_OFF, MOCK_TIME, SESSION_ID, TURN_ID, parse_mock_time,
+};
 
 use super::AppState;
+use crate::agent::TurnMemory;
 use crate::error::ApiError;
 
 /// The session a request belongs to and its "now".
@@ -71,5 +74,62 @@ pub fn request_now(req: &HttpRequest) -> Result<DateTime<Utc>, ApiError> {
     parse_mock_time(raw).map_err(|e| ApiError::InvalidHeader {
         header: MOCK_TIME,
         reason: e.to_string(),
+    })
+}
+
+/// Most ids one `X-Turn-Id` may name, and the longest id.
+pub const MAX_TURN_IDS: usize = 1000;
+pub const MAX_TURN_ID_CHARS: usize = 128;
+
+/// The ids `X-Turn-Id` names: comma-separated, in message (or fact) order; none without it.
+pub fn turn_ids(req: &HttpRequest) -> Result<Vec<String>, ApiError> {
+    let Some(raw) = header_str(req, TURN_ID)? else {
+        return Ok(Vec::new());
+    };
+    let ids: Vec<String> = raw.split(',').map(|id| id.trim().to_owned()).collect();
+    let bad = |reason: String| ApiError::InvalidHeader {
+        header: TURN_ID,
+        reason,
+    };
+    if ids.len() > MAX_TURN_IDS {
+        return Err(bad(format!(
+            "names {} ids; send at most {MAX_TURN_IDS}",
+            ids.len()
+        )));
+    }
+    if let Some(i) = ids.iter().position(|id| id.is_empty()) {
+        return Err(bad(format!(
+            "id {} of {} is empty; send comma-separated ids",
+            i + 1,
+            ids.len()
+        )));
+    }
+    if let Some(id) = ids.iter().find(|id| id.chars().count() > MAX_TURN_ID_CHARS) {
+        return Err(bad(format!(
+            "id {id:?} is longer than {MAX_TURN_ID_CHARS} characters"
+        )));
+    }
+    Ok(ids)
+}
+
+/// Whether a turn may write memory: `X-Memory-Write: off` answers it without storing anything;
+/// no header, the default, writes. Any other value is refused rather than guessed at.
+pub fn memory_write(req: &HttpRequest) -> Result<bool, ApiError> {
+    match header_str(req, MEMORY_WRITE)? {
+        None => Ok(true),
+        Some(value) if value.trim().eq_ignore_ascii_case(MEMORY_WRITE_OFF) => Ok(false),
+        Some(value) => Err(ApiError::InvalidHeader {
+            header: MEMORY_WRITE,
+            reason: format!("is {value:?}; the one value defined is \"{MEMORY_WRITE_OFF}\""),
+        }),
+    }
+}
+
+/// What a turn may do with memory, from `X-Memory-Write` and `X-Turn-Id`: the same for a chat
+/// turn and a Responses turn.
+pub fn turn_memory(req: &HttpRequest) -> Result<TurnMemory, ApiError> {
+    Ok(TurnMemory {
+        write: memory_write(req)?,
+        turn_ids: turn_ids(req)?,
     })
 }

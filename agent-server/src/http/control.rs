@@ -5,11 +5,13 @@ use protocol::control::{
     FactKind, FactSource, FactView, InjectRequest, InjectResponse, InjectedFact, MemoryView,
     ResetResponse, WorkingItemView,
 };
+use protocol::headers::TURN_ID;
+use protocol::recall::{RecallRequest, RecallResponse, RecalledItem};
 
 use super::AppState;
 use super::auth::AdminToken;
 use super::body::read_json;
-use super::context::SessionContext;
+use super::context::{SessionContext, turn_ids};
 use crate::agent::extract::{FactExtractor, Learned};
 use crate::error::ApiError;
 use crate::memory::{NewFact, normalize_key};
@@ -52,6 +54,7 @@ pub async fn reset(
     params(
         ("X-Session-Id" = String, Header, description = "Session to write to"),
         ("X-Mock-Time" = Option<String>, Header, description = "Default observed_at"),
+        ("X-Turn-Id" = Option<String>, Header, description = "Comma-separated ids, one per fact in order (or one for all): each fact's source_turn_ids"),
     ),
     responses(
         (status = 200, description = "Ids of the stored facts; current=false when a newer value of the same key exists", body = InjectResponse),
@@ -65,6 +68,7 @@ pub async fn inject(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    let ids = turn_ids(&req)?;
     let body: InjectRequest = read_json(&req, payload, state.max_body_bytes).await?;
     if body.facts.is_empty() || body.facts.len() > MAX_INJECT_FACTS {
         return Err(ApiError::invalid(
@@ -74,6 +78,16 @@ pub async fn inject(
             ),
             Some("facts"),
         ));
+    }
+    if ids.len() > 1 && ids.len() != body.facts.len() {
+        return Err(ApiError::InvalidHeader {
+            header: TURN_ID,
+            reason: format!(
+                "names {} ids for {} facts; send one id per fact, or one for all",
+                ids.len(),
+                body.facts.len()
+            ),
+        });
     }
     let mut facts = Vec::with_capacity(body.facts.len());
     for (i, f) in body.facts.into_iter().enumerate() {
@@ -102,7 +116,13 @@ pub async fn inject(
             Some(k) => Some(k),
             None => evident_key(&text, observed_at),
         };
+        let source_turn_ids = match ids.as_slice() {
+            [] => Vec::new(),
+            [one] => vec![one.clone()],
+            many => vec![many[i].clone()],
+        };
         facts.push(NewFact {
+            source_turn_ids,
             kind: FactKind::Fact,
             key,
             text,
@@ -121,6 +141,59 @@ pub async fn inject(
                 id: s.id,
                 key: s.key,
                 current: s.current,
+            })
+            .collect(),
+    }))
+}
+
+/// Most items one recall may ask for.
+pub const MAX_RECALL_ITEMS: u32 = 1000;
+
+#[utoipa::path(
+    post,
+    path = "/control/memory/recall",
+    tag = "control",
+    request_body = RecallRequest,
+    params(
+        ("X-Session-Id" = String, Header, description = "Session to recall from"),
+        ("X-Mock-Time" = Option<String>, Header, description = "The session clock (recency)"),
+    ),
+    responses(
+        (status = 200, description = "What a turn with this text would recall, best first (the same ranking), each with its text, source_turn_ids and score; nothing is stored", body = RecallResponse),
+        (status = 400, description = "Invalid body or header: an empty text, or limit outside 1 to 1000", body = protocol::openai::ErrorBody),
+        (status = 401, description = "Missing or wrong admin token", body = protocol::openai::ErrorBody),
+        (status = 503, description = "A memory backend is unavailable", body = protocol::openai::ErrorBody),
+    )
+)]
+pub async fn recall(
+    _admin: AdminToken,
+    ctx: SessionContext,
+    req: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let body: RecallRequest = read_json(&req, payload, state.max_body_bytes).await?;
+    if body.text.trim().is_empty() {
+        return Err(ApiError::invalid("text is empty", Some("text")));
+    }
+    if !(1..=MAX_RECALL_ITEMS).contains(&body.limit) {
+        return Err(ApiError::invalid(
+            format!("limit is {}; send 1 to {MAX_RECALL_ITEMS}", body.limit),
+            Some("limit"),
+        ));
+    }
+    let recalled = state
+        .agent
+        .recall(&ctx.session, ctx.now, &body.text, body.limit as usize)
+        .await?;
+    Ok(HttpResponse::Ok().json(RecallResponse {
+        items: recalled
+            .into_iter()
+            .map(|r| RecalledItem {
+                text: r.fact.text,
+                source_turn_ids: r.fact.source_turn_ids,
+                score: Some(r.score),
+                why: Default::default(),
             })
             .collect(),
     }))

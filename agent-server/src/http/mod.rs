@@ -82,6 +82,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
         .service(resource("/v1/models", "GET").route(web::get().to(health::models)))
         .service(resource("/control/session/reset", "POST").route(web::post().to(control::reset)))
         .service(resource("/control/memory/inject", "POST").route(web::post().to(control::inject)))
+        .service(resource("/control/memory/recall", "POST").route(web::post().to(control::recall)))
         .service(resource("/control/memory", "GET").route(web::get().to(control::memory)))
         .service(resource("/healthz", "GET").route(web::get().to(health::healthz)))
         .service(resource("/readyz", "GET").route(web::get().to(health::readyz)))

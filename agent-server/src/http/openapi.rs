@@ -29,6 +29,7 @@ use utoipa::OpenApi;
         super::metrics::metrics_text,
         super::control::reset,
         super::control::inject,
+        super::control::recall,
         super::control::memory,
     )
 )]

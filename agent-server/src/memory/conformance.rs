@@ -35,6 +35,7 @@ macro_rules! memory_conformance_tests {
             recall_finds_matching_facts_only,
             newer_value_supersedes_older_for_same_key,
             older_observation_does_not_supersede_newer,
+            a_turn_retires_before_it_writes,
             working_memory_expires_on_the_session_clock,
             working_memory_keeps_the_newest_items,
             sessions_are_isolated,
@@ -51,6 +52,8 @@ macro_rules! memory_conformance_tests {
             a_restated_fact_keeps_its_id_and_takes_the_new_statement,
             a_restatement_of_a_fact_that_is_not_there_is_stored_anew,
             concurrent_restatements_of_one_fact_leave_one_fact,
+            facts_keep_the_turns_they_came_from,
+            a_recall_writes_nothing,
         );
     };
     (@tests $make:expr; $($check:ident),+ $(,)?) => {
@@ -80,6 +83,7 @@ fn session() -> SessionId {
 
 fn fact(key: Option<&str>, text: &str, at: DateTime<Utc>) -> NewFact {
     NewFact {
+        source_turn_ids: Vec::new(),
         kind: FactKind::Fact,
         key: key.map(normalize_key),
         text: text.to_owned(),
@@ -197,6 +201,42 @@ pub async fn newer_value_supersedes_older_for_same_key(store: &dyn MemoryStore) 
     assert_eq!(texts(&ctx), ["My favourite colour is green now."]);
     let snap = store.snapshot(&s, t0() + minutes(6)).await.unwrap();
     assert_eq!(snap.facts.len(), 1, "the superseded fact must be gone");
+}
+
+/// A turn's retirements come before its facts (see `memory::writes`): a fact the turn retires
+/// keeps nothing of the turn out, even when it was observed later.
+pub async fn a_turn_retires_before_it_writes(store: &dyn MemoryStore) {
+    let s = session();
+    let later = store
+        .inject(
+            &s,
+            vec![fact(Some("city"), "I live in Porto.", t0() + minutes(10))],
+        )
+        .await
+        .unwrap();
+    let stored = store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                facts: vec![fact(Some("city"), "I live in Braga.", t0())],
+                retire: vec![later[0].id],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(stored[0].current, "the retired fact no longer wins the key");
+    let snap = store.snapshot(&s, t0() + minutes(11)).await.unwrap();
+    let texts: Vec<&str> = snap.facts.iter().map(|f| f.text.as_str()).collect();
+    assert_eq!(texts, ["I live in Braga."]);
+    let ctx = recall(store, &s, t0() + minutes(11), "where do I live city").await;
+    assert_eq!(
+        ctx.facts
+            .iter()
+            .map(|r| r.fact.text.as_str())
+            .collect::<Vec<_>>(),
+        ["I live in Braga."]
+    );
 }
 
 pub async fn older_observation_does_not_supersede_newer(store: &dyn MemoryStore) {
@@ -423,6 +463,7 @@ pub async fn recency_breaks_ties_between_equal_matches(store: &dyn MemoryStore) 
 pub async fn standing_items_are_always_loaded_and_retire(store: &dyn MemoryStore) {
     let s = session();
     let rule = NewFact {
+        source_turn_ids: Vec::new(),
         kind: FactKind::Rule,
         key: Some("rule:banana".into()),
         text: "Whenever I say banana, reply mango.".into(),
@@ -432,6 +473,7 @@ pub async fn standing_items_are_always_loaded_and_retire(store: &dyn MemoryStore
         source: FactSource::Extracted,
     };
     let reminder = NewFact {
+        source_turn_ids: Vec::new(),
         kind: FactKind::Reminder,
         key: None,
         text: "Remind me to call mum.".into(),
@@ -482,6 +524,7 @@ pub async fn facts_round_trip_every_field(store: &dyn MemoryStore) {
         .unwrap()
         .to_utc();
     let new = NewFact {
+        source_turn_ids: Vec::new(),
         kind: FactKind::Fact,
         key: Some("flight date".into()),
         text: "My flight is on 2030-01-04 — gate «B12».".into(),
@@ -790,6 +833,7 @@ pub async fn a_turn_racing_a_reset_writes_nothing(store: &dyn MemoryStore) {
 
 fn restatement(id: Uuid, text: &str, at: DateTime<Utc>) -> Restatement {
     Restatement {
+        source_turn_ids: Vec::new(),
         id,
         text: text.to_owned(),
         observed_at: at,
@@ -906,6 +950,7 @@ pub async fn a_restatement_of_a_fact_that_is_not_there_is_stored_anew(store: &dy
             vec![
                 fact(Some("pet"), "My pet is a dog.", t0()),
                 NewFact {
+                    source_turn_ids: Vec::new(),
                     kind: FactKind::Rule,
                     ..fact(None, "Whenever I say banana, reply mango.", t0())
                 },
@@ -1002,4 +1047,142 @@ pub async fn concurrent_restatements_of_one_fact_leave_one_fact(store: &dyn Memo
     assert_eq!(snap.facts.len(), 1, "{snap:?}");
     assert_eq!(snap.facts[0].id, id);
     assert!(["I like green tea.", "Green tea, I like it."].contains(&snap.facts[0].text.as_str()));
+}
+
+fn from_turns(mut new: NewFact, ids: &[&str]) -> NewFact {
+    new.source_turn_ids = ids.iter().map(|id| (*id).to_owned()).collect();
+    new
+}
+
+fn ids_of(facts: &[super::Fact], text: &str) -> Vec<String> {
+    facts
+        .iter()
+        .find(|f| f.text == text)
+        .unwrap_or_else(|| panic!("no fact {text:?} in {facts:?}"))
+        .source_turn_ids
+        .clone()
+}
+
+/// Provenance: a fact keeps the ids of the turns it came from, through recall and snapshot; a
+/// restatement adds its turn's id once; a replacement by key carries its own ids; a restatement
+/// stored anew carries the restating turn's.
+pub async fn facts_keep_the_turns_they_came_from(store: &dyn MemoryStore) {
+    let s = session();
+    let stored = store
+        .inject(
+            &s,
+            vec![
+                from_turns(fact(None, "Ana paints lighthouses.", t0()), &["D1:3"]),
+                from_turns(fact(Some("city"), "I live in Porto.", t0()), &["D1:4"]),
+                fact(None, "No provenance here.", t0()),
+            ],
+        )
+        .await
+        .unwrap();
+    let paints = stored[0].id;
+    let said_again = |id, turn: &str, at| Restatement {
+        source_turn_ids: vec![turn.to_owned()],
+        ..restatement(id, "Ana paints lighthouses.", at)
+    };
+    store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                facts: vec![from_turns(
+                    fact(Some("city"), "I live in Braga.", t0() + minutes(2)),
+                    &["D2:1"],
+                )],
+                restate: vec![said_again(paints, "D2:1", t0() + minutes(2))],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    // Said again in a later turn, and once more by a turn already named: each id once.
+    store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                restate: vec![
+                    said_again(paints, "D3:7", t0() + minutes(3)),
+                    said_again(paints, "D1:3", t0() + minutes(3)),
+                ],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    // A restatement of a fact that is gone is stored anew with the restating turn's id.
+    store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                restate: vec![Restatement {
+                    source_turn_ids: vec!["D4:2".to_owned()],
+                    ..restatement(
+                        Uuid::new_v4(),
+                        "Ana sells her paintings.",
+                        t0() + minutes(4),
+                    )
+                }],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+
+    let ctx = recall(store, &s, t0() + minutes(5), "Ana paints sells lighthouses").await;
+    let recalled: Vec<super::Fact> = ctx.facts.iter().map(|r| r.fact.clone()).collect();
+    assert_eq!(
+        ids_of(&recalled, "Ana paints lighthouses."),
+        ["D1:3", "D2:1", "D3:7"]
+    );
+    assert_eq!(ids_of(&recalled, "Ana sells her paintings."), ["D4:2"]);
+    let snap = store.snapshot(&s, t0() + minutes(5)).await.unwrap();
+    assert_eq!(ids_of(&snap.facts, "I live in Braga."), ["D2:1"]);
+    assert_eq!(
+        ids_of(&snap.facts, "No provenance here."),
+        Vec::<String>::new()
+    );
+    assert_eq!(snap.facts.len(), 4, "Porto was replaced: {:?}", snap.facts);
+}
+
+/// Recall changes nothing: what a read-only turn (`X-Memory-Write: off`) relies on, caches and
+/// mirrors included. Recalls of every kind leave the snapshot as it was, and a later turn
+/// finds exactly what was written.
+pub async fn a_recall_writes_nothing(store: &dyn MemoryStore) {
+    let s = session();
+    commit_facts(
+        store,
+        &s,
+        vec![from_turns(
+            fact(None, "My dog is called Rex.", t0()),
+            &["D1:1"],
+        )],
+    )
+    .await;
+    store
+        .commit_turn(
+            &s,
+            TurnWrite {
+                items: vec![user("Hello there.", t0())],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    let before = store.snapshot(&s, t0() + minutes(1)).await.unwrap();
+    for q in ["dog", "what is my dog called", "", "nothing matches this"] {
+        for m in [1, 30, 90] {
+            recall(store, &s, t0() + minutes(m), q).await;
+        }
+    }
+    let never = session();
+    recall(store, &never, t0(), "dog").await;
+    assert_eq!(store.snapshot(&s, t0() + minutes(1)).await.unwrap(), before);
+    let empty = store.snapshot(&never, t0()).await.unwrap();
+    assert!(empty.facts.is_empty() && empty.working.is_empty());
+    let ctx = recall(store, &s, t0() + minutes(1), "dog").await;
+    assert_eq!(texts(&ctx), ["My dog is called Rex."]);
+    assert_eq!(ctx.working.len(), 1);
 }

@@ -23,9 +23,11 @@ pub mod conformance;
 mod distinct;
 pub mod embedded;
 pub mod lexical;
+mod lru;
 pub mod ranking;
 pub mod redis_pg;
 pub mod responses;
+mod writes;
 
 pub(crate) use distinct::TextHasher;
 
@@ -197,6 +199,9 @@ pub struct NewFact {
     /// 0 to 1.
     pub importance: f32,
     pub source: FactSource,
+    /// Provenance: ids of the turns it came from (`X-Turn-Id`), oldest first; empty when the
+    /// client named none.
+    pub source_turn_ids: Vec<String>,
 }
 
 /// A stored long-term item.
@@ -210,6 +215,9 @@ pub struct Fact {
     pub observed_at: DateTime<Utc>,
     pub importance: f32,
     pub source: FactSource,
+    /// Ids of the turns it came from, oldest first: those of the turn that wrote it, then those
+    /// of each turn that restated it (see [`Restatement`]), each once.
+    pub source_turn_ids: Vec<String>,
 }
 
 impl Fact {
@@ -226,6 +234,7 @@ impl Fact {
             observed_at: new.observed_at,
             importance: new.importance,
             source: new.source,
+            source_turn_ids: new.source_turn_ids,
         }
     }
 }
@@ -368,6 +377,8 @@ pub struct Restatement {
     /// 0 to 1.
     pub importance: f32,
     pub source: FactSource,
+    /// Ids of the turn that said it again: added to the fact's own (see [`Fact::source_turn_ids`]).
+    pub source_turn_ids: Vec<String>,
 }
 
 impl Restatement {
@@ -381,6 +392,7 @@ impl Restatement {
             observed_at: self.observed_at,
             importance: self.importance,
             source: self.source,
+            source_turn_ids: self.source_turn_ids.clone(),
         }
     }
 }
@@ -528,6 +540,7 @@ mod tests {
     #[test]
     fn new_fact_ids_are_time_ordered() {
         let new = || NewFact {
+            source_turn_ids: Vec::new(),
             kind: FactKind::Fact,
             key: None,
             text: "x".to_owned(),

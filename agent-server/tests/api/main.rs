@@ -7,6 +7,7 @@ mod control;
 mod errors;
 mod helpers;
 mod memory;
+mod recall;
 mod responses;
 mod sessions;
 mod surface;

@@ -85,6 +85,7 @@ pub fn session() -> SessionId {
 
 pub fn fact(key: Option<&str>, text: &str) -> NewFact {
     NewFact {
+        source_turn_ids: Vec::new(),
         kind: FactKind::Fact,
         key: key.map(str::to_owned),
         text: text.to_owned(),

@@ -125,6 +125,7 @@ async fn recall_after_every_kind_of_write_is_what_a_fresh_server_reads() {
         ..TurnWrite::default()
     };
     let new = |key: Option<&str>, kind: FactKind, text: &str, minutes: i64| NewFact {
+        source_turn_ids: Vec::new(),
         kind,
         observed_at: at(minutes),
         ..fact(key, text)
@@ -175,6 +176,7 @@ async fn recall_after_every_kind_of_write_is_what_a_fresh_server_reads() {
         .fact
         .id;
     let restate = |text: &str, minutes: i64| Restatement {
+        source_turn_ids: Vec::new(),
         id: lake,
         text: text.to_owned(),
         observed_at: at(minutes),

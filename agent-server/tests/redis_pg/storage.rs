@@ -51,6 +51,7 @@ async fn times_round_trip_to_the_nanosecond_and_nul_does_not_fail_a_turn() {
             TurnWrite {
                 items: vec![item.clone()],
                 facts: vec![NewFact {
+                    source_turn_ids: Vec::new(),
                     observed_at: at,
                     ..fact(Some("odd\u{0}key"), "A fact with a \u{0} inside.")
                 }],
@@ -68,4 +69,20 @@ async fn times_round_trip_to_the_nanosecond_and_nul_does_not_fail_a_turn() {
     );
     assert_eq!(snapshot.facts[0].observed_at, at);
     assert_eq!(snapshot.facts[0].text, "A fact with a \u{fffd} inside.");
+}
+
+/// Provenance survives a restart: another store on the same database (a restarted server, its
+/// mirrors empty) reads each fact's turn ids back, by snapshot and by recall.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn source_turn_ids_survive_a_restart() {
+    let h = Harness::new().await;
+    let s = session();
+    let mut told = turn("I keep bees.", "I keep bees on the roof.");
+    told.facts[0].source_turn_ids = vec!["D1:2".to_owned()];
+    h.commit_turn(&s, told).await.unwrap();
+    let restarted = h.twin().await;
+    let snap = restarted.snapshot(&s, t0()).await.unwrap();
+    assert_eq!(snap.facts[0].source_turn_ids, ["D1:2"]);
+    let ctx = restarted.recall(&s, query("bees")).await.unwrap();
+    assert_eq!(ctx.facts[0].fact.source_turn_ids, ["D1:2"]);
 }

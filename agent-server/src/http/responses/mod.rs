@@ -26,6 +26,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use bytes::Bytes;
 use futures_util::StreamExt as _;
 use protocol::SessionId;
+use protocol::headers::{MEMORY_WRITE, MEMORY_WRITE_OFF};
 use protocol::openai::responses::ResponseCreateRequest;
 use protocol::openai::{ChatCompletionChunk, Role, StreamOptions};
 use serde::Deserialize;
@@ -35,6 +36,7 @@ use super::AppState;
 use super::auth::ApiKey;
 use super::body::read_json;
 use super::chat::{split_new_turn, validate_parameters};
+use super::context::turn_memory;
 use super::session::{self, Caller, Claims, ok_in};
 use crate::agent::{StreamEvent, TurnInput, TurnOutput, TurnStream};
 use crate::error::ApiError;
@@ -69,6 +71,8 @@ pub async fn create(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
+    let memory = turn_memory(&req)?;
+    let write = memory.write;
     let request: ResponseCreateRequest = read_json(&req, payload, state.max_body_bytes).await?;
     let new_items = input::new_items(&request)?;
     let conversation = conversation_of(&request)?;
@@ -149,10 +153,15 @@ pub async fn create(
             history,
             request: chat,
             continuation,
+            memory,
         })
         .await?;
 
     let mut response = ok_in(session.as_ref());
+    if !write {
+        // The memory turn was read-only (the response object itself follows `store`).
+        response.insert_header((MEMORY_WRITE, MEMORY_WRITE_OFF));
+    }
     let answer = match output {
         TurnOutput::Reply(reply) => Answer::from_reply(reply),
         TurnOutput::Completion(completion) => Answer::from_completion(completion),

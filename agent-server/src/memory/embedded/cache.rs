@@ -23,13 +23,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
-use lru::LruCache;
 use protocol::control::FactKind;
 use uuid::Uuid;
 
 use crate::memory::lexical::{Analyzed, LexicalIndex};
+use crate::memory::lru::{self, WeightedLru};
+use crate::memory::writes::FactUpdate;
 use crate::memory::{
-    Fact, MemoryConfig, MemoryContext, Recalled, Restatement, WorkingItem, WorkingMemory, ranking,
+    Fact, MemoryConfig, MemoryContext, Recalled, WorkingItem, WorkingMemory, ranking,
 };
 
 /// A session's committed memory, in memory.
@@ -69,19 +70,22 @@ pub(super) struct StoredRow {
     pub analyzed: Option<Arc<Analyzed>>,
 }
 
-/// What one committed job changed in one session.
+/// What one committed job changed in one session: the store's [`Resolved`] writes
+/// (crate::memory::writes), as committed.
+///
+/// [`Resolved`]: crate::memory::writes::Resolved
 #[derive(Debug, Default)]
 pub(super) struct SessionChange {
     pub session: String,
     /// The session was reset: everything dropped and the epoch incremented, before the rest.
     pub reset: bool,
-    /// Facts deleted (retired or superseded), by id.
+    /// Facts deleted (retired or replaced), by id.
     pub removed: Vec<Uuid>,
-    /// Facts inserted.
-    pub added: Vec<StoredRow>,
     /// Facts changed in place, each one the session holds as an unkeyed fact (times at the
     /// stored precision).
-    pub restated: Vec<Restatement>,
+    pub restated: Vec<(Uuid, FactUpdate)>,
+    /// Facts inserted.
+    pub added: Vec<StoredRow>,
     /// Working items inserted, with their `seq`.
     pub items: Vec<(i64, WorkingItem)>,
 }
@@ -136,30 +140,27 @@ impl SessionMemory {
         }
     }
 
-    /// Changes a fact in place, as [`Restatement`] describes; its words are indexed again only
-    /// when its text changed, which a repetition's normally does not.
-    fn restate_fact(&mut self, restated: Restatement) {
-        let cached = match self.locations.get(&restated.id) {
+    /// Changes a fact in place, as a restatement does; its words are indexed again only when its
+    /// text changed, which a repetition's normally does not.
+    fn restate_fact(&mut self, id: Uuid, update: FactUpdate) {
+        let cached = match self.locations.get(&id) {
             Some(&Location::Fact(pk)) => self.facts.get_mut(&pk).map(|fact| (pk, fact)),
             _ => None,
         };
         // The commit changed the row, so a cached session holds it as a fact.
-        debug_assert!(
-            cached.is_some(),
-            "restated fact {} is not cached",
-            restated.id
-        );
+        debug_assert!(cached.is_some(), "restated fact {id} is not cached");
         let Some((pk, fact)) = cached else {
             return;
         };
-        if fact.text != restated.text {
+        if let Some(text) = update.text {
             // `insert` replaces what `pk` held.
-            self.index.insert(pk, &restated.text);
-            fact.text = restated.text;
+            self.index.insert(pk, &text);
+            fact.text = text;
         }
-        fact.observed_at = restated.observed_at;
-        fact.importance = restated.importance;
-        fact.source = restated.source;
+        fact.observed_at = update.observed_at;
+        fact.importance = update.importance;
+        fact.source = update.source;
+        fact.source_turn_ids = update.source_turn_ids;
     }
 
     /// Keeps the newest `capacity` working items, as the commit's SQL does.
@@ -176,14 +177,15 @@ impl SessionMemory {
         if change.reset {
             *self = SessionMemory::new(self.epoch + 1);
         }
+        // In the order the store applied them (see `Resolved`).
         for id in &change.removed {
             self.remove_fact(id);
         }
+        for (id, update) in change.restated {
+            self.restate_fact(id, update);
+        }
         for row in change.added {
             self.add_fact(row);
-        }
-        for restated in change.restated {
-            self.restate_fact(restated);
         }
         let had_items = !change.items.is_empty();
         for (seq, item) in change.items {
@@ -282,14 +284,12 @@ pub(super) fn lock(session: &SharedSession) -> MutexGuard<'_, SessionMemory> {
 
 /// Recently used sessions, bounded by total weight.
 pub(super) struct SessionCache {
-    inner: Mutex<Lru>,
-    budget: usize,
+    inner: Mutex<Sessions>,
 }
 
-struct Lru {
-    sessions: LruCache<String, (SharedSession, usize)>,
-    /// Sum of the weights recorded with each entry.
-    total: usize,
+struct Sessions {
+    /// Each session with the weight it was recorded with.
+    lru: WeightedLru<SharedSession>,
     /// Sessions being loaded: how many loads are in flight, and how many changes were applied
     /// since the first of them began (see rule 2).
     loading: HashMap<String, Loading>,
@@ -334,28 +334,26 @@ impl SessionCache {
     /// session, however large).
     pub(super) fn new(budget: usize) -> Self {
         Self {
-            inner: Mutex::new(Lru {
-                sessions: LruCache::unbounded(),
-                total: 0,
+            inner: Mutex::new(Sessions {
+                lru: WeightedLru::new(budget),
                 loading: HashMap::new(),
             }),
-            budget,
         }
     }
 
-    fn lru(&self) -> MutexGuard<'_, Lru> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    fn sessions(&self) -> MutexGuard<'_, Sessions> {
+        lru::lock(&self.inner)
     }
 
     /// The cached session, marked as recently used.
     pub(super) fn get(&self, session: &str) -> Option<SharedSession> {
-        self.lru().sessions.get(session).map(|(s, _)| s.clone())
+        self.sessions().lru.get(session).cloned()
     }
 
     /// Registers a load of `session`; call before the load's read transaction begins.
     pub(super) fn begin_load(&self, session: &str) -> LoadTicket<'_> {
-        let mut lru = self.lru();
-        let loading = lru.loading.entry(session.to_owned()).or_default();
+        let mut sessions = self.sessions();
+        let loading = sessions.loading.entry(session.to_owned()).or_default();
         loading.loads += 1;
         LoadTicket {
             cache: self,
@@ -366,13 +364,13 @@ impl SessionCache {
     }
 
     fn finish_load(&self, session: &str, changes_at_start: u64, memory: Option<&SharedSession>) {
-        let mut lru = self.lru();
-        let unchanged = match lru.loading.get_mut(session) {
+        let mut sessions = self.sessions();
+        let unchanged = match sessions.loading.get_mut(session) {
             Some(loading) => {
                 let unchanged = loading.changes == changes_at_start;
                 loading.loads -= 1;
                 if loading.loads == 0 {
-                    lru.loading.remove(session);
+                    sessions.loading.remove(session);
                 }
                 unchanged
             }
@@ -381,52 +379,29 @@ impl SessionCache {
         };
         if let (true, Some(memory)) = (unchanged, memory) {
             let weight = lock(memory).weight();
-            if let Some((_, old)) = lru
-                .sessions
-                .put(session.to_owned(), (memory.clone(), weight))
-            {
-                lru.total -= old;
-            }
-            lru.total += weight;
-            self.evict(&mut lru);
+            sessions.lru.put(session, memory.clone(), weight);
         }
     }
 
     /// Applies a committed change to the session if it is cached (writer thread only), and
     /// counts it against loads of the session in flight. An uncached session is left alone: its
     /// next recall loads it, change included.
-    pub(super) fn apply(&self, change: SessionChange, config: &MemoryConfig) {
-        let mut lru = self.lru();
-        if let Some(loading) = lru.loading.get_mut(&change.session) {
+    pub(super) fn apply(&self, mut change: SessionChange, config: &MemoryConfig) {
+        let mut sessions = self.sessions();
+        if let Some(loading) = sessions.loading.get_mut(&change.session) {
             loading.changes += 1;
         }
-        let Some((memory, weight)) = lru.sessions.peek_mut(&change.session) else {
-            return;
-        };
-        let new_weight = {
-            let mut session = lock(memory);
-            session.apply(change, config);
-            session.weight()
-        };
-        let old = std::mem::replace(weight, new_weight);
-        lru.total = lru.total - old + new_weight;
-        self.evict(&mut lru);
-    }
-
-    /// Drops least-recently-used sessions until the total fits the budget, keeping at least one.
-    fn evict(&self, lru: &mut Lru) {
-        while lru.total > self.budget && lru.sessions.len() > 1 {
-            match lru.sessions.pop_lru() {
-                Some((_, (_, weight))) => lru.total -= weight,
-                None => break,
-            }
-        }
+        let session = std::mem::take(&mut change.session);
+        sessions.lru.update(&session, |memory| {
+            let mut memory = lock(memory);
+            memory.apply(change, config);
+            memory.weight()
+        });
     }
 
     /// Sessions and total weight held, for metrics and tests.
     pub(super) fn usage(&self) -> (usize, usize) {
-        let lru = self.lru();
-        (lru.sessions.len(), lru.total)
+        self.sessions().lru.usage()
     }
 }
 
@@ -445,6 +420,7 @@ mod tests {
             pk,
             analyzed: None,
             fact: Fact {
+                source_turn_ids: Vec::new(),
                 id: Uuid::new_v4(),
                 kind,
                 key: None,
@@ -675,6 +651,6 @@ mod tests {
         ticket.finish(None);
         drop(cache.begin_load("e"));
         assert!(cache.get("d").is_none() && cache.get("e").is_none());
-        assert!(cache.lru().loading.is_empty());
+        assert!(cache.sessions().loading.is_empty());
     }
 }

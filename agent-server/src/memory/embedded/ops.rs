@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Timelike, Utc};
 use deadpool_sqlite::rusqlite::{Connection, OptionalExtension, Row, params};
 use protocol::control::{FactKind, FactSource};
 use uuid::Uuid;
@@ -16,6 +16,7 @@ use super::cache::{SessionChange, SessionMemory, StoredRow};
 use super::cursors::SessionCursors;
 use super::{corrupt, sqlite_error};
 use crate::memory::lexical::Analyzed;
+use crate::memory::writes::{FactWrites, Resolved, StoredForm, StoredKeyed, StoredUnkeyed};
 use crate::memory::{
     Fact, MemoryConfig, MemoryError, NewFact, ResetCounts, Restatement, Snapshot, StoredFact,
     TurnRole, TurnWrite, WorkingItem,
@@ -23,7 +24,7 @@ use crate::memory::{
 
 /// Columns of `facts` in the order [`RawFact::from_row`] reads them, prefixed by the alias `f.`.
 const FACT_COLUMNS: &str =
-    "f.id, f.kind, f.key, f.text, f.data, f.observed_at, f.importance, f.source";
+    "f.id, f.kind, f.key, f.text, f.data, f.observed_at, f.importance, f.source, f.source_turn_ids";
 
 /// Everything of `session` the cache mirrors: epoch, the newest `working_capacity` working items
 /// (live or not: liveness depends on the clock of each recall) and every fact.
@@ -44,7 +45,7 @@ pub(super) fn load_session(
         .map_err(sqlite_error)?;
     let rows = stmt
         .query_map([session], |row| {
-            Ok((RawFact::from_row(row)?, row.get::<_, i64>(8)?))
+            Ok((RawFact::from_row(row)?, row.get::<_, i64>(9)?))
         })
         .map_err(sqlite_error)?;
     for row in rows {
@@ -100,24 +101,11 @@ pub(super) fn commit_turn(
     }
     let mut change = SessionChange {
         session: session.to_owned(),
-        removed: turn.retire.clone(),
         ..SessionChange::default()
     };
-
-    if !turn.retire.is_empty() {
-        let mut retire = conn
-            .prepare_cached("DELETE FROM facts WHERE session_id = ?1 AND id = ?2")
-            .map_err(sqlite_error)?;
-        for id in &turn.retire {
-            retire
-                .execute(params![session, id.to_string()])
-                .map_err(sqlite_error)?;
-        }
-    }
-    let mut stored = write_facts(conn, session, &turn.facts, analyzed, &mut change)?;
-    if !turn.restate.is_empty() {
-        stored.extend(restate_facts(conn, session, &turn.restate, &mut change)?);
-    }
+    let mut writes = resolver(conn, session, &turn.facts, &turn.restate)?;
+    let stored = writes.turn(session, turn);
+    apply_writes(conn, writes.finish(), &stored, analyzed, &mut change)?;
 
     if !turn.items.is_empty() {
         let mut insert = conn
@@ -181,7 +169,9 @@ pub(super) fn inject(
         session: session.to_owned(),
         ..SessionChange::default()
     };
-    let stored = write_facts(conn, session, facts, analyzed, &mut change)?;
+    let mut writes = resolver(conn, session, facts, &[])?;
+    let stored = writes.add(session, facts);
+    apply_writes(conn, writes.finish(), &stored, analyzed, &mut change)?;
     Ok((stored, change))
 }
 
@@ -222,8 +212,8 @@ pub(super) fn reset(
 
 /// Inserts one fact; the statement every fact write runs.
 pub(super) const INSERT_FACT: &str = "INSERT INTO facts
-     (id, session_id, kind, key, text, data, observed_at, importance, source)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)";
+     (id, session_id, kind, key, text, data, observed_at, importance, source, source_turn_ids)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 
 /// What the cache's lexical index needs of each of `facts` (`None` for rules and reminders, which
 /// it does not index): worked out by the request, before its write is queued, so that the writer
@@ -235,60 +225,131 @@ pub(super) fn analyze(facts: &[NewFact]) -> Vec<Option<Arc<Analyzed>>> {
         .collect()
 }
 
-/// Writes `facts` in order with supersession by key; one [`StoredFact`] per input. Records what
-/// it deleted and inserted in `change`. `analyzed` is [`analyze`] of `facts`.
-fn write_facts(
+/// The resolver of a job's writes (see `memory::writes`), fed the stored facts they touch: the
+/// current fact of each key `facts` write, and the unkeyed facts `restate` names. Read inside the
+/// writer's batch transaction, so they include the batch's earlier jobs.
+fn resolver<'a>(
     conn: &Connection,
     session: &str,
     facts: &[NewFact],
-    analyzed: &[Option<Arc<Analyzed>>],
-    change: &mut SessionChange,
-) -> Result<Vec<StoredFact>, MemoryError> {
-    let mut stored: Vec<StoredFact> = Vec::with_capacity(facts.len());
-    // Facts written earlier in this same call, by id, so that one superseded by a later entry of
-    // the batch is reported as not current: `current` describes the state after the commit.
-    let mut written: HashMap<String, usize> = HashMap::new();
-    let mut insert = conn.prepare_cached(INSERT_FACT).map_err(sqlite_error)?;
-    debug_assert_eq!(facts.len(), analyzed.len());
-    for (new, analysis) in facts.iter().zip(analyzed) {
-        let fact = Fact::from_new(new.clone());
-        let id = fact.id.to_string();
-        let observed_at = fact.observed_at.timestamp_micros();
-        if let Some(key) = &fact.key {
-            let existing: Option<(String, i64)> = conn
-                .prepare_cached(
-                    "SELECT id, observed_at FROM facts WHERE session_id = ?1 AND key = ?2",
-                )
-                .and_then(|mut stmt| {
-                    stmt.query_row(params![session, key], |row| Ok((row.get(0)?, row.get(1)?)))
-                        .optional()
-                })
+    restate: &[Restatement],
+) -> Result<FactWrites<'a>, MemoryError> {
+    let mut keyed = Vec::new();
+    if facts.iter().any(|fact| fact.key.is_some()) {
+        let mut current = conn
+            .prepare_cached("SELECT id, observed_at FROM facts WHERE session_id = ?1 AND key = ?2")
+            .map_err(sqlite_error)?;
+        for key in facts.iter().filter_map(|fact| fact.key.as_deref()) {
+            let row: Option<(String, i64)> = current
+                .query_row(params![session, key], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
                 .map_err(sqlite_error)?;
-            if let Some((existing_id, existing_at)) = existing {
-                if existing_at > observed_at {
-                    // The stored value was observed later: this one is kept out, not stored.
-                    stored.push(StoredFact {
-                        id: fact.id,
-                        key: fact.key,
-                        current: false,
-                    });
-                    continue;
-                }
-                // Same or older observation time: the later write wins.
-                conn.prepare_cached("DELETE FROM facts WHERE id = ?1")
-                    .and_then(|mut stmt| stmt.execute([&existing_id]))
-                    .map_err(sqlite_error)?;
-                if let Some(&index) = written.get(&existing_id) {
-                    stored[index].current = false;
-                    // Inserted and deleted within this job: it never reaches the cache.
-                    change.added.retain(|row| row.fact.id != stored[index].id);
-                } else {
-                    let existing_id = Uuid::parse_str(&existing_id)
-                        .map_err(|e| corrupt(format!("fact id {existing_id:?}: {e}")))?;
-                    change.removed.push(existing_id);
-                }
+            if let Some((id, observed_at)) = row {
+                keyed.push(StoredKeyed {
+                    session: session.to_owned(),
+                    key: key.to_owned(),
+                    id: parse_id(&id)?,
+                    observed_at: timestamp(observed_at)?,
+                });
             }
         }
+    }
+    let mut unkeyed = Vec::new();
+    if !restate.is_empty() {
+        let mut restatable = conn
+            .prepare_cached(
+                "SELECT text, source_turn_ids FROM facts
+                 WHERE session_id = ?1 AND id = ?2 AND kind = 'fact' AND key IS NULL",
+            )
+            .map_err(sqlite_error)?;
+        for restated in restate {
+            let row: Option<(String, Option<String>)> = restatable
+                .query_row(params![session, restated.id.to_string()], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
+                .optional()
+                .map_err(sqlite_error)?;
+            if let Some((text, turn_ids)) = row {
+                unkeyed.push(StoredUnkeyed {
+                    session: session.to_owned(),
+                    id: restated.id,
+                    text,
+                    source_turn_ids: turn_ids_from_column(turn_ids, restated.id)?,
+                });
+            }
+        }
+    }
+    Ok(FactWrites::new(keyed, unkeyed, STORED_FORM))
+}
+
+/// Times are stored in whole microseconds; text as it is.
+const STORED_FORM: StoredForm = StoredForm {
+    time: |at| {
+        at.with_nanosecond(at.nanosecond() / 1000 * 1000)
+            .unwrap_or(at)
+    },
+    ..StoredForm::EXACT
+};
+
+/// Applies a job's resolved writes and records them in `change`. `stored` is what the resolver
+/// returned for the job, whose first entries are for the facts `analyzed` (see [`analyze`]) was
+/// worked out for.
+fn apply_writes(
+    conn: &Connection,
+    resolved: Resolved<'_>,
+    stored: &[StoredFact],
+    analyzed: &[Option<Arc<Analyzed>>],
+    change: &mut SessionChange,
+) -> Result<(), MemoryError> {
+    let Resolved {
+        retire,
+        replaced,
+        updates,
+        inserts,
+    } = resolved;
+    if !retire.is_empty() || !replaced.is_empty() {
+        let mut delete = conn
+            .prepare_cached("DELETE FROM facts WHERE session_id = ?1 AND id = ?2")
+            .map_err(sqlite_error)?;
+        for (session, id) in retire.iter().chain(&replaced) {
+            delete
+                .execute(params![session, id.to_string()])
+                .map_err(sqlite_error)?;
+            change.removed.push(*id);
+        }
+    }
+    if !updates.is_empty() {
+        let mut update = conn
+            .prepare_cached(
+                "UPDATE facts SET text = coalesce(?3, text), observed_at = ?4, importance = ?5,
+                 source = ?6, source_turn_ids = ?7 WHERE session_id = ?1 AND id = ?2",
+            )
+            .map_err(sqlite_error)?;
+        for (session, id, new) in updates {
+            update
+                .execute(params![
+                    session,
+                    id.to_string(),
+                    new.text,
+                    new.observed_at.timestamp_micros(),
+                    f64::from(new.importance),
+                    new.source.as_str(),
+                    turn_ids_column(&new.source_turn_ids),
+                ])
+                .map_err(sqlite_error)?;
+            change.restated.push((id, new));
+        }
+    }
+    if inserts.is_empty() {
+        return Ok(());
+    }
+    let analyses: HashMap<Uuid, &Arc<Analyzed>> = stored
+        .iter()
+        .zip(analyzed)
+        .filter_map(|(stored, analysis)| Some((stored.id, analysis.as_ref()?)))
+        .collect();
+    let mut insert = conn.prepare_cached(INSERT_FACT).map_err(sqlite_error)?;
+    for (session, fact) in inserts {
         let data = fact
             .data
             .as_ref()
@@ -300,82 +361,43 @@ fn write_facts(
             })?;
         insert
             .execute(params![
-                id,
+                fact.id.to_string(),
                 session,
                 fact.kind.as_str(),
                 fact.key,
                 fact.text,
                 data,
-                observed_at,
+                fact.observed_at.timestamp_micros(),
                 f64::from(fact.importance),
                 fact.source.as_str(),
+                turn_ids_column(&fact.source_turn_ids),
             ])
             .map_err(sqlite_error)?;
-        written.insert(id, stored.len());
-        stored.push(StoredFact {
-            id: fact.id,
-            key: fact.key.clone(),
-            current: true,
-        });
         change.added.push(StoredRow {
             pk: conn.last_insert_rowid(),
-            analyzed: analysis.clone(),
-            // At the stored precision, so the cached fact equals the one a reload reads.
-            fact: Fact {
-                observed_at: timestamp(observed_at)?,
-                ..fact
-            },
+            analyzed: analyses.get(&fact.id).map(|a| Arc::clone(a)),
+            fact,
         });
     }
-    Ok(stored)
+    Ok(())
 }
 
-/// Applies restatements in order (see [`Restatement`]); one [`StoredFact`] each. A restated row
-/// keeps its row id, so only `facts_by_session` changes (its `observed_at`): the id index and the
-/// row's place stay. A restatement of a fact the session does not hold as an unkeyed fact is
-/// written as a new fact.
-fn restate_facts(
-    conn: &Connection,
-    session: &str,
-    restatements: &[Restatement],
-    change: &mut SessionChange,
-) -> Result<Vec<StoredFact>, MemoryError> {
-    let mut update = conn
-        .prepare_cached(
-            "UPDATE facts SET text = ?3, observed_at = ?4, importance = ?5, source = ?6
-             WHERE session_id = ?1 AND id = ?2 AND kind = 'fact' AND key IS NULL",
-        )
-        .map_err(sqlite_error)?;
-    let mut stored = Vec::with_capacity(restatements.len());
-    for restated in restatements {
-        let observed_at = restated.observed_at.timestamp_micros();
-        let updated = update
-            .execute(params![
-                session,
-                restated.id.to_string(),
-                restated.text,
-                observed_at,
-                f64::from(restated.importance),
-                restated.source.as_str(),
-            ])
-            .map_err(sqlite_error)?;
-        if updated == 0 {
-            let new = [restated.as_new_fact()];
-            stored.extend(write_facts(conn, session, &new, &[None], change)?);
-            continue;
-        }
-        stored.push(StoredFact {
-            id: restated.id,
-            key: None,
-            current: true,
-        });
-        change.restated.push(Restatement {
-            // At the stored precision, so the cached fact equals the one a reload reads.
-            observed_at: timestamp(observed_at)?,
-            ..restated.clone()
-        });
-    }
-    Ok(stored)
+/// Turn ids as the `source_turn_ids` column holds them: a JSON array, NULL when empty.
+fn turn_ids_column(ids: &[String]) -> Option<String> {
+    (!ids.is_empty()).then(|| serde_json::Value::from(ids.to_vec()).to_string())
+}
+
+/// The inverse of [`turn_ids_column`]; `fact` names the row in an error.
+fn turn_ids_from_column(column: Option<String>, fact: Uuid) -> Result<Vec<String>, MemoryError> {
+    column
+        .map(|json| serde_json::from_str(&json))
+        .transpose()
+        .map(Option::unwrap_or_default)
+        .map_err(|e| corrupt(format!("source_turn_ids of fact {fact}: {e}")))
+}
+
+fn parse_id(id: &str) -> Result<Uuid, MemoryError> {
+    Uuid::parse_str(id).map_err(|e| corrupt(format!("fact id {id:?}: {e}")))
 }
 
 /// Records that the session exists (its epoch starts at 0); a no-op when it already does.
@@ -473,6 +495,7 @@ struct RawFact {
     observed_at: i64,
     importance: f64,
     source: String,
+    source_turn_ids: Option<String>,
 }
 
 impl RawFact {
@@ -486,6 +509,7 @@ impl RawFact {
             observed_at: row.get(5)?,
             importance: row.get(6)?,
             source: row.get(7)?,
+            source_turn_ids: row.get(8)?,
         })
     }
 
@@ -513,6 +537,7 @@ impl RawFact {
                 .source
                 .parse::<FactSource>()
                 .map_err(|e| corrupt(e.to_string()))?,
+            source_turn_ids: turn_ids_from_column(self.source_turn_ids, id)?,
         })
     }
 }

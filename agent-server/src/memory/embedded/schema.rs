@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     V2_RECALL_IN_MEMORY,
     V3_WORKING_BY_TIME,
     V4_CHECKS_WITHOUT_TEMP_TABLES,
+    V5_SOURCE_TURN_IDS,
 ];
 
 /// Timestamps are i64 microseconds since the Unix epoch (UTC): the precision of Postgres
@@ -147,6 +148,12 @@ ALTER TABLE facts_v4 RENAME TO facts;
 -- At most one fact per (session, key); unkeyed facts (NULL key) are unconstrained.
 CREATE UNIQUE INDEX facts_by_key ON facts (session_id, key) WHERE key IS NOT NULL;
 CREATE INDEX facts_by_session ON facts (session_id, kind, observed_at);
+";
+
+/// Provenance: the ids of the turns a fact came from (`X-Turn-Id`), oldest first, as a JSON array
+/// of strings; NULL when there are none (every fact written before this version).
+const V5_SOURCE_TURN_IDS: &str = "
+ALTER TABLE facts ADD COLUMN source_turn_ids TEXT;
 ";
 
 /// Per-connection settings, run on the writer's connection and every pooled reader (they are not
@@ -387,7 +394,11 @@ mod tests {
         )
         .unwrap();
 
-        assert_eq!(migrate(&mut conn).unwrap(), 4);
+        assert_eq!(
+            migrate(&mut conn).unwrap(),
+            5,
+            "through version 4 to the latest"
+        );
         let row: (i64, String, String, Option<String>, String) = conn
             .query_row(
                 "SELECT pk, id, kind, key, text FROM facts WHERE session_id = 's'",
@@ -408,7 +419,18 @@ mod tests {
         let insert = |id: &str, kind: &str, key: &str, source: &str| {
             conn.execute(
                 super::super::ops::INSERT_FACT,
-                params![id, "s", kind, key, "text", None::<String>, 20, 0.5, source],
+                params![
+                    id,
+                    "s",
+                    kind,
+                    key,
+                    "text",
+                    None::<String>,
+                    20,
+                    0.5,
+                    source,
+                    None::<String>
+                ],
             )
         };
         insert("f-2", "fact", "colour", "promoted").expect("a valid fact is written");
@@ -419,7 +441,7 @@ mod tests {
         let program: Vec<String> = conn
             .prepare(&format!("EXPLAIN {}", super::super::ops::INSERT_FACT))
             .unwrap()
-            .query_map([None::<i64>; 9], |r| r.get(1))
+            .query_map([None::<i64>; 10], |r| r.get(1))
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();

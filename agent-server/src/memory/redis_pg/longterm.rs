@@ -2,7 +2,6 @@
 //! of the backend. Functions here run single statements or steps of a transaction the caller owns;
 //! ordering across Postgres and Redis, and timeouts, are decided in `super`.
 
-use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -14,7 +13,8 @@ use protocol::control::{FactKind, FactSource};
 use tokio_postgres::{NoTls, Row};
 use uuid::Uuid;
 
-use crate::memory::{Fact, MemoryError, NewFact, Restatement, StoredFact};
+use crate::memory::writes::{FactUpdate, Resolved, StoredForm, StoredKeyed, StoredUnkeyed};
+use crate::memory::{Fact, MemoryError};
 
 pub(super) const DEPENDENCY: &str = "postgres";
 
@@ -42,13 +42,18 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "count_kind_changes_by_row",
         include_str!("migrations/0005_count_kind_changes_by_row.sql"),
     ),
+    (
+        6,
+        "source_turn_ids",
+        include_str!("migrations/0006_source_turn_ids.sql"),
+    ),
 ];
 
 /// Advisory-lock key that serialises migrations of one database across servers ("agentwal").
 const MIGRATION_LOCK: i64 = 0x6167_656e_7477_616c;
 
 const FACT_COLUMNS: &str =
-    "id, kind, fact_key, body, data, observed_at, observed_ns, importance, source";
+    "id, kind, fact_key, body, data, observed_at, observed_ns, importance, source, source_turn_ids";
 
 /// The session settings every connection asks for, unless the URL already chose its own options.
 ///
@@ -259,161 +264,12 @@ pub(super) async fn lock_sessions(
     Ok(locks)
 }
 
-/// The long-term writes of a batch of turns, resolved to what writing them one turn after the
-/// other would leave, so that the batch needs one `DELETE`, one `UPDATE` (two when a restatement
-/// changes a text) and one `INSERT` whatever its size.
-///
-/// Supersession by key is decided here, not in SQL: a keyed fact replaces the current fact of its
-/// `(session, key)` unless that one was observed strictly later (ties go to the later write). The
-/// current facts are the stored ones ([`current_keyed`], read under the session locks, so they
-/// cannot change until the commit) updated by the batch's own writes and retirements in order. A
-/// fact the batch writes and then replaces is never sent; it is reported `current`, as it was when
-/// its own turn wrote it.
-///
-/// Restatements are resolved the same way, against the stored facts they may change
-/// ([`restatable`], read under the same locks): a fact the batch retired before is gone (the
-/// statement is stored anew), and of several restatements of one fact the last is sent.
-#[derive(Default)]
-pub(super) struct FactWrites<'a> {
-    /// The current fact of each keyed `(session, key)` the batch touches.
-    current: HashMap<(String, String), Current>,
-    /// Rows to insert, in write order; `None` once replaced by a later row of the batch.
-    rows: Vec<Option<(&'a str, Fact)>>,
-    /// `(session, id)` of the long-term items to delete.
-    retire: Vec<(&'a str, Uuid)>,
-    /// The stored unkeyed facts that the batch's restatements name, while they exist.
-    restatable: HashMap<(String, Uuid), Restatable>,
-}
-
-/// A stored fact that restatements may change in place, and the last change the batch makes.
-struct Restatable {
-    /// Its text as stored: a restatement that keeps it leaves `body` (and its `tsv`) alone.
-    stored_text: String,
-    update: Option<FactUpdate>,
-}
-
-/// A fact's new values, as one restatement sets them.
-struct FactUpdate {
-    /// `None` when the text stays as stored.
-    text: Option<String>,
-    observed_at: DateTime<Utc>,
-    importance: f32,
-    source: FactSource,
-}
-
-struct Current {
-    id: Uuid,
-    observed_at: DateTime<Utc>,
-    /// Its index in `rows` when the batch wrote it.
-    row: Option<usize>,
-}
-
-impl<'a> FactWrites<'a> {
-    /// Starts from the stored current facts (see [`current_keyed`]) and the stored facts that
-    /// restatements may change (see [`restatable`]).
-    pub fn new(stored: Vec<CurrentKeyed>, restatable: Vec<StoredUnkeyed>) -> Self {
-        let mut writes = Self::default();
-        for fact in restatable {
-            let entry = Restatable {
-                stored_text: fact.text,
-                update: None,
-            };
-            writes.restatable.insert((fact.session, fact.id), entry);
-        }
-        for fact in stored {
-            let current = Current {
-                id: fact.id,
-                observed_at: fact.observed_at,
-                row: None,
-            };
-            writes.current.insert((fact.session, fact.key), current);
-        }
-        writes
-    }
-
-    /// Adds one turn's facts, in order; one [`StoredFact`] per input.
-    pub fn add(&mut self, session: &'a str, facts: &[NewFact]) -> Vec<StoredFact> {
-        let mut stored = Vec::with_capacity(facts.len());
-        for new in facts {
-            let mut fact = Fact::from_new(new.clone());
-            fact.text = without_nul(fact.text);
-            fact.key = fact.key.map(without_nul);
-            let mut current = true;
-            if let Some(key) = &fact.key {
-                let written = Current {
-                    id: fact.id,
-                    observed_at: fact.observed_at,
-                    row: Some(self.rows.len()),
-                };
-                match self.current.entry((session.to_owned(), key.clone())) {
-                    Entry::Occupied(existing) if existing.get().observed_at > fact.observed_at => {
-                        current = false;
-                    }
-                    Entry::Occupied(mut existing) => {
-                        if let Some(row) = existing.get().row {
-                            self.rows[row] = None;
-                        }
-                        existing.insert(written);
-                    }
-                    Entry::Vacant(slot) => {
-                        slot.insert(written);
-                    }
-                }
-            }
-            stored.push(StoredFact {
-                id: fact.id,
-                key: fact.key.clone(),
-                current,
-            });
-            if current {
-                self.rows.push(Some((session, fact)));
-            }
-        }
-        stored
-    }
-
-    /// Retires long-term items of `session` (ids of other sessions are ignored by the `DELETE`).
-    pub fn retire(&mut self, session: &'a str, ids: &[Uuid]) {
-        for id in ids {
-            self.current
-                .retain(|(s, _), current| !(*s == session && current.id == *id));
-            self.restatable.remove(&(session.to_owned(), *id));
-            self.retire.push((session, *id));
-        }
-    }
-
-    /// Adds one turn's restatements, in order; one [`StoredFact`] each: the restated fact's id,
-    /// or a new one when the statement is stored anew (the session holds no such fact).
-    pub fn restate(&mut self, session: &'a str, restatements: &[Restatement]) -> Vec<StoredFact> {
-        let mut stored = Vec::with_capacity(restatements.len());
-        for restated in restatements {
-            let text = without_nul(restated.text.clone());
-            let Some(fact) = self.restatable.get_mut(&(session.to_owned(), restated.id)) else {
-                let mut new = Fact::from_new(restated.as_new_fact());
-                new.text = text;
-                stored.push(StoredFact {
-                    id: new.id,
-                    key: None,
-                    current: true,
-                });
-                self.rows.push(Some((session, new)));
-                continue;
-            };
-            fact.update = Some(FactUpdate {
-                text: (text != fact.stored_text).then_some(text),
-                observed_at: restated.observed_at,
-                importance: restated.importance,
-                source: restated.source,
-            });
-            stored.push(StoredFact {
-                id: restated.id,
-                key: None,
-                current: true,
-            });
-        }
-        stored
-    }
-}
+/// How Postgres stores what a batch writes (see [`FactWrites`]): text without U+0000 (see
+/// [`without_nul`]); times exactly (`observed_at` and `observed_ns`, see [`split_time`]).
+pub(super) const STORED_FORM: StoredForm = StoredForm {
+    text: without_nul,
+    ..StoredForm::EXACT
+};
 
 /// The statements of a group commit that find facts by id or key, by name. Each must reach them
 /// through an index whatever the statistics say, or a batch would cost as much as the whole table
@@ -429,16 +285,9 @@ pub(super) const FACT_LOOKUPS: [(&str, &str); 5] = [
     ("restate_text", RESTATE_TEXT_SQL),
 ];
 
-/// A stored unkeyed fact, as [`FactWrites`] needs it to resolve restatements.
-pub(super) struct StoredUnkeyed {
-    pub session: String,
-    pub id: Uuid,
-    pub text: String,
-}
-
 /// [`restatable`]'s statement: one probe of the primary key per id, as in [`CURRENT_KEYED_SQL`]
 /// (the `LIMIT 1` keeps the planner from turning it back into a join).
-const RESTATABLE_SQL: &str = "SELECT f.session_id, f.id, f.body
+const RESTATABLE_SQL: &str = "SELECT f.session_id, f.id, f.body, f.source_turn_ids
     FROM unnest($1::text[], $2::uuid[]) AS r(session_id, id)
     CROSS JOIN LATERAL (
         SELECT * FROM agentwall_facts AS f
@@ -468,17 +317,10 @@ pub(super) async fn restatable(
                 session: row.try_get(0).map_err(corrupt)?,
                 id: row.try_get(1).map_err(corrupt)?,
                 text: row.try_get(2).map_err(corrupt)?,
+                source_turn_ids: row.try_get(3).map_err(corrupt)?,
             })
         })
         .collect()
-}
-
-/// A stored keyed fact, as [`FactWrites`] needs it.
-pub(super) struct CurrentKeyed {
-    pub session: String,
-    pub key: String,
-    pub id: Uuid,
-    pub observed_at: DateTime<Utc>,
 }
 
 /// [`current_keyed`]'s statement: one index probe per key (LATERAL ... LIMIT 1); a join let the
@@ -496,7 +338,7 @@ const CURRENT_KEYED_SQL: &str =
 pub(super) async fn current_keyed(
     tx: &deadpool_postgres::Transaction<'_>,
     keys: &[(&str, &str)],
-) -> Result<Vec<CurrentKeyed>, MemoryError> {
+) -> Result<Vec<StoredKeyed>, MemoryError> {
     if keys.is_empty() {
         return Ok(Vec::new());
     }
@@ -518,7 +360,7 @@ pub(super) async fn current_keyed(
         .map(|row| {
             let observed_at: DateTime<Utc> = row.try_get(3).map_err(corrupt)?;
             let observed_ns: i32 = row.try_get(4).map_err(corrupt)?;
-            Ok(CurrentKeyed {
+            Ok(StoredKeyed {
                 session: row.try_get(0).map_err(corrupt)?,
                 key: row.try_get(1).map_err(corrupt)?,
                 id: row.try_get(2).map_err(corrupt)?,
@@ -534,12 +376,12 @@ const RETIRE_SQL: &str = "DELETE FROM agentwall_facts AS f
     USING unnest($1::text[], $2::uuid[]) AS r(session_id, id)
     WHERE f.session_id = r.session_id AND f.id = r.id AND f.id = ANY($2::uuid[])";
 
-/// Applies a batch's [`FactWrites`]: its retirements in one `DELETE`, its restatements in place,
-/// then its rows in one `INSERT` that replaces the current fact of a key (which `FactWrites`
-/// decided it may).
+/// Applies a batch's [`Resolved`] writes: its retirements in one `DELETE`, its restatements in
+/// place, then its rows in one `INSERT`. The facts its rows replace (`replaced`) are not deleted
+/// apart: the `INSERT` overwrites the row of their key (`ON CONFLICT`), in one statement.
 pub(super) async fn apply_fact_writes(
     tx: &deadpool_postgres::Transaction<'_>,
-    writes: FactWrites<'_>,
+    writes: Resolved<'_>,
 ) -> Result<(), MemoryError> {
     if !writes.retire.is_empty() {
         let stmt = tx.prepare_cached(RETIRE_SQL).await.map_err(pg_error)?;
@@ -550,14 +392,14 @@ pub(super) async fn apply_fact_writes(
             .map_err(pg_error)?;
     }
     let updates: Vec<(Uuid, FactUpdate)> = writes
-        .restatable
+        .updates
         .into_iter()
-        .filter_map(|((_, id), fact)| Some((id, fact.update?)))
+        .map(|(_, id, update)| (id, update))
         .collect();
     if !updates.is_empty() {
         update_facts(tx, &updates).await?;
     }
-    let rows: Vec<(&str, Fact)> = writes.rows.into_iter().flatten().collect();
+    let rows = writes.inserts;
     if rows.is_empty() {
         return Ok(());
     }
@@ -566,15 +408,17 @@ pub(super) async fn apply_fact_writes(
     let stmt = tx
         .prepare_cached(
             "INSERT INTO agentwall_facts AS f
-               (id, session_id, kind, fact_key, body, data, observed_at, observed_ns, importance, source)
-             SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
-                                  $6::jsonb[], $7::timestamptz[], $8::integer[], $9::real[],
-                                  $10::text[])
+               (id, session_id, kind, fact_key, body, data, observed_at, observed_ns, importance, source,
+                source_turn_ids)
+             SELECT i, s, k, fk, b, d, oa, ns, imp, src, string_to_array(ids, ',')
+             FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
+                         $6::jsonb[], $7::timestamptz[], $8::integer[], $9::real[],
+                         $10::text[], $11::text[]) AS r(i, s, k, fk, b, d, oa, ns, imp, src, ids)
              ON CONFLICT (session_id, fact_key) WHERE fact_key IS NOT NULL DO UPDATE SET
                id = EXCLUDED.id, seq = DEFAULT, kind = EXCLUDED.kind, body = EXCLUDED.body,
                data = EXCLUDED.data, observed_at = EXCLUDED.observed_at,
                observed_ns = EXCLUDED.observed_ns, importance = EXCLUDED.importance,
-               source = EXCLUDED.source",
+               source = EXCLUDED.source, source_turn_ids = EXCLUDED.source_turn_ids",
         )
         .await
         .map_err(pg_error)?;
@@ -592,6 +436,10 @@ pub(super) async fn apply_fact_writes(
     let ns: Vec<i32> = times.iter().map(|t| t.1).collect();
     let importance: Vec<f32> = rows.iter().map(|(_, f)| f.importance).collect();
     let sources: Vec<&str> = rows.iter().map(|(_, f)| f.source.as_str()).collect();
+    let turn_ids: Vec<String> = rows
+        .iter()
+        .map(|(_, f)| joined_ids(&f.source_turn_ids))
+        .collect();
     tx.execute(
         &stmt,
         &[
@@ -605,6 +453,7 @@ pub(super) async fn apply_fact_writes(
             &ns,
             &importance,
             &sources,
+            &turn_ids,
         ],
     )
     .await
@@ -614,18 +463,19 @@ pub(super) async fn apply_fact_writes(
 
 /// [`update_facts`]'s restatements that keep their text (the `ANY` as in [`RETIRE_SQL`]).
 const RESTATE_SQL: &str = "UPDATE agentwall_facts AS f SET observed_at = r.observed_at,
-      observed_ns = r.observed_ns, importance = r.importance, source = r.source
+      observed_ns = r.observed_ns, importance = r.importance, source = r.source,
+      source_turn_ids = string_to_array(r.ids, ',')
     FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
-                $5::text[]) AS r(id, observed_at, observed_ns, importance, source)
+                $5::text[], $6::text[]) AS r(id, observed_at, observed_ns, importance, source, ids)
     WHERE f.id = r.id AND f.id = ANY($1::uuid[])";
 
 /// [`update_facts`]'s restatements that change their text (the `ANY` as in [`RETIRE_SQL`]).
 const RESTATE_TEXT_SQL: &str = "UPDATE agentwall_facts AS f SET body = r.body,
       observed_at = r.observed_at, observed_ns = r.observed_ns, importance = r.importance,
-      source = r.source
+      source = r.source, source_turn_ids = string_to_array(r.ids, ',')
     FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
-                $5::text[], $6::text[])
-         AS r(id, observed_at, observed_ns, importance, source, body)
+                $5::text[], $6::text[], $7::text[])
+         AS r(id, observed_at, observed_ns, importance, source, ids, body)
     WHERE f.id = r.id AND f.id = ANY($1::uuid[])";
 
 /// Restates facts in place: their time, importance and source, and their text only where it
@@ -641,9 +491,12 @@ async fn update_facts(
     if !same.is_empty() {
         let stmt = tx.prepare_cached(RESTATE_SQL).await.map_err(pg_error)?;
         let c = UpdateColumns::of(&same);
-        tx.execute(&stmt, &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources])
-            .await
-            .map_err(pg_error)?;
+        tx.execute(
+            &stmt,
+            &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources, &c.turn_ids],
+        )
+        .await
+        .map_err(pg_error)?;
     }
     if !changed.is_empty() {
         let stmt = tx
@@ -653,7 +506,15 @@ async fn update_facts(
         let c = UpdateColumns::of(&changed);
         tx.execute(
             &stmt,
-            &[&c.ids, &c.at, &c.ns, &c.importance, &c.sources, &c.bodies],
+            &[
+                &c.ids,
+                &c.at,
+                &c.ns,
+                &c.importance,
+                &c.sources,
+                &c.turn_ids,
+                &c.bodies,
+            ],
         )
         .await
         .map_err(pg_error)?;
@@ -668,6 +529,8 @@ struct UpdateColumns<'u> {
     ns: Vec<i32>,
     importance: Vec<f32>,
     sources: Vec<&'static str>,
+    /// Each fact's turn ids, joined (see [`joined_ids`]).
+    turn_ids: Vec<String>,
     /// The new texts of the updates that change it.
     bodies: Vec<&'u str>,
 }
@@ -680,6 +543,7 @@ impl<'u> UpdateColumns<'u> {
             ns: Vec::with_capacity(updates.len()),
             importance: Vec::with_capacity(updates.len()),
             sources: Vec::with_capacity(updates.len()),
+            turn_ids: Vec::with_capacity(updates.len()),
             bodies: Vec::new(),
         };
         for (id, update) in updates {
@@ -689,6 +553,7 @@ impl<'u> UpdateColumns<'u> {
             columns.ns.push(ns);
             columns.importance.push(update.importance);
             columns.sources.push(update.source.as_str());
+            columns.turn_ids.push(joined_ids(&update.source_turn_ids));
             columns.bodies.extend(update.text.as_deref());
         }
         columns
@@ -949,7 +814,16 @@ fn fact_from_row(row: &Row) -> Result<Fact, MemoryError> {
         observed_at: observed_at_of(row)?,
         importance: row.try_get("importance").map_err(corrupt)?,
         source: source_of(row)?,
+        source_turn_ids: row.try_get("source_turn_ids").map_err(corrupt)?,
     })
+}
+
+/// Turn ids as one text a statement splits again with `string_to_array(ids, ',')`: an array of
+/// arrays cannot travel through `unnest`, which would flatten it. Ids hold no comma (the
+/// `X-Turn-Id` header separates them with commas); an empty list is an empty text, which
+/// `string_to_array` makes an empty array.
+fn joined_ids(ids: &[String]) -> String {
+    ids.join(",")
 }
 
 /// A row's `observed_at` and `observed_ns`, joined (see [`split_time`]).
@@ -1063,174 +937,26 @@ fn has_io_source(e: &tokio_postgres::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn at(minute: i64) -> DateTime<Utc> {
-        DateTime::from_timestamp(1_900_000_000, 0).unwrap() + chrono::Duration::minutes(minute)
-    }
-
-    fn keyed(key: &str, text: &str, minute: i64) -> NewFact {
-        NewFact {
-            kind: FactKind::Fact,
-            key: Some(key.to_owned()),
-            text: text.to_owned(),
-            data: None,
-            observed_at: at(minute),
-            importance: 0.5,
-            source: FactSource::Extracted,
-        }
-    }
-
-    fn stored(session: &str, key: &str, id: Uuid, minute: i64) -> CurrentKeyed {
-        CurrentKeyed {
-            session: session.to_owned(),
-            key: key.to_owned(),
-            id,
-            observed_at: at(minute),
-        }
-    }
-
-    fn texts(writes: FactWrites<'_>) -> Vec<(String, String)> {
-        writes
-            .rows
-            .into_iter()
-            .flatten()
-            .map(|(s, f)| (s.to_owned(), f.text))
-            .collect()
-    }
-
-    #[test]
-    fn a_batch_resolves_keys_as_writing_its_turns_in_order_would() {
-        let car = Uuid::new_v4();
-        let mut writes = FactWrites::new(vec![stored("s1", "car", car, 10)], Vec::new());
-        // Older than the stored fact: kept out.
-        assert!(!writes.add("s1", &[keyed("car", "red", 5)])[0].current);
-        // Newer: replaces it; then a tie: the later write replaces that one in turn.
-        assert!(writes.add("s1", &[keyed("car", "blue", 12)])[0].current);
-        assert!(writes.add("s1", &[keyed("car", "green", 12)])[0].current);
-        // Compared with the batch's own current fact (green at 12), not the stored one.
-        assert!(!writes.add("s1", &[keyed("car", "black", 11)])[0].current);
-        // Retiring the replaced stored fact changes nothing for the key.
-        writes.retire("s1", &[car]);
-        // Another session's key is its own.
-        assert!(writes.add("s2", &[keyed("car", "grey", 1)])[0].current);
-        assert_eq!(writes.retire, [("s1", car)]);
-        assert_eq!(
-            texts(writes),
-            [("s1".into(), "green".into()), ("s2".into(), "grey".into())]
-        );
-    }
-
-    #[test]
-    fn a_retired_fact_no_longer_keeps_an_older_one_out() {
-        let pet = Uuid::new_v4();
-        let mut writes = FactWrites::new(vec![stored("s1", "pet", pet, 10)], Vec::new());
-        writes.retire("s1", &[pet]);
-        assert!(writes.add("s1", &[keyed("pet", "a cat", 5)])[0].current);
-        // Retiring an id of another session does not free this session's key.
-        let other = Uuid::new_v4();
-        let mut writes = FactWrites::new(vec![stored("s1", "pet", other, 10)], Vec::new());
-        writes.retire("s2", &[other]);
-        assert!(!writes.add("s1", &[keyed("pet", "a dog", 5)])[0].current);
-    }
-
-    fn restatement(id: Uuid, text: &str, minute: i64) -> Restatement {
-        Restatement {
-            id,
-            text: text.to_owned(),
-            observed_at: at(minute),
-            importance: 0.7,
-            source: FactSource::Promoted,
-        }
-    }
-
-    fn unkeyed(session: &str, id: Uuid, text: &str) -> StoredUnkeyed {
-        StoredUnkeyed {
-            session: session.to_owned(),
-            id,
-            text: text.to_owned(),
-        }
-    }
-
-    /// What the batch sends as updates: `(id, new text if it changes, minute)`, sorted by text.
-    fn updates(writes: &FactWrites<'_>) -> Vec<(Uuid, Option<String>, DateTime<Utc>)> {
-        let mut updates: Vec<_> = writes
-            .restatable
-            .iter()
-            .filter_map(|((_, id), fact)| {
-                let update = fact.update.as_ref()?;
-                Some((*id, update.text.clone(), update.observed_at))
-            })
-            .collect();
-        updates.sort_by(|a, b| a.1.cmp(&b.1));
-        updates
-    }
-
-    #[test]
-    fn a_batch_resolves_restatements_as_writing_its_turns_in_order_would() {
-        let (tea, bike, gone) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
-        let mut writes = FactWrites::new(
-            Vec::new(),
-            vec![
-                unkeyed("s1", tea, "I like tea."),
-                unkeyed("s1", bike, "My bike is red."),
-            ],
-        );
-        // Restated twice: the last one is sent. It brings back the stored text, so the text is
-        // left alone even though the first restatement changed it.
-        let first = writes.restate("s1", &[restatement(tea, "Tea, I like.", 1)]);
-        let second = writes.restate("s1", &[restatement(tea, "I like tea.", 2)]);
-        assert_eq!((first[0].id, second[0].id), (tea, tea));
-        // Restated, then retired by a later turn: the DELETE takes it, nothing is stored anew.
-        writes.restate("s1", &[restatement(bike, "My bike is red!", 3)]);
-        writes.retire("s1", &[bike]);
-        // Retired, then restated: stored anew under a new id.
-        writes.retire("s1", &[tea]);
-        let anew = writes.restate("s1", &[restatement(tea, "I love tea.", 4)]);
-        assert_ne!(anew[0].id, tea);
-        // Another session's id, and one that is not stored: stored anew too.
-        let theirs = writes.restate("s2", &[restatement(bike, "Bikes.", 5)]);
-        let never = writes.restate("s1", &[restatement(gone, "Never.", 6)]);
-        assert!(theirs[0].id != bike && never[0].id != gone);
-        assert!(
-            updates(&writes).is_empty(),
-            "both restated facts were retired"
-        );
-        assert_eq!(writes.retire, [("s1", bike), ("s1", tea)]);
-        assert_eq!(
-            texts(writes),
-            [
-                ("s1".into(), "I love tea.".into()),
-                ("s2".into(), "Bikes.".into()),
-                ("s1".into(), "Never.".into())
-            ]
-        );
-
-        // Without the retirements: one update each, the text only where it changes.
-        let mut writes = FactWrites::new(
-            Vec::new(),
-            vec![
-                unkeyed("s1", tea, "I like tea."),
-                unkeyed("s1", bike, "My bike is red."),
-            ],
-        );
-        writes.restate("s1", &[restatement(tea, "Tea, I like.", 1)]);
-        writes.restate("s1", &[restatement(tea, "I like tea.", 2)]);
-        writes.restate("s1", &[restatement(bike, "My bike is red\0", 3)]);
-        assert_eq!(
-            updates(&writes),
-            [
-                (tea, None, at(2)),
-                (bike, Some("My bike is red\u{fffd}".into()), at(3))
-            ]
-        );
-        assert!(texts(writes).is_empty());
-    }
+    use crate::memory::NewFact;
+    use crate::memory::writes::FactWrites;
+    use protocol::control::FactKind;
 
     #[test]
     fn nul_never_reaches_postgres() {
-        let mut writes = FactWrites::default();
-        let stored = writes.add("s1", &[keyed("k\0ey", "a\0b", 1)]);
+        let mut writes = FactWrites::new(Vec::new(), Vec::new(), STORED_FORM);
+        let new = NewFact {
+            source_turn_ids: Vec::new(),
+            kind: FactKind::Fact,
+            key: Some("k\0ey".to_owned()),
+            text: "a\0b".to_owned(),
+            data: None,
+            observed_at: Utc::now(),
+            importance: 0.5,
+            source: FactSource::Extracted,
+        };
+        let stored = writes.add("s1", &[new]);
         assert_eq!(stored[0].key.as_deref(), Some("k\u{fffd}ey"));
-        assert_eq!(texts(writes), [("s1".into(), "a\u{fffd}b".into())]);
+        let inserts = writes.finish().inserts;
+        assert_eq!(inserts[0].1.text, "a\u{fffd}b");
     }
 }

@@ -16,7 +16,7 @@
 //! every job waiting as one batch, in one Postgres transaction and one Redis MULTI/EXEC, with
 //! the outcome of each job as if the batch's jobs had been written one after the other in queue
 //! order (a turn of a reset session is refused alone; supersession by key is resolved across the
-//! batch by `longterm::FactWrites`). A batch that fails for any reason but an outage is written
+//! batch by `memory::writes`). A batch that fails for any reason but an outage is written
 //! again job by job, so one bad turn fails only itself.
 //!
 //! # Atomicity across the two stores
@@ -62,7 +62,6 @@ mod batcher;
 mod longterm;
 mod recent;
 pub mod responses;
-mod session_lru;
 mod working;
 
 use std::collections::{BTreeMap, HashMap};
@@ -80,6 +79,7 @@ use uuid::Uuid;
 
 use crate::task;
 
+use super::writes::FactWrites;
 use super::{
     MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
     ResetCounts, Snapshot, StoredFact, TurnWrite, ranking,
@@ -557,7 +557,7 @@ impl Inner {
                 )
             })
             .await?;
-        let mut facts = longterm::FactWrites::new(stored, restatable);
+        let mut facts = FactWrites::new(stored, restatable, longterm::STORED_FORM);
         let mut outcomes = Vec::with_capacity(turns.len());
         for ((session, turn), seq) in turns.iter().zip(accepted) {
             if seq.is_none() {
@@ -565,15 +565,10 @@ impl Inner {
                 outcomes.push(Err(MemoryError::SessionReset));
                 continue;
             }
-            // Retirements before restatements, as `TurnWrite` documents; the answer lists the
-            // new facts first.
-            let mut stored = facts.add(session.as_str(), &turn.facts);
-            facts.retire(session.as_str(), &turn.retire);
-            stored.extend(facts.restate(session.as_str(), &turn.restate));
-            outcomes.push(Ok(stored));
+            outcomes.push(Ok(facts.turn(session.as_str(), turn)));
         }
         deadline
-            .run(POSTGRES, longterm::apply_fact_writes(tx, facts))
+            .run(POSTGRES, longterm::apply_fact_writes(tx, facts.finish()))
             .await?;
         Ok(outcomes)
     }

@@ -28,12 +28,12 @@
 //! Bounded by a budget of items over all sessions (`--memory-cache-items`); least recently used
 //! sessions go first. Evicting is always safe: the next recall reads Redis.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 
-use super::session_lru::{SharedLru, Weighed};
+use crate::memory::lru::{self, WeightedLru};
 use crate::memory::{MemoryConfig, WorkingItem, WorkingMemory};
 
 /// Where an item sits in its session's sorted set, which orders by score (the item's time in
@@ -84,7 +84,7 @@ pub(super) fn live(
 /// Committed working memory of recently used sessions; see the module documentation.
 pub(super) struct RecentWorking {
     /// Within a budget of items over all sessions (each session also counts one).
-    inner: SharedLru<Entry>,
+    inner: Mutex<WeightedLru<Entry>>,
     /// The newest items a session's working memory holds (`working_capacity`).
     capacity: usize,
 }
@@ -103,20 +103,32 @@ struct Entry {
     expires: Instant,
 }
 
-impl Weighed for Entry {
+impl Entry {
     fn weight(&self) -> usize {
         1 + self.items.len()
     }
 
+    /// The session's `(epoch, turn_seq)` the entry is at.
     fn at(&self) -> (u64, u64) {
         (self.epoch, self.turn_seq)
+    }
+}
+
+/// Keeps `entry` as the session's, the most recently used, unless it weighs more than the whole
+/// budget (then the session keeps none).
+fn keep(lru: &mut WeightedLru<Entry>, session: &str, entry: Entry) {
+    let weight = entry.weight();
+    if lru.fits(weight) {
+        lru.put(session, entry, weight);
+    } else {
+        lru.take(session);
     }
 }
 
 impl RecentWorking {
     pub(super) fn new(capacity: usize, budget: usize) -> Self {
         Self {
-            inner: SharedLru::new(budget),
+            inner: Mutex::new(WeightedLru::new(budget)),
             capacity,
         }
     }
@@ -128,7 +140,7 @@ impl RecentWorking {
         epoch: u64,
         turn_seq: u64,
     ) -> Option<Arc<Vec<Arc<WorkingItem>>>> {
-        let mut lru = self.inner.lock();
+        let mut lru = lru::lock(&self.inner);
         let entry = lru.get(session)?;
         if entry.epoch != epoch || entry.turn_seq != turn_seq || entry.expires <= Instant::now() {
             return None;
@@ -157,7 +169,10 @@ impl RecentWorking {
             items: items.clone(),
             expires,
         };
-        self.inner.lock().put_unless_later(session, entry);
+        let mut lru = lru::lock(&self.inner);
+        if lru.peek(session).is_none_or(|kept| kept.at() <= entry.at()) {
+            keep(&mut lru, session, entry);
+        }
         items
     }
 
@@ -173,7 +188,7 @@ impl RecentWorking {
             written_at,
             expires,
         } = batch;
-        let mut lru = self.inner.lock();
+        let mut lru = lru::lock(&self.inner);
         let Some(mut entry) = lru.take(session) else {
             return;
         };
@@ -189,18 +204,18 @@ impl RecentWorking {
         (entry.orders, entry.items) = self.newest(kept.chain(added).collect());
         entry.turn_seq = last;
         entry.expires = entry.expires.max(expires.unwrap_or(entry.expires));
-        lru.put(session, entry);
+        keep(&mut lru, session, entry);
     }
 
     /// Drops the session's entry (a reset).
     pub(super) fn forget(&self, session: &str) {
-        self.inner.lock().take(session);
+        lru::lock(&self.inner).take(session);
     }
 
     /// How many sessions and items are kept.
     #[cfg(test)]
     fn usage(&self) -> (usize, usize) {
-        self.inner.lock().usage()
+        lru::lock(&self.inner).usage()
     }
 
     /// The newest `capacity` of `placed`, in the set's order.
