@@ -32,6 +32,22 @@ fn membench_fixture() -> String {
         .to_string()
 }
 
+/// Runs `judge` and returns its exit code and everything it printed.
+fn judge(args: &[&str]) -> (i32, String) {
+    let output = Command::new(binary("judge"))
+        .args(args)
+        .output()
+        .expect("judge runs");
+    (
+        output.status.code().unwrap_or(-1),
+        format!(
+            "{}\n{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
 /// Runs `judge` with `args` and `--out out`, asserting success; returns the one run directory
 /// it created.
 fn judge_run(args: &[&str], out: &Path) -> PathBuf {
@@ -145,17 +161,8 @@ fn every_suite_writes_a_manifest_of_the_one_type() {
         ),
         (
             "conform",
-            // Chat Completions only: agent-server does not serve the Responses API yet, and a
-            // run with a failing check exits 5. It requires a session id on every request.
-            vec![
-                "conform",
-                "--endpoint",
-                url,
-                "--api",
-                "chat",
-                "--header",
-                "X-Session-Id:run-dirs",
-            ],
+            // Both APIs, with no header: a run with a failing check would exit 5.
+            vec!["conform", "--endpoint", url, "--api", "both"],
         ),
     ];
     let kinds: Vec<&str> = runs.iter().map(|(suite, _)| *suite).collect();
@@ -179,5 +186,23 @@ fn every_suite_writes_a_manifest_of_the_one_type() {
         visit(&manifest.suite, ResultsParse(&dir))
             .unwrap_or_else(|| panic!("{suite}: no suite of that kind"))
             .unwrap_or_else(|e| panic!("{suite}: results.json: {e}"));
+
+        // `judge compare` reads every suite's runs: a run against itself pairs every unit and
+        // regresses nothing. An A/B run is already a comparison and says so.
+        let (code, output) = judge(&["compare", dir.to_str().unwrap(), dir.to_str().unwrap()]);
+        if suite == "ab" {
+            assert_ne!(code, 0, "{output}");
+            assert!(output.contains("already a comparison"), "{output}");
+        } else {
+            assert_eq!(code, 0, "{suite}: {output}");
+            // LTM keeps its own wording; the other suites print "N units paired (M unpaired)".
+            // A conformance check that does not apply has no score and is not paired.
+            assert!(
+                output.contains("(0 unpaired)")
+                    || output.contains("(unpaired: 0)")
+                    || (suite == "conform" && output.contains("checks paired")),
+                "{suite}: {output}"
+            );
+        }
     }
 }

@@ -290,6 +290,82 @@ pub fn compare(a: &RunDetail, b: &RunDetail, alpha: f64) -> Result<RunComparison
     })
 }
 
+/// The comparison as `judge compare` prints it for people: the pairs that changed, the paired
+/// statistics, the summary figures side by side and the verdict.
+pub fn render(c: &RunComparison) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {} {}s paired ({} unpaired)",
+        c.kind,
+        c.pairs.len(),
+        c.unit,
+        c.unpaired
+    );
+    if c.seed_a != c.seed_b {
+        let _ = writeln!(
+            out,
+            "warning: the runs used different seeds ({:?} and {:?}); units with the same id hold different content",
+            c.seed_a, c.seed_b
+        );
+    }
+    for p in &c.pairs {
+        if p.passed_a != p.passed_b || (p.score_a - p.score_b).abs() > 1e-9 {
+            let mark = match (p.passed_a, p.passed_b) {
+                (true, false) => "  REGRESSION",
+                (false, true) => "  improvement",
+                _ => "",
+            };
+            let _ = writeln!(
+                out,
+                "  {:<32} {:.2} -> {:.2}{mark}",
+                p.id, p.score_a, p.score_b
+            );
+        }
+    }
+    let pct = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{:.1}%", v * 100.0));
+    let _ = writeln!(
+        out,
+        "mean score {} -> {}; difference {}{}",
+        pct(c.mean_a),
+        pct(c.mean_b),
+        c.mean_diff
+            .map_or("n/a".to_owned(), |d| format!("{:+.1} points", d * 100.0)),
+        c.diff_ci.map_or(String::new(), |(lo, hi)| format!(
+            " (95% CI {:+.1} to {:+.1})",
+            lo * 100.0,
+            hi * 100.0
+        ))
+    );
+    let _ = writeln!(
+        out,
+        "passed in A only: {}, in B only: {} (McNemar p = {:.3})",
+        c.regressions, c.improvements, c.p_value
+    );
+    for m in &c.metrics {
+        let value = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.4}"));
+        let _ = writeln!(
+            out,
+            "  {:<28} {:>12} -> {:<12} {}",
+            m.name,
+            value(m.a),
+            value(m.b),
+            m.change.as_deref().unwrap_or("")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{}",
+        if c.regression {
+            "verdict: B is significantly worse than A"
+        } else {
+            "verdict: no significant regression"
+        }
+    );
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
