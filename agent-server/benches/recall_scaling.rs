@@ -156,6 +156,8 @@ async fn measure(
             now: now(),
             terms: Terms::of(text),
             limit: 8,
+            episode_limit: 0,
+            vector: None,
         };
         let context = store.recall(session, query).await.expect("recall");
         std::hint::black_box(context);
@@ -296,6 +298,8 @@ async fn main() {
             now: now(),
             terms: Terms::of("anything"),
             limit: 8,
+            episode_limit: 0,
+            vector: None,
         };
         store.recall(&session, query).await.expect("first recall");
         let first = started.elapsed();

@@ -88,9 +88,14 @@ pub struct Config {
     #[arg(long, env = "AGENT_MEMORY_CACHE_ITEMS", default_value_t = EmbeddedOptions::default().cache_items)]
     pub memory_cache_items: usize,
 
-    /// How many long-term facts are recalled per turn.
+    /// How many long-term facts are recalled per turn (and as many episodes).
     #[arg(long, env = "AGENT_RECALL_LIMIT", default_value_t = 8)]
     pub recall_limit: usize,
+
+    /// Keep every turn (user and assistant) whole in long-term memory as an episode, and recall
+    /// episodes beside facts: what answers "when did I ...?" weeks later. `false`: facts only.
+    #[arg(long, env = "AGENT_EPISODES", default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub episodes: bool,
 
     /// Model id reported by /v1/models and in completions.
     #[arg(long, env = "AGENT_MODEL_NAME", default_value = "agentwall-builtin")]

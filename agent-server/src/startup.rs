@@ -7,7 +7,7 @@ use std::sync::Arc;
 use actix_web::{App, HttpServer, dev::Server, web};
 use anyhow::Context;
 
-use crate::agent::Agent;
+use crate::agent::{Agent, AgentOptions};
 use crate::config::Config;
 use crate::http::{self, AppState};
 use crate::llm::ChatModel;
@@ -36,8 +36,20 @@ impl Application {
             None => Arc::new(BuiltinModel::new(config.model_name.clone())),
         };
         let responses = open_responses(&config).await?;
-        let stateless = Agent::new(store.clone(), model.clone(), false, config.recall_limit);
-        let agent = Agent::new(store, model, config.memory_enabled(), config.recall_limit);
+        let options = AgentOptions {
+            memory: config.memory_enabled(),
+            recall_limit: config.recall_limit,
+            episodes: config.episodes,
+        };
+        let stateless = Agent::new(
+            store.clone(),
+            model.clone(),
+            AgentOptions {
+                memory: false,
+                ..options
+            },
+        );
+        let agent = Agent::new(store, model, options);
         let state = web::Data::new(AppState {
             agent: std::sync::Arc::new(agent),
             stateless: Arc::new(stateless),

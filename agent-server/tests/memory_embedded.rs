@@ -88,6 +88,8 @@ async fn recall_texts(store: &EmbeddedStore, s: &SessionId, q: &str) -> Vec<Stri
                 now: t0(),
                 terms: Terms::of(q),
                 limit: 10,
+                episode_limit: 0,
+                vector: None,
             },
         )
         .await
@@ -155,6 +157,8 @@ async fn data_survives_closing_and_reopening_the_file() {
                 now: t0(),
                 terms: Terms::of(""),
                 limit: 1,
+                episode_limit: 0,
+                vector: None,
             },
         )
         .await
@@ -442,6 +446,8 @@ async fn odd_unicode_queries_never_fail() {
                     now: t0(),
                     terms: Terms::of(q),
                     limit: 3,
+                    episode_limit: 0,
+                    vector: None,
                 },
             )
             .await
@@ -648,6 +654,8 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
                 now: at,
                 terms: Terms::of(&query),
                 limit: 4,
+                episode_limit: 0,
+                vector: None,
             };
             let a = cached.recall(s, q.clone()).await.unwrap();
             let b = reloading.recall(s, q).await.unwrap();
@@ -668,6 +676,8 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
                 now,
                 terms: Terms::of("tea boat lisbon red piano garden"),
                 limit: 10,
+                episode_limit: 0,
+                vector: None,
             };
             all.push(comparable(&cached.recall(s, q).await.unwrap()));
         }
@@ -680,6 +690,8 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
             now,
             terms: Terms::of("tea boat lisbon red piano garden"),
             limit: 10,
+            episode_limit: 0,
+            vector: None,
         };
         assert_eq!(comparable(&reopened.recall(s, q).await.unwrap()), before);
     }
@@ -725,6 +737,8 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
                     now: at,
                     terms: Terms::of(&format!("kiwi{task}x{step}")),
                     limit: 3,
+                    episode_limit: 0,
+                    vector: None,
                 };
                 let ctx = store.recall(s, q).await.unwrap();
                 assert!(
@@ -750,6 +764,8 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
             now,
             terms: Terms::of(query),
             limit: 1000,
+            episode_limit: 0,
+            vector: None,
         };
         before.push(comparable(&store.recall(s, q).await.unwrap()));
     }
@@ -762,6 +778,8 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
             now,
             terms: Terms::of(query),
             limit: 1000,
+            episode_limit: 0,
+            vector: None,
         };
         assert_eq!(comparable(&reopened.recall(s, q).await.unwrap()), before);
     }
@@ -814,6 +832,8 @@ async fn working_memory_is_trimmed_in_batches_and_read_exactly() {
                 now,
                 terms: Terms::of("question"),
                 limit: 1,
+                episode_limit: 0,
+                vector: None,
             },
         )
         .await

@@ -64,6 +64,8 @@ async fn epoch(store: &EmbeddedStore, s: &SessionId) -> u64 {
         now: t0(),
         terms: Terms::of(""),
         limit: 1,
+        episode_limit: 0,
+        vector: None,
     };
     store.recall(s, query).await.unwrap().epoch
 }

@@ -25,7 +25,7 @@ pub struct InjectRequest {
 }
 
 /// One fact forced into long-term memory.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct InjectFact {
@@ -41,6 +41,16 @@ pub struct InjectFact {
     /// 0 to 1; defaults to 0.5.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub importance: Option<f32>,
+    /// `fact` (the default) or `episode`: a turn as it was said, kept whole, never superseded
+    /// (so it takes no `key`). Rules and reminders are learned from turns, not injected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<FactKind>,
+    /// An episode's role, `user` (the default) or `assistant`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// An episode's speaker, when the conversation names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
 }
 
 /// Answer of `POST /control/memory/inject`.
@@ -71,6 +81,10 @@ pub enum FactKind {
     Rule,
     /// Something to say or do at a later time or turn.
     Reminder,
+    /// One turn as it was said (user or assistant), kept whole and never rewritten: what lets an
+    /// agent answer "when did I ...?" and "what did I say about ...?" from the session's history.
+    /// Its `data` names the `role` and, when the client gave one, the `speaker`.
+    Episode,
 }
 
 /// How a fact reached long-term memory.
@@ -119,7 +133,12 @@ macro_rules! wire_names {
     };
 }
 
-wire_names!(FactKind, "fact kind", { Fact => "fact", Rule => "rule", Reminder => "reminder" });
+wire_names!(FactKind, "fact kind", {
+    Fact => "fact",
+    Rule => "rule",
+    Reminder => "reminder",
+    Episode => "episode",
+});
 wire_names!(FactSource, "fact source", {
     Extracted => "extracted",
     Promoted => "promoted",
@@ -157,6 +176,13 @@ pub struct FactView {
     pub observed_at: DateTime<Utc>,
     pub importance: f32,
     pub source: FactSource,
+    /// Structured data kept with the item: a rule's trigger and reply, a reminder's due time, an
+    /// episode's `role` and `speaker`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<serde_json::Value>,
+    /// Ids of the turns it came from (`X-Turn-Id`), oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub source_turn_ids: Vec<String>,
 }
 
 /// Answer of `GET /readyz` (and of `/healthz`, with no dependencies).
@@ -184,7 +210,12 @@ mod tests {
 
     #[test]
     fn wire_names_are_the_serde_names_and_parse_back() {
-        for kind in [FactKind::Fact, FactKind::Rule, FactKind::Reminder] {
+        for kind in [
+            FactKind::Fact,
+            FactKind::Rule,
+            FactKind::Reminder,
+            FactKind::Episode,
+        ] {
             assert_eq!(
                 serde_json::to_value(kind).unwrap(),
                 serde_json::json!(kind.as_str())

@@ -32,15 +32,15 @@ use std::time::Instant;
 
 use chrono::{DateTime, Utc};
 use protocol::SessionId;
-use protocol::control::FactKind;
+use protocol::control::{FactKind, FactSource};
 use protocol::openai::{ChatCompletion, ChatCompletionRequest, ChatMessage};
 
 use crate::llm::upstream::reply_text;
 use crate::llm::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt};
 use crate::memory::ranking::Terms;
 use crate::memory::{
-    MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled, TurnRole, TurnWrite,
-    WorkingItem,
+    EpisodeData, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled, TurnRole,
+    TurnWrite, WorkingItem,
 };
 use crate::telemetry::{metrics, sampling};
 use extract::{FactExtractor, Learned};
@@ -173,8 +173,30 @@ pub struct Agent {
     model: Arc<dyn ChatModel>,
     memory_enabled: bool,
     recall_limit: usize,
+    episodes: bool,
     extractor: FactExtractor,
     promotion: PromotionEngine,
+}
+
+/// How an [`Agent`] uses memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AgentOptions {
+    /// Read and write memory at all (`false`: a stateless model behind the same API).
+    pub memory: bool,
+    /// How many facts, and how many episodes, a turn recalls.
+    pub recall_limit: usize,
+    /// Keep every turn as an episode, and recall episodes beside facts.
+    pub episodes: bool,
+}
+
+impl Default for AgentOptions {
+    fn default() -> Self {
+        Self {
+            memory: true,
+            recall_limit: 8,
+            episodes: true,
+        }
+    }
 }
 
 impl Drop for Agent {
@@ -193,14 +215,14 @@ impl Agent {
     pub fn new(
         store: Arc<dyn MemoryStore>,
         model: Arc<dyn ChatModel>,
-        memory_enabled: bool,
-        recall_limit: usize,
+        options: AgentOptions,
     ) -> Self {
         Self {
             store,
             model,
-            memory_enabled,
-            recall_limit,
+            memory_enabled: options.memory,
+            recall_limit: options.recall_limit,
+            episodes: options.episodes,
             extractor: FactExtractor,
             promotion: PromotionEngine::default(),
         }
@@ -279,6 +301,8 @@ impl Agent {
                 now: input.now,
                 terms: user_terms.clone(),
                 limit: self.recall_limit,
+                episode_limit: self.episode_limit(self.recall_limit),
+                vector: None,
             };
             let started = Instant::now();
             let result = self
@@ -408,6 +432,7 @@ impl Agent {
             memory.facts_written = facts.len(),
             memory.facts_restated = restate.len(),
         );
+        let speaker = speaker(&input.request);
         let reply = WorkingItem::new(TurnRole::Assistant, reply_text, input.now);
         let items = if input.continuation {
             vec![reply]
@@ -416,6 +441,9 @@ impl Agent {
                 WorkingItem::with_terms(TurnRole::User, input.user_text, input.now, user_terms);
             vec![user, reply]
         };
+        if self.episodes {
+            facts.extend(episodes(&items, speaker, &provenance));
+        }
         let write = TurnWrite {
             items,
             facts,
@@ -434,8 +462,16 @@ impl Agent {
         Ok(())
     }
 
-    /// What a turn of `session` at `now` would recall for `text`: its ranked facts, best first, at
-    /// most `limit` (the recall of [`Agent::prepare`], without the turn). Nothing with memory off.
+    /// How many episodes a recall of `limit` facts also asks for.
+    fn episode_limit(&self, limit: usize) -> usize {
+        if self.episodes { limit } else { 0 }
+    }
+
+    /// What a turn of `session` at `now` would recall for `text`: its ranked facts and episodes
+    /// together, best first, at most `limit` (the recall of [`Agent::prepare`], without the
+    /// turn). Facts and episodes are ranked apart (see [`MemoryContext`]); their scores come from
+    /// one formula ([`crate::memory::ranking`]), so merging the two lists by score gives one
+    /// ranking. Nothing with memory off.
     pub async fn recall(
         &self,
         session: &SessionId,
@@ -450,11 +486,19 @@ impl Agent {
             now,
             terms: Terms::of(text),
             limit,
+            episode_limit: self.episode_limit(limit),
+            vector: None,
         };
         let started = Instant::now();
         let result = self.store.recall(session, query).await;
         self.observe("recall", started, result.is_ok());
-        Ok(result?.facts)
+        let context = result?;
+        let mut recalled = context.facts;
+        recalled.extend(context.episodes);
+        // Stable: a fact and an episode with the same score keep the fact first.
+        recalled.sort_by(|a, b| b.score.total_cmp(&a.score));
+        recalled.truncate(limit);
+        Ok(recalled)
     }
 
     fn observe(&self, operation: &str, started: Instant, ok: bool) {
@@ -514,8 +558,46 @@ fn acknowledgement(fact: &NewFact) -> Acknowledgement {
             reply: field("reply"),
         },
         FactKind::Reminder => Acknowledgement::Reminder(to_second_person(&fact.text)),
-        FactKind::Fact => Acknowledgement::Fact(to_second_person(&fact.text)),
+        // The extractor learns no episodes; were one acknowledged, it would read as a fact.
+        FactKind::Fact | FactKind::Episode => Acknowledgement::Fact(to_second_person(&fact.text)),
     }
+}
+
+/// The turn's items as episodes: what the user said (with the speaker's name, when the message
+/// gave one) and the reply, each with the provenance of the user message. A reply carries the id
+/// of the turn it answers: that is where it came from, and a benchmark that names its turns
+/// finds it there.
+fn episodes<'a>(
+    items: &'a [WorkingItem],
+    speaker: Option<String>,
+    provenance: &'a [String],
+) -> impl Iterator<Item = NewFact> + 'a {
+    items.iter().map(move |item| {
+        let speaker = match item.role {
+            TurnRole::User => speaker.clone(),
+            TurnRole::Assistant => None,
+        };
+        NewFact::episode(
+            EpisodeData {
+                role: item.role,
+                speaker,
+            },
+            item.text.clone(),
+            item.at,
+            FactSource::Extracted,
+            provenance.to_vec(),
+        )
+    })
+}
+
+/// The name the client gave the new user message (OpenAI's `name`), if any.
+fn speaker(request: &ChatCompletionRequest) -> Option<String> {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == protocol::openai::Role::User)
+        .and_then(|m| m.name.clone())
 }
 
 #[cfg(test)]
@@ -537,7 +619,11 @@ mod tests {
             let store: Arc<dyn MemoryStore> = Arc::new(store);
             // A pooled connection now exists; closing it needs the runtime.
             let _ = store.health().await;
-            Agent::new(store, Arc::new(BuiltinModel::new("builtin")), true, 8)
+            Agent::new(
+                store,
+                Arc::new(BuiltinModel::new("builtin")),
+                AgentOptions::default(),
+            )
         });
         drop(runtime);
         drop(agent);
@@ -564,8 +650,7 @@ mod tests {
         let agent = Arc::new(Agent::new(
             Arc::new(store),
             Arc::new(BuiltinModel::new("builtin")),
-            true,
-            8,
+            AgentOptions::default(),
         ));
         let request: ChatCompletionRequest = serde_json::from_value(serde_json::json!({
             "model": "builtin",

@@ -277,6 +277,7 @@ mod tests {
                 source,
             }),
             score: 1.0,
+            why: crate::memory::RecallWhy::default(),
         }
     }
 

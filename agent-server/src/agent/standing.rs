@@ -64,7 +64,7 @@ pub fn evaluate(
                 }
             }
             FactKind::Reminder => reminder(fact, now, &mut agenda),
-            FactKind::Fact => {}
+            FactKind::Fact | FactKind::Episode => {}
         }
     }
     // Rule replies lead; the sort is stable, so each group keeps the standing order.

@@ -1,9 +1,11 @@
 //! The control plane: reset a session, inject facts, look at memory. Guarded by `--admin-token`.
 
+use std::collections::BTreeMap;
+
 use actix_web::{HttpRequest, HttpResponse, web};
 use protocol::control::{
-    FactKind, FactSource, FactView, InjectRequest, InjectResponse, InjectedFact, MemoryView,
-    ResetResponse, WorkingItemView,
+    FactKind, FactSource, FactView, InjectFact, InjectRequest, InjectResponse, InjectedFact,
+    MemoryView, ResetResponse, WorkingItemView,
 };
 use protocol::headers::TURN_ID;
 use protocol::recall::{RecallRequest, RecallResponse, RecalledItem};
@@ -14,7 +16,7 @@ use super::body::read_json;
 use super::context::{SessionContext, turn_ids};
 use crate::agent::extract::{FactExtractor, Learned};
 use crate::error::ApiError;
-use crate::memory::{NewFact, normalize_key};
+use crate::memory::{EpisodeData, NewFact, Recalled, TurnRole, normalize_key};
 
 /// Most facts one inject request may carry.
 pub const MAX_INJECT_FACTS: usize = 1000;
@@ -106,6 +108,36 @@ pub async fn inject(
             ));
         }
         let observed_at = f.observed_at.unwrap_or(ctx.now);
+        let source_turn_ids = match ids.as_slice() {
+            [] => Vec::new(),
+            [one] => vec![one.clone()],
+            many => vec![many[i].clone()],
+        };
+        match f.kind.unwrap_or(FactKind::Fact) {
+            FactKind::Fact => {}
+            FactKind::Episode => {
+                facts.push(injected_episode(i, f, text, observed_at, source_turn_ids)?);
+                continue;
+            }
+            other => {
+                return Err(ApiError::invalid(
+                    format!(
+                        "facts[{i}].kind is {other:?}; inject takes \"fact\" or \"episode\" \
+                         (rules and reminders are learned from what the user says)",
+                        other = other.as_str()
+                    ),
+                    Some(&format!("facts[{i}].kind")),
+                ));
+            }
+        }
+        if f.role.is_some() || f.speaker.is_some() {
+            return Err(ApiError::invalid(
+                format!(
+                    "facts[{i}] has a role or speaker, which only an episode takes; send \"kind\": \"episode\""
+                ),
+                Some(&format!("facts[{i}]")),
+            ));
+        }
         let key = match f.key.as_deref().map(normalize_key) {
             Some(k) if k.is_empty() => {
                 return Err(ApiError::invalid(
@@ -115,11 +147,6 @@ pub async fn inject(
             }
             Some(k) => Some(k),
             None => evident_key(&text, observed_at),
-        };
-        let source_turn_ids = match ids.as_slice() {
-            [] => Vec::new(),
-            [one] => vec![one.clone()],
-            many => vec![many[i].clone()],
         };
         facts.push(NewFact {
             source_turn_ids,
@@ -144,6 +171,44 @@ pub async fn inject(
             })
             .collect(),
     }))
+}
+
+/// The `i`-th injected item as an episode: a turn as it was said, unkeyed.
+fn injected_episode(
+    i: usize,
+    f: InjectFact,
+    text: String,
+    observed_at: chrono::DateTime<chrono::Utc>,
+    source_turn_ids: Vec<String>,
+) -> Result<NewFact, ApiError> {
+    if f.key.is_some() {
+        return Err(ApiError::invalid(
+            format!(
+                "facts[{i}] is an episode with a key; episodes are never superseded, so omit the key"
+            ),
+            Some(&format!("facts[{i}].key")),
+        ));
+    }
+    let role = match f.role.as_deref() {
+        None => TurnRole::User,
+        Some(name) => TurnRole::parse(name).ok_or_else(|| {
+            ApiError::invalid(
+                format!("facts[{i}].role is {name:?}; use \"user\" or \"assistant\""),
+                Some(&format!("facts[{i}].role")),
+            )
+        })?,
+    };
+    let speaker = f
+        .speaker
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty());
+    Ok(NewFact::episode(
+        EpisodeData { role, speaker },
+        text,
+        observed_at,
+        FactSource::Injected,
+        source_turn_ids,
+    ))
 }
 
 /// Most items one recall may ask for.
@@ -190,13 +255,29 @@ pub async fn recall(
         items: recalled
             .into_iter()
             .map(|r| RecalledItem {
+                why: why(&r),
                 text: r.fact.text,
                 source_turn_ids: r.fact.source_turn_ids,
                 score: Some(r.score),
-                why: Default::default(),
             })
             .collect(),
     }))
+}
+
+/// Why an item was recalled, as `RecalledItem::why` names the parts: `lexical`, `recency`,
+/// `vector` (when it has an embedding), and `episode` = 1 for an episode.
+fn why(recalled: &Recalled) -> BTreeMap<String, f64> {
+    let mut why = BTreeMap::from([
+        ("lexical".to_owned(), recalled.why.lexical),
+        ("recency".to_owned(), recalled.why.recency),
+    ]);
+    if let Some(vector) = recalled.why.vector {
+        why.insert("vector".to_owned(), vector);
+    }
+    if recalled.fact.kind == FactKind::Episode {
+        why.insert("episode".to_owned(), 1.0);
+    }
+    why
 }
 
 /// The key the extractor would give the sentence, so injected and told facts supersede each other.
@@ -252,6 +333,8 @@ pub async fn memory(
                 observed_at: f.observed_at,
                 importance: f.importance,
                 source: f.source,
+                data: f.data,
+                source_turn_ids: f.source_turn_ids,
             })
             .collect(),
     }))

@@ -435,6 +435,7 @@ mod tests {
                 source: FactSource::Extracted,
             }),
             score: 1.0,
+            why: crate::memory::RecallWhy::default(),
         }
     }
 

@@ -1,7 +1,8 @@
 //! The messages an upstream model sees for one turn, built from a [`Prompt`]:
 //!
 //! 1. one system message: the system prompt (`--system-prompt-file`), the session clock, recalled
-//!    long-term memories, standing rules and reminders, and what this turn's reply must say;
+//!    long-term facts and episodes (dated, with who said them), standing rules and reminders, and
+//!    what this turn's reply must say;
 //! 2. working memory: the session's recent turns, as user and assistant messages;
 //! 3. the client's own messages, unchanged and in their order (its system messages, tool calls and
 //!    tool results included), ending with the new turn.
@@ -15,7 +16,7 @@ use protocol::openai::{ChatMessage, Role};
 
 use super::Prompt;
 use super::upstream::reply_text;
-use crate::memory::{TextHasher, TurnRole};
+use crate::memory::{EpisodeData, TextHasher, TurnRole};
 
 /// Used when no `--system-prompt-file` is given.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant with long-term memory. \
@@ -64,6 +65,42 @@ fn system_message(system_prompt: &str, prompt: &Prompt<'_>) -> String {
                 "\n- {} (noted {})",
                 f.text,
                 f.observed_at.format("%Y-%m-%d")
+            );
+        }
+    }
+    // Episodes of turns still in working memory are in the messages already.
+    let episodes: Vec<_> = memory
+        .episodes
+        .iter()
+        .map(|r| &r.fact)
+        .filter(|e| {
+            !memory
+                .working
+                .iter()
+                .any(|w| w.at == e.observed_at && w.text == e.text)
+        })
+        .collect();
+    if !episodes.is_empty() {
+        text.push_str(
+            "\n\nWhat was said in earlier conversations that may be relevant (most relevant first):",
+        );
+        for episode in episodes {
+            let who = match EpisodeData::of(episode) {
+                Some(EpisodeData {
+                    speaker: Some(name),
+                    ..
+                }) => name,
+                Some(EpisodeData { role, .. }) => match role {
+                    TurnRole::User => "user".to_owned(),
+                    TurnRole::Assistant => "you".to_owned(),
+                },
+                None => "user".to_owned(),
+            };
+            let _ = write!(
+                text,
+                "\n- [{}] {who}: {}",
+                episode.observed_at.format("%Y-%m-%d %H:%M"),
+                episode.text
             );
         }
     }

@@ -111,6 +111,8 @@ async fn recall(
                 now: at,
                 terms: Terms::of(q),
                 limit: 10,
+                episode_limit: 0,
+                vector: None,
             },
         )
         .await
@@ -578,6 +580,8 @@ pub async fn recall_respects_limit_and_ignores_query_syntax(store: &dyn MemorySt
                 now: t0() + minutes(20),
                 terms: Terms::of("lighthouse"),
                 limit: 4,
+                episode_limit: 0,
+                vector: None,
             },
         )
         .await
@@ -605,6 +609,8 @@ pub async fn recall_respects_limit_and_ignores_query_syntax(store: &dyn MemorySt
                     now: t0(),
                     terms: Terms::of(hostile),
                     limit: 4,
+                    episode_limit: 0,
+                    vector: None,
                 },
             )
             .await

@@ -5,8 +5,9 @@
 //!   *session clock* (the request's `X-Mock-Time`, or the real clock), capped at the newest
 //!   `working_capacity` items;
 //! - **long-term memory**: [`Fact`]s (facts, standing rules, reminders), each optionally keyed so that
-//!   a newer observation of the same key supersedes an older one; recalled by lexical relevance times
-//!   a recency decay ([`ranking`]).
+//!   a newer observation of the same key supersedes an older one, and episodes (every turn as it
+//!   was said, never rewritten); recalled by lexical relevance times a recency decay
+//!   ([`ranking`]).
 //!
 //! Stores are deliberately dumb: they persist and retrieve. Deciding *what* to remember (extraction,
 //! promotion) lives in `crate::agent`, so every backend behaves the same. The [`conformance`] suite is
@@ -239,11 +240,66 @@ impl Fact {
     }
 }
 
-/// A fact returned by recall, with its combined score ([`ranking::combined_score`]).
+/// A long-term item returned by recall, with its score and why it has it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Recalled {
     pub fact: Fact,
+    /// What recall ranked by, larger is better ([`ranking`]).
     pub score: f64,
+    pub why: RecallWhy,
+}
+
+/// The parts of a recalled item's score, as `/control/memory/recall` shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct RecallWhy {
+    /// Lexical relevance (BM25 or `ts_rank`); 0 when only the vector found it.
+    pub lexical: f64,
+    /// Cosine similarity of the item's embedding with the query's, when both have one.
+    pub vector: Option<f64>,
+    /// The recency factor, in (0, 1] ([`ranking::recency_factor`]).
+    pub recency: f64,
+}
+
+/// An episode's `data`: who said it. Episodes are [`FactKind::Episode`] items, kept whole.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EpisodeData {
+    pub role: TurnRole,
+    /// The speaker's name, when the client gave one (OpenAI's message `name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speaker: Option<String>,
+}
+
+impl EpisodeData {
+    /// Who said `fact`, when it is an episode whose data says so.
+    pub fn of(fact: &Fact) -> Option<Self> {
+        if fact.kind != FactKind::Episode {
+            return None;
+        }
+        serde_json::from_value(fact.data.clone()?).ok()
+    }
+}
+
+impl NewFact {
+    /// One turn as it was said, as an episode: never keyed, so never superseded.
+    pub fn episode(
+        data: EpisodeData,
+        text: impl Into<String>,
+        at: DateTime<Utc>,
+        source: FactSource,
+        source_turn_ids: Vec<String>,
+    ) -> Self {
+        Self {
+            kind: FactKind::Episode,
+            key: None,
+            text: text.into(),
+            data: serde_json::to_value(data).ok(),
+            observed_at: at,
+            // What ranks an episode is its words and its age, not an importance guess.
+            importance: 0.5,
+            source,
+            source_turn_ids,
+        }
+    }
 }
 
 /// What to recall for one turn.
@@ -255,6 +311,13 @@ pub struct RecallQuery {
     pub terms: ranking::Terms,
     /// At most this many ranked facts.
     pub limit: usize,
+    /// At most this many ranked episodes (ranked apart from the facts: a turn's recalled facts do
+    /// not make room for its episodes).
+    pub episode_limit: usize,
+    /// The query's embedding (L2-normalised), when semantic recall is on and the query could be
+    /// embedded: items with an embedding are then also ranked by similarity and the two rankings
+    /// fused ([`ranking::fuse`]). `None`: lexical recall only.
+    pub vector: Option<Arc<[f32]>>,
 }
 
 /// Working memory as recall hands it out: a range of a list of items that the store may share with
@@ -330,6 +393,8 @@ pub struct MemoryContext {
     pub working: WorkingMemory,
     /// Facts of kind [`FactKind::Fact`] matching the query, best first.
     pub facts: Vec<Recalled>,
+    /// Episodes ([`FactKind::Episode`]) matching the query, best first.
+    pub episodes: Vec<Recalled>,
     /// Every rule and reminder of the session, whatever the query (they must be checked every turn),
     /// oldest first.
     pub standing: Vec<Fact>,

@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use rustc_hash::FxHashSet;
 
 use super::distinct::FirstSeen;
+use super::{Fact, RecallWhy, Recalled};
 
 /// Function words that carry no meaning for recall. Kept short on purpose: a word missing here
 /// costs a little precision, a content word wrongly listed here makes a fact unrecallable. Sorted
@@ -105,14 +106,112 @@ pub fn recency_factor(observed_at: DateTime<Utc>, now: DateTime<Utc>, half_life:
     0.5f64.powf(age / half_life)
 }
 
-/// The recall score: lexical relevance (non-negative, larger is better) times recency.
-pub fn combined_score(
+/// A recalled item ranked by lexical relevance times recency, as recall ranks when there are no
+/// embeddings: every backend builds its [`Recalled`] here, so the score and its parts agree.
+pub fn lexical_recall(
+    fact: Fact,
     lexical: f64,
-    observed_at: DateTime<Utc>,
     now: DateTime<Utc>,
     half_life: Duration,
-) -> f64 {
-    lexical.max(0.0) * recency_factor(observed_at, now, half_life)
+) -> Recalled {
+    // The recall score: lexical relevance (non-negative, larger is better) times recency.
+    let recency = recency_factor(fact.observed_at, now, half_life);
+    Recalled {
+        score: lexical.max(0.0) * recency,
+        why: RecallWhy {
+            lexical,
+            vector: None,
+            recency,
+        },
+        fact,
+    }
+}
+
+/// Reciprocal rank fusion's constant: an item ranked `r`-th (from 1) by one signal gets
+/// `1 / (RRF_K + r)` from it. 60 is the value of Cormack, Clarke and Büttcher's paper, where it
+/// was stable across collections; it keeps the first few ranks close, so an item found by both
+/// signals beats one found by either alone.
+pub const RRF_K: f64 = 60.0;
+
+/// A long-term item found by lexical search, by vector similarity, or by both, before fusion.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub fact: Fact,
+    /// Lexical relevance, when lexical search found it.
+    pub lexical: Option<f64>,
+    /// Cosine similarity with the query, when the item has an embedding.
+    pub vector: Option<f64>,
+}
+
+/// Ranks candidates found by two signals together: reciprocal rank fusion of the lexical and the
+/// vector ranking, times recency; best `limit` first.
+///
+/// Why rank fusion rather than a weighted sum of scores: BM25 (or `ts_rank`) and cosine live on
+/// scales that differ per session and per query (BM25 grows with the query's length and the
+/// session's statistics), so no fixed weight suits them all, while ranks are comparable as they
+/// are. Ties go to the newer item, then the smaller id, so the order is deterministic.
+pub fn fuse(
+    candidates: Vec<Candidate>,
+    now: DateTime<Utc>,
+    half_life: Duration,
+    limit: usize,
+) -> Vec<Recalled> {
+    let ranks = |signal: fn(&Candidate) -> Option<f64>| -> Vec<Option<usize>> {
+        let mut order: Vec<(usize, f64)> = candidates
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| signal(c).map(|s| (i, s)))
+            .collect();
+        order.sort_by(|a, b| {
+            b.1.total_cmp(&a.1).then_with(|| {
+                let (a, b) = (&candidates[a.0].fact, &candidates[b.0].fact);
+                b.observed_at.cmp(&a.observed_at).then(a.id.cmp(&b.id))
+            })
+        });
+        let mut ranks = vec![None; candidates.len()];
+        for (rank, (i, _)) in order.into_iter().enumerate() {
+            ranks[i] = Some(rank + 1);
+        }
+        ranks
+    };
+    let lexical_ranks = ranks(|c| c.lexical);
+    let vector_ranks = ranks(|c| c.vector);
+    let rrf = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (RRF_K + r as f64));
+    let mut recalled: Vec<Recalled> = candidates
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let recency = recency_factor(c.fact.observed_at, now, half_life);
+            Recalled {
+                score: (rrf(lexical_ranks[i]) + rrf(vector_ranks[i])) * recency,
+                why: RecallWhy {
+                    lexical: c.lexical.unwrap_or(0.0),
+                    vector: c.vector,
+                    recency,
+                },
+                fact: c.fact,
+            }
+        })
+        .collect();
+    recalled.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| b.fact.observed_at.cmp(&a.fact.observed_at))
+            .then_with(|| a.fact.id.cmp(&b.fact.id))
+    });
+    recalled.truncate(limit);
+    recalled
+}
+
+/// The dot product of two L2-normalised vectors (their cosine similarity); `None` when their
+/// dimensions differ (an item embedded by another model than the query).
+pub fn cosine(a: &[f32], b: &[f32]) -> Option<f64> {
+    (a.len() == b.len()).then(|| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| f64::from(*x) * f64::from(*y))
+            .sum()
+    })
 }
 
 /// How many lexical candidates a backend should fetch before re-ranking by recency, for a final

@@ -21,7 +21,10 @@ async fn reset_forgets_one_session_and_reports_counts() {
         r.body["working_items_removed"], 2,
         "the user turn and the reply"
     );
-    assert_eq!(r.body["facts_removed"], 1);
+    assert_eq!(
+        r.body["facts_removed"], 3,
+        "the fact, and the turn's two episodes (what was said and the reply)"
+    );
     assert!(
         !app.ask(&a, "What is my locker code?", None)
             .await
@@ -132,8 +135,32 @@ async fn memory_view_shows_working_memory_and_facts_at_the_clock() {
     assert_eq!(working.len(), 2);
     assert_eq!(working[0]["role"], "user");
     assert_eq!(working[0]["expires_at"], "2026-03-01T10:00:00Z");
-    assert_eq!(view.body["facts"][0]["key"], "dog");
-    assert_eq!(view.body["facts"][0]["source"], "extracted");
+    let of_kind = |view: &serde_json::Value, kind: &str| -> Vec<serde_json::Value> {
+        let items = view["facts"].as_array().unwrap().iter();
+        items.filter(|f| f["kind"] == kind).cloned().collect()
+    };
+    let facts = of_kind(&view.body, "fact");
+    assert_eq!(facts.len(), 1, "{}", view.raw);
+    assert_eq!(facts[0]["key"], "dog");
+    assert_eq!(facts[0]["source"], "extracted");
+    // The turn is kept whole too: what the user said and the reply, each with its role.
+    let episodes = of_kind(&view.body, "episode");
+    let roles: Vec<&str> = episodes
+        .iter()
+        .map(|e| e["data"]["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(episodes.len(), 2, "{}", view.raw);
+    assert!(
+        roles.contains(&"user") && roles.contains(&"assistant"),
+        "{roles:?}"
+    );
+    assert!(
+        episodes
+            .iter()
+            .any(|e| e["text"] == "My dog is called Rex." && e["key"].is_null()),
+        "{}",
+        view.raw
+    );
 
     let later = at(chrono::Duration::hours(2));
     let view = app
@@ -143,5 +170,10 @@ async fn memory_view_shows_working_memory_and_facts_at_the_clock() {
         )
         .await;
     assert!(view.body["working_memory"].as_array().unwrap().is_empty());
-    assert_eq!(view.body["facts"].as_array().unwrap().len(), 1);
+    assert_eq!(of_kind(&view.body, "fact").len(), 1);
+    assert_eq!(
+        of_kind(&view.body, "episode").len(),
+        2,
+        "episodes stay in long-term memory after the turn leaves working memory"
+    );
 }

@@ -85,12 +85,18 @@ async fn a_statement_repeated_many_times_is_one_fact_at_its_latest_time() {
         .await;
     }
     let view = app.get("/control/memory", &[("x-session-id", &s)]).await;
-    let facts = view.body["facts"].as_array().unwrap();
+    let (facts, episodes): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) = view.body["facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .partition(|f| f["kind"] == "fact");
     assert_eq!(
         facts.len(),
         1,
         "one fact, not one per repetition: {facts:?}"
     );
+    // Episodes are never merged: each time it was said (and each reply) is kept.
+    assert_eq!(episodes.len(), 10, "{episodes:?}");
     assert_eq!(facts[0]["text"], "I met Jonas at the bakery.");
     let observed = facts[0]["observed_at"].as_str().unwrap();
     assert_eq!(

@@ -91,12 +91,30 @@ async fn recall_returns_what_a_turn_would_recall_with_the_turns_it_came_from() {
             .contains("favourite colour")
     );
     assert_eq!(items[0]["source_turn_ids"], json!(["D1:2"]));
+    // The told turn is also kept whole, as an episode with the same provenance, so it is among
+    // the first three too; the injected facts come after it.
+    let everything = app
+        .recall(&s, "What is my favourite colour? teal", 10)
+        .await;
+    let all = everything.body["items"].as_array().unwrap();
     let of = |text: &str| {
-        items
-            .iter()
+        all.iter()
             .find(|i| i["text"] == text)
             .map(|i| i["source_turn_ids"].clone())
     };
+    let episode = all
+        .iter()
+        .find(|i| i["why"]["episode"] == 1.0 && i["text"] == "My favourite colour is teal.")
+        .unwrap_or_else(|| panic!("the told turn as an episode: {}", everything.raw));
+    assert_eq!(episode["source_turn_ids"], json!(["D1:2"]));
+    assert!(
+        episode["why"]["lexical"].as_f64().unwrap() > 0.0,
+        "{episode}"
+    );
+    assert!(
+        episode["why"]["recency"].as_f64().unwrap() > 0.0,
+        "{episode}"
+    );
     assert_eq!(of("Bo likes teal."), Some(json!(["D2:2"])));
     assert_eq!(of("Ana sells teal boats."), Some(json!([])));
     assert!(items.iter().all(|i| i["score"].as_f64().is_some()));

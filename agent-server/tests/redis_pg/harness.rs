@@ -113,6 +113,8 @@ pub fn query(text: &str) -> RecallQuery {
         now: t0() + chrono::Duration::minutes(1),
         terms: Terms::of(text),
         limit: 10,
+        episode_limit: 0,
+        vector: None,
     }
 }
 

@@ -119,7 +119,10 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
                 agent_server::memory::redis_pg::recall_statement()
             );
             let plan: serde_json::Value = client
-                .query_one(&sql, &[&vec![session], &vec![words], &vec![8_i64]])
+                .query_one(
+                    &sql,
+                    &[&vec![session], &vec![words], &vec![8_i64], &vec![8_i64]],
+                )
                 .await
                 .unwrap()
                 .get(0);

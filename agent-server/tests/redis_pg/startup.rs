@@ -33,7 +33,7 @@ async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
     assert_eq!(
         versions,
-        [1, 2, 3, 4, 5, 6],
+        [1, 2, 3, 4, 5, 6, 7],
         "each migration recorded exactly once"
     );
 }
@@ -83,7 +83,7 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
     let indexes: Vec<(String, String)> = client
         .query(
             "SELECT indexname::text, indexdef FROM pg_indexes WHERE tablename = 'agentwall_facts'
@@ -117,11 +117,14 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
         indexes,
         [
             "agentwall_facts_pkey",
+            "agentwall_facts_session_episode_tsv",
             "agentwall_facts_session_key",
+            "agentwall_facts_session_rules",
             "agentwall_facts_session_standing",
             "agentwall_facts_session_tsv"
         ],
-        "migration 3 replaces the session's B-tree by one index per kind of read"
+        "one index per kind of read: migration 3 for facts and standing items, migration 7 for \
+         episodes and for rules and reminders apart from episodes"
     );
 }
 

@@ -30,7 +30,7 @@ use crate::memory::lexical::{Analyzed, LexicalIndex};
 use crate::memory::lru::{self, WeightedLru};
 use crate::memory::writes::FactUpdate;
 use crate::memory::{
-    Fact, MemoryConfig, MemoryContext, Recalled, WorkingItem, WorkingMemory, ranking,
+    Fact, MemoryConfig, MemoryContext, RecallQuery, Recalled, WorkingItem, WorkingMemory, ranking,
 };
 
 /// A session's committed memory, in memory.
@@ -47,6 +47,10 @@ pub(super) struct SessionMemory {
     /// Facts of kind `fact`, by row id; `index` holds their text.
     facts: HashMap<i64, Fact>,
     index: LexicalIndex,
+    /// Episodes, by row id; `episode_index` holds their text. Apart from the facts, so that each
+    /// list's BM25 statistics are its own and a turn's recalled facts keep their ranking.
+    episodes: HashMap<i64, Fact>,
+    episode_index: LexicalIndex,
     /// Rules and reminders by `(observed_at in µs, row id)`, the order recall returns them in.
     standing: BTreeMap<(i64, i64), Fact>,
     /// Where each fact of any kind is, for deletes by id.
@@ -56,6 +60,7 @@ pub(super) struct SessionMemory {
 #[derive(Debug, Clone, Copy)]
 enum Location {
     Fact(i64),
+    Episode(i64),
     Standing((i64, i64)),
 }
 
@@ -113,18 +118,26 @@ impl SessionMemory {
 
     pub(super) fn add_fact(&mut self, row: StoredRow) {
         let StoredRow { pk, fact, analyzed } = row;
-        if fact.kind == FactKind::Fact {
-            match analyzed {
-                Some(text) => self.index.insert_analyzed(pk, &text),
-                None => self.index.insert(pk, &fact.text),
+        let (index, items, location) = match fact.kind {
+            FactKind::Fact => (&mut self.index, &mut self.facts, Location::Fact(pk)),
+            FactKind::Episode => (
+                &mut self.episode_index,
+                &mut self.episodes,
+                Location::Episode(pk),
+            ),
+            FactKind::Rule | FactKind::Reminder => {
+                let key = (fact.observed_at.timestamp_micros(), pk);
+                self.locations.insert(fact.id, Location::Standing(key));
+                self.standing.insert(key, fact);
+                return;
             }
-            self.locations.insert(fact.id, Location::Fact(pk));
-            self.facts.insert(pk, fact);
-        } else {
-            let key = (fact.observed_at.timestamp_micros(), pk);
-            self.locations.insert(fact.id, Location::Standing(key));
-            self.standing.insert(key, fact);
+        };
+        match analyzed {
+            Some(text) => index.insert_analyzed(pk, &text),
+            None => index.insert(pk, &fact.text),
         }
+        self.locations.insert(fact.id, location);
+        items.insert(pk, fact);
     }
 
     fn remove_fact(&mut self, id: &Uuid) {
@@ -132,6 +145,10 @@ impl SessionMemory {
             Some(Location::Fact(pk)) => {
                 self.index.remove(pk);
                 self.facts.remove(&pk);
+            }
+            Some(Location::Episode(pk)) => {
+                self.episode_index.remove(pk);
+                self.episodes.remove(&pk);
             }
             Some(Location::Standing(key)) => {
                 self.standing.remove(&key);
@@ -198,18 +215,13 @@ impl SessionMemory {
 
     /// How much of the cache's budget this session uses.
     fn weight(&self) -> usize {
-        1 + self.working_keys.len() + self.facts.len() + self.standing.len()
+        1 + self.working_keys.len() + self.facts.len() + self.episodes.len() + self.standing.len()
     }
 
     /// What recall returns for this session: live working memory, the best `limit` facts for
     /// `terms` (the query's content words), all standing items, the epoch.
-    pub(super) fn context(
-        &self,
-        config: &MemoryConfig,
-        now: DateTime<Utc>,
-        terms: &[String],
-        limit: usize,
-    ) -> MemoryContext {
+    pub(super) fn context(&self, config: &MemoryConfig, query: &RecallQuery) -> MemoryContext {
+        let (now, terms) = (query.now, &query.terms[..]);
         // The newest `working_capacity` items that are live. Items are sorted by time, so the
         // expired ones are a prefix, found by the keys' times (whole µs, as stored: comparing
         // `at > cutoff` in µs is exact) without reading an item.
@@ -220,54 +232,69 @@ impl SessionMemory {
             newest + keys[newest..].partition_point(|(at, _)| cutoff.is_some_and(|c| *at <= c));
         let working = WorkingMemory::shared(self.working.clone(), first_live..keys.len());
 
-        let mut facts = Vec::new();
-        if limit > 0 && !terms.is_empty() {
-            let mut candidates: Vec<(&Fact, f64)> = self
-                .index
-                .search(terms)
-                .into_iter()
-                .filter_map(|(pk, lexical)| self.facts.get(&pk).map(|fact| (fact, lexical)))
-                .collect();
-            // The lexical pool first (best match, then newest, then id: deterministic at the
-            // cut), then re-ranked with recency, exactly as the SQL version did.
-            let pool = ranking::candidate_pool(limit.min(usize::MAX / 8));
-            let by_lexical = |a: &(&Fact, f64), b: &(&Fact, f64)| {
-                b.1.total_cmp(&a.1)
-                    .then_with(|| b.0.observed_at.cmp(&a.0.observed_at))
-                    .then_with(|| a.0.id.cmp(&b.0.id))
-            };
-            if candidates.len() > pool {
-                candidates.select_nth_unstable_by(pool, by_lexical);
-                candidates.truncate(pool);
-            }
-            facts = candidates
-                .into_iter()
-                .map(|(fact, lexical)| Recalled {
-                    score: ranking::combined_score(
-                        lexical,
-                        fact.observed_at,
-                        now,
-                        config.recency_half_life,
-                    ),
-                    fact: fact.clone(),
-                })
-                .collect();
-            facts.sort_by(|a, b| {
-                b.score
-                    .total_cmp(&a.score)
-                    .then_with(|| b.fact.observed_at.cmp(&a.fact.observed_at))
-                    .then_with(|| a.fact.id.cmp(&b.fact.id))
-            });
-            facts.truncate(limit);
-        }
+        let facts = lexical_best(&self.index, &self.facts, terms, query.limit, config, now);
+        let episodes = lexical_best(
+            &self.episode_index,
+            &self.episodes,
+            terms,
+            query.episode_limit,
+            config,
+            now,
+        );
 
         MemoryContext {
             working,
             facts,
+            episodes,
             standing: self.standing.values().cloned().collect(),
             epoch: self.epoch,
         }
     }
+}
+
+/// The best `limit` items of `items` for `terms` (the query's content words): the lexical pool
+/// first (best match, then newest, then id: deterministic at the cut), then re-ranked with
+/// recency ([`ranking::lexical_recall`]).
+fn lexical_best(
+    index: &LexicalIndex,
+    items: &HashMap<i64, Fact>,
+    terms: &[String],
+    limit: usize,
+    config: &MemoryConfig,
+    now: DateTime<Utc>,
+) -> Vec<Recalled> {
+    if limit == 0 || terms.is_empty() {
+        return Vec::new();
+    }
+    let mut candidates: Vec<(&Fact, f64)> = index
+        .search(terms)
+        .into_iter()
+        .filter_map(|(pk, lexical)| items.get(&pk).map(|fact| (fact, lexical)))
+        .collect();
+    let pool = ranking::candidate_pool(limit.min(usize::MAX / 8));
+    let by_lexical = |a: &(&Fact, f64), b: &(&Fact, f64)| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| b.0.observed_at.cmp(&a.0.observed_at))
+            .then_with(|| a.0.id.cmp(&b.0.id))
+    };
+    if candidates.len() > pool {
+        candidates.select_nth_unstable_by(pool, by_lexical);
+        candidates.truncate(pool);
+    }
+    let mut recalled: Vec<Recalled> = candidates
+        .into_iter()
+        .map(|(fact, lexical)| {
+            ranking::lexical_recall(fact.clone(), lexical, now, config.recency_half_life)
+        })
+        .collect();
+    recalled.sort_by(|a, b| {
+        b.score
+            .total_cmp(&a.score)
+            .then_with(|| b.fact.observed_at.cmp(&a.fact.observed_at))
+            .then_with(|| a.fact.id.cmp(&b.fact.id))
+    });
+    recalled.truncate(limit);
+    recalled
 }
 
 /// A shared, lockable session.
@@ -441,6 +468,17 @@ mod tests {
         words.iter().map(|w| w.to_string()).collect()
     }
 
+    /// A recall at `now` for `words` (content words already), `limit` facts and as many episodes.
+    fn query(now: DateTime<Utc>, words: &[String], limit: usize) -> RecallQuery {
+        RecallQuery {
+            now,
+            terms: ranking::Terms::of(&words.join(" ")),
+            limit,
+            episode_limit: limit,
+            vector: None,
+        }
+    }
+
     fn texts(ctx: &MemoryContext) -> Vec<&str> {
         ctx.working.iter().map(|i| i.text.as_str()).collect()
     }
@@ -461,14 +499,14 @@ mod tests {
         let mut memory = SessionMemory::new(0);
         memory.apply(said(1, "one", 1), &config);
         memory.apply(said(2, "two", 2), &config);
-        let held = memory.context(&config, at(10), &[], 0);
+        let held = memory.context(&config, &query(at(10), &[], 0));
         memory.apply(said(3, "three", 3), &config);
         assert_eq!(
             texts(&held),
             ["one", "two"],
             "what recall handed out stays as it was"
         );
-        let ctx = memory.context(&config, at(10), &[], 0);
+        let ctx = memory.context(&config, &query(at(10), &[], 0));
         assert_eq!(texts(&ctx), ["one", "two", "three"]);
 
         drop((held, ctx));
@@ -479,19 +517,19 @@ mod tests {
             "changed in place"
         );
         assert_eq!(
-            texts(&memory.context(&config, at(10), &[], 0)),
+            texts(&memory.context(&config, &query(at(10), &[], 0))),
             ["two", "three", "four"]
         );
         // An item from earlier on the session clock (the clock moved back) goes to its place.
         memory.apply(said(5, "earlier", 0), &config);
         assert_eq!(
-            texts(&memory.context(&config, at(10), &[], 0)),
+            texts(&memory.context(&config, &query(at(10), &[], 0))),
             ["two", "three", "four"],
             "the oldest by time is the one beyond capacity"
         );
         memory.apply(said(6, "later", 5), &config);
         assert_eq!(
-            texts(&memory.context(&config, at(10), &[], 0)),
+            texts(&memory.context(&config, &query(at(10), &[], 0))),
             ["three", "four", "later"]
         );
     }
@@ -518,7 +556,7 @@ mod tests {
             },
             &config,
         );
-        let ctx = memory.context(&config, at(10), &terms(&["lisbon"]), 5);
+        let ctx = memory.context(&config, &query(at(10), &terms(&["lisbon"]), 5));
         assert_eq!(ctx.epoch, 3);
         assert_eq!(ctx.facts.len(), 1);
         assert_eq!(ctx.standing.len(), 1);
@@ -534,7 +572,7 @@ mod tests {
         );
         assert!(
             memory
-                .context(&config, at(10), &terms(&["lisbon"]), 5)
+                .context(&config, &query(at(10), &terms(&["lisbon"]), 5))
                 .facts
                 .is_empty()
         );
@@ -546,7 +584,7 @@ mod tests {
             },
             &config,
         );
-        let ctx = memory.context(&config, at(10), &terms(&["lisbon"]), 5);
+        let ctx = memory.context(&config, &query(at(10), &terms(&["lisbon"]), 5));
         assert_eq!(ctx.epoch, 4);
         assert!(ctx.working.is_empty() && ctx.standing.is_empty());
     }
@@ -563,12 +601,17 @@ mod tests {
         ] {
             memory.add_fact(row(pk, FactKind::Fact, text, seconds));
         }
-        let ctx = memory.context(&config, at(200), &terms(&["boat"]), 2);
+        let ctx = memory.context(&config, &query(at(200), &terms(&["boat"]), 2));
         let texts: Vec<_> = ctx.facts.iter().map(|r| r.fact.text.as_str()).collect();
         assert_eq!(texts, ["boat boat boat", "boat"]);
         // Of the two equal "boat" facts the newer one wins the second place.
         assert_eq!(ctx.facts[1].fact.observed_at, at(100));
-        assert!(memory.context(&config, at(200), &[], 2).facts.is_empty());
+        assert!(
+            memory
+                .context(&config, &query(at(200), &[], 2))
+                .facts
+                .is_empty()
+        );
     }
 
     #[test]

@@ -296,8 +296,7 @@ impl MemoryStore for EmbeddedStore {
         query: RecallQuery,
     ) -> Result<MemoryContext, MemoryError> {
         let memory = self.session(session).await?;
-        let context =
-            cache::lock(&memory).context(&self.config, query.now, &query.terms, query.limit);
+        let context = cache::lock(&memory).context(&self.config, &query);
         Ok(context)
     }
 

@@ -215,13 +215,16 @@ pub(super) const INSERT_FACT: &str = "INSERT INTO facts
      (id, session_id, kind, key, text, data, observed_at, importance, source, source_turn_ids)
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
 
-/// What the cache's lexical index needs of each of `facts` (`None` for rules and reminders, which
-/// it does not index): worked out by the request, before its write is queued, so that the writer
+/// What the cache's lexical indexes need of each of `facts` (`None` for rules and reminders,
+/// which they do not index): worked out by the request, before its write is queued, so that the writer
 /// thread, which applies every write in turn, does not tokenize and stem their text.
 pub(super) fn analyze(facts: &[NewFact]) -> Vec<Option<Arc<Analyzed>>> {
     facts
         .iter()
-        .map(|fact| (fact.kind == FactKind::Fact).then(|| Arc::new(Analyzed::of(&fact.text))))
+        .map(|fact| {
+            matches!(fact.kind, FactKind::Fact | FactKind::Episode)
+                .then(|| Arc::new(Analyzed::of(&fact.text)))
+        })
         .collect()
 }
 
@@ -553,7 +556,12 @@ mod tests {
 
     #[test]
     fn kinds_and_sources_round_trip() {
-        for kind in [FactKind::Fact, FactKind::Rule, FactKind::Reminder] {
+        for kind in [
+            FactKind::Fact,
+            FactKind::Rule,
+            FactKind::Reminder,
+            FactKind::Episode,
+        ] {
             assert_eq!(kind.as_str().parse::<FactKind>().unwrap(), kind);
         }
         for source in [

@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     V3_WORKING_BY_TIME,
     V4_CHECKS_WITHOUT_TEMP_TABLES,
     V5_SOURCE_TURN_IDS,
+    V6_EPISODES_AND_EMBEDDINGS,
 ];
 
 /// Timestamps are i64 microseconds since the Unix epoch (UTC): the precision of Postgres
@@ -154,6 +155,42 @@ CREATE INDEX facts_by_session ON facts (session_id, kind, observed_at);
 /// of strings; NULL when there are none (every fact written before this version).
 const V5_SOURCE_TURN_IDS: &str = "
 ALTER TABLE facts ADD COLUMN source_turn_ids TEXT;
+";
+
+/// Episodes (a fourth `kind`, which the check must admit: SQLite changes a check only by
+/// rebuilding the table) and embeddings: `embedding` is the item's vector as little-endian f32s,
+/// NULL until it is embedded (or when semantic recall is off), so a process that dies between a
+/// turn and its embedding leaves the item to be embedded at the next start. Same rows otherwise.
+/// No index finds the unembedded rows: with semantic recall off every row is one, so it would
+/// cost every write a B-tree entry; the scan at start costs one pass over the table instead.
+const V6_EPISODES_AND_EMBEDDINGS: &str = "
+CREATE TABLE facts_v6 (
+    -- Write order (the rowid): the tie-breaker between facts observed at the same time.
+    pk INTEGER PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    kind TEXT NOT NULL
+        CHECK (kind = 'fact' OR kind = 'rule' OR kind = 'reminder' OR kind = 'episode'),
+    key TEXT,
+    text TEXT NOT NULL,
+    data TEXT CHECK (data IS NULL OR json_valid(data)),
+    observed_at INTEGER NOT NULL,
+    importance REAL NOT NULL,
+    source TEXT NOT NULL
+        CHECK (source = 'extracted' OR source = 'promoted' OR source = 'injected'),
+    source_turn_ids TEXT,
+    embedding BLOB
+) STRICT;
+INSERT INTO facts_v6
+    (pk, id, session_id, kind, key, text, data, observed_at, importance, source, source_turn_ids)
+    SELECT pk, id, session_id, kind, key, text, data, observed_at, importance, source,
+           source_turn_ids
+    FROM facts;
+DROP TABLE facts;
+ALTER TABLE facts_v6 RENAME TO facts;
+-- At most one fact per (session, key); unkeyed facts (NULL key) are unconstrained.
+CREATE UNIQUE INDEX facts_by_key ON facts (session_id, key) WHERE key IS NOT NULL;
+CREATE INDEX facts_by_session ON facts (session_id, kind, observed_at);
 ";
 
 /// Per-connection settings, run on the writer's connection and every pooled reader (they are not
@@ -396,7 +433,7 @@ mod tests {
 
         assert_eq!(
             migrate(&mut conn).unwrap(),
-            5,
+            SCHEMA_VERSION,
             "through version 4 to the latest"
         );
         let row: (i64, String, String, Option<String>, String) = conn

@@ -47,6 +47,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "source_turn_ids",
         include_str!("migrations/0006_source_turn_ids.sql"),
     ),
+    (
+        7,
+        "episodes_and_embeddings",
+        include_str!("migrations/0007_episodes_and_embeddings.sql"),
+    ),
 ];
 
 /// Advisory-lock key that serialises migrations of one database across servers ("agentwal").
@@ -618,8 +623,10 @@ pub(super) struct RecallRows {
     pub turn_seq: u64,
     /// Standing items, oldest first.
     pub standing: Vec<Fact>,
-    /// Lexical candidates with their `ts_rank`, best first.
+    /// Lexical fact candidates with their `ts_rank`, best first.
     pub candidates: Vec<(Fact, f64)>,
+    /// Lexical episode candidates with their `ts_rank`, best first.
+    pub episodes: Vec<(Fact, f64)>,
 }
 
 /// Sessions with more facts than this are searched through the full-text index with the query's
@@ -628,8 +635,10 @@ pub(super) struct RecallRows {
 pub(super) const SEARCH_FROM_FACTS: i64 = 256;
 
 /// The statement of [`recall`]. Parameters, one array element per read: `$1` session ids, `$2`
-/// words for `to_tsquery('english', ...)` (NULL matches nothing), `$3` how many candidates each
-/// read takes at most. Standing items come back as part 1 and ranked candidates as part 2.
+/// words for `to_tsquery('english', ...)` (NULL matches nothing), `$3` how many fact candidates each
+/// read takes at most, `$4` how many episode candidates. Standing items come back as part 1,
+/// ranked fact candidates as part 2 and ranked episode candidates as part 3 (always through
+/// their index: a session's episodes are many, one per turn).
 ///
 /// One row per fact, each with its position `pos` in its part (oldest first for standing items,
 /// best first for candidates), tagged with the read's position `ord`; the LEFT JOIN keeps one
@@ -660,8 +669,8 @@ pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
     format!(
         "SELECT q.ord, coalesce(s.epoch, 0) AS epoch, coalesce(s.turn_seq, 0) AS turn_seq,
                 facts.*
-         FROM unnest($1::text[], $2::text[], $3::bigint[]) WITH ORDINALITY
-              AS q(session_id, tsquery, pool, ord)
+         FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY
+              AS q(session_id, tsquery, pool, episode_pool, ord)
          LEFT JOIN agentwall_sessions AS s
                 ON s.session_id = q.session_id AND s.session_id = ANY($1::text[])
          LEFT JOIN LATERAL (
@@ -669,7 +678,7 @@ pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
                      row_number() OVER (ORDER BY observed_at, observed_ns, seq) AS pos,
                      {FACT_COLUMNS}, 0::real AS rank
               FROM agentwall_facts
-              WHERE session_id = q.session_id AND kind <> 'fact')
+              WHERE session_id = q.session_id AND kind IN ('rule', 'reminder'))
              UNION ALL
              (SELECT 2 AS part,
                      row_number() OVER (
@@ -690,6 +699,18 @@ pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
                       AND tsv @@ {READ_QUERY}
                     ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC
                     LIMIT q.pool) AS best)
+             UNION ALL
+             (SELECT 3 AS part,
+                     row_number() OVER (
+                         ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC) AS pos,
+                     {FACT_COLUMNS}, rank
+              FROM (SELECT {FACT_COLUMNS}, seq, ts_rank(tsv, t) AS rank
+                    FROM agentwall_facts, {READ_QUERY} AS t
+                    WHERE q.episode_pool > 0
+                      AND session_id = q.session_id AND kind = 'episode'
+                      AND tsv @@ {READ_QUERY}
+                    ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC
+                    LIMIT q.episode_pool) AS best_episodes)
          ) AS facts ON true
          ORDER BY q.ord, facts.part, facts.pos"
     )
@@ -700,8 +721,10 @@ pub(super) struct RecallRead {
     pub session: SessionId,
     /// The query's words for `to_tsquery`, OR-ed; `None` when it has none.
     pub tsquery: Option<String>,
-    /// How many lexical candidates to return at most.
+    /// How many lexical fact candidates to return at most.
     pub pool_size: usize,
+    /// How many lexical episode candidates to return at most.
+    pub episode_pool_size: usize,
 }
 
 /// Reads, for each of `reads`, the epoch, the standing items and the lexical candidates, in ONE
@@ -715,11 +738,11 @@ pub(super) async fn recall(
     let stmt = client.prepare_cached(&RECALL_SQL).await.map_err(pg_error)?;
     let sessions: Vec<&str> = reads.iter().map(|r| r.session.as_str()).collect();
     let queries: Vec<Option<&str>> = reads.iter().map(|r| r.tsquery.as_deref()).collect();
-    let pools: Vec<i64> = reads
-        .iter()
-        .map(|r| i64::try_from(r.pool_size).unwrap_or(i64::MAX))
-        .collect();
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&sessions, &queries, &pools];
+    let pool = |size: usize| i64::try_from(size).unwrap_or(i64::MAX);
+    let pools: Vec<i64> = reads.iter().map(|r| pool(r.pool_size)).collect();
+    let episode_pools: Vec<i64> = reads.iter().map(|r| pool(r.episode_pool_size)).collect();
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+        [&sessions, &queries, &pools, &episode_pools];
     let rows = client.query(&stmt, &params).await.map_err(pg_error)?;
     let mut recalled: Vec<RecallRows> = reads
         .iter()
@@ -728,6 +751,7 @@ pub(super) async fn recall(
             turn_seq: 0,
             standing: Vec::new(),
             candidates: Vec::new(),
+            episodes: Vec::new(),
         })
         .collect();
     for row in &rows {
@@ -741,9 +765,13 @@ pub(super) async fn recall(
         read.turn_seq = unsigned(row.try_get("turn_seq").map_err(corrupt)?)?;
         match row.try_get::<_, Option<i32>>("part").map_err(corrupt)? {
             Some(1) => read.standing.push(fact_from_row(row)?),
-            Some(_) => {
+            Some(part) => {
                 let rank: f32 = row.try_get("rank").map_err(corrupt)?;
-                read.candidates.push((fact_from_row(row)?, f64::from(rank)));
+                let ranked = (fact_from_row(row)?, f64::from(rank));
+                match part {
+                    3 => read.episodes.push(ranked),
+                    _ => read.candidates.push(ranked),
+                }
             }
             None => {}
         }

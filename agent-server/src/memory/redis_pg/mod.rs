@@ -81,7 +81,7 @@ use crate::task;
 
 use super::writes::FactWrites;
 use super::{
-    MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
+    Fact, MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
     ResetCounts, Snapshot, StoredFact, TurnWrite, ranking,
 };
 use batcher::{Batcher, Job};
@@ -812,8 +812,18 @@ impl MemoryStore for RedisPostgresStore {
         // Only the shared content words reach to_tsquery, OR-ed: each is a run of alphanumeric
         // characters, which the tsquery parser cannot read as an operator.
         let terms = &query.terms;
-        let tsquery = (!terms.is_empty() && query.limit > 0).then(|| terms.join(" | "));
-        let pool_size = ranking::candidate_pool(query.limit);
+        let wanted = query.limit > 0 || query.episode_limit > 0;
+        let tsquery = (!terms.is_empty() && wanted).then(|| terms.join(" | "));
+        let pool_size = if query.limit > 0 {
+            ranking::candidate_pool(query.limit)
+        } else {
+            0
+        };
+        let episode_pool_size = if query.episode_limit > 0 {
+            ranking::candidate_pool(query.episode_limit)
+        } else {
+            0
+        };
 
         // Postgres first: see "Resets racing turns" in the module documentation. The read joins
         // the recall batch; its own deadline starts when the batch does.
@@ -821,6 +831,7 @@ impl MemoryStore for RedisPostgresStore {
             session: session.clone(),
             tsquery,
             pool_size,
+            episode_pool_size,
         };
         let rows = self.recalls.submit(read).await?;
         let RecallRows {
@@ -828,6 +839,7 @@ impl MemoryStore for RedisPostgresStore {
             turn_seq,
             standing,
             candidates,
+            episodes,
         } = rows;
         let items = match inner.recent.get(session.as_str(), epoch, turn_seq) {
             Some(items) => items,
@@ -840,23 +852,24 @@ impl MemoryStore for RedisPostgresStore {
         let working = recent::live(items, &inner.memory, query.now);
 
         let half_life = inner.memory.recency_half_life;
-        let mut facts: Vec<Recalled> = candidates
-            .into_iter()
-            .map(|(fact, lexical)| Recalled {
-                score: ranking::combined_score(lexical, fact.observed_at, query.now, half_life),
-                fact,
-            })
-            .collect();
-        // Stable: full ties keep the SQL order (newer, then later written, first).
-        facts.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then(b.fact.observed_at.cmp(&a.fact.observed_at))
-        });
-        facts.truncate(query.limit);
+        let rank = |candidates: Vec<(Fact, f64)>, limit: usize| {
+            let mut ranked: Vec<Recalled> = candidates
+                .into_iter()
+                .map(|(fact, lexical)| ranking::lexical_recall(fact, lexical, query.now, half_life))
+                .collect();
+            // Stable: full ties keep the SQL order (newer, then later written, first).
+            ranked.sort_by(|a, b| {
+                b.score
+                    .total_cmp(&a.score)
+                    .then(b.fact.observed_at.cmp(&a.fact.observed_at))
+            });
+            ranked.truncate(limit);
+            ranked
+        };
         Ok(MemoryContext {
             working,
-            facts,
+            facts: rank(candidates, query.limit),
+            episodes: rank(episodes, query.episode_limit),
             standing,
             epoch,
         })

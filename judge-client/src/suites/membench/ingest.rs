@@ -155,6 +155,7 @@ pub async fn ingest(
                             key: None,
                             observed_at: Some(s.date),
                             importance: None,
+                            ..InjectFact::default()
                         })
                         .collect(),
                 };

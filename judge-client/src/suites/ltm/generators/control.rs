@@ -69,6 +69,7 @@ pub fn injected_recall(b: &mut Builder) {
         key: Some(attribute.to_owned()),
         observed_at: Some(start - Duration::days(days_ago)),
         importance: Some(0.8),
+        ..InjectFact::default()
     };
     b.inject(
         s,
