@@ -150,6 +150,7 @@ pub async fn probe(client: &TargetClient, session_id: &str) -> Result<Capabiliti
             key: Some("probe word".to_owned()),
             observed_at: None,
             importance: None,
+            ..InjectFact::default()
         }],
     };
     let inject = works(
