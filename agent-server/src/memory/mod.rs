@@ -256,7 +256,7 @@ pub struct RecallWhy {
     pub lexical: f64,
     /// Cosine similarity of the item's embedding with the query's, when both have one.
     pub vector: Option<f64>,
-    /// The recency factor, in (0, 1] ([`ranking::recency_factor`]).
+    /// What recency multiplied the relevance by, in (0, 1] ([`ranking::recency_weight`]).
     pub recency: f64,
 }
 

@@ -10,6 +10,8 @@ use chrono::{DateTime, Utc};
 use rustc_hash::FxHashSet;
 
 use super::distinct::FirstSeen;
+use protocol::control::FactKind;
+
 use super::{Fact, RecallWhy, Recalled};
 
 /// Function words that carry no meaning for recall. Kept short on purpose: a word missing here
@@ -106,6 +108,25 @@ pub fn recency_factor(observed_at: DateTime<Utc>, now: DateTime<Utc>, half_life:
     0.5f64.powf(age / half_life)
 }
 
+/// The share of an episode's weight that does not decay: see [`recency_weight`].
+pub const EPISODE_RECENCY_FLOOR: f64 = 0.5;
+
+/// What recency multiplies an item's relevance by: [`recency_factor`] for facts, rules and
+/// reminders; for an episode, a decay that stops at [`EPISODE_RECENCY_FLOOR`].
+///
+/// Why episodes decay less: a fact's age says whether it may have gone stale (a newer fact
+/// should beat it), while an episode is a record of what was said when, and a question often
+/// asks about long ago ("when did I first ...?"). On LoCoMo, whose conversations span months,
+/// the full decay cut the agent's evidence recall@8 by half (docs/results/memory-benchmarks.md);
+/// with the floor, of two equally relevant turns the newer still ranks first.
+pub fn recency_weight(fact: &Fact, now: DateTime<Utc>, half_life: Duration) -> f64 {
+    let factor = recency_factor(fact.observed_at, now, half_life);
+    match fact.kind {
+        FactKind::Episode => EPISODE_RECENCY_FLOOR + (1.0 - EPISODE_RECENCY_FLOOR) * factor,
+        FactKind::Fact | FactKind::Rule | FactKind::Reminder => factor,
+    }
+}
+
 /// A recalled item ranked by lexical relevance times recency, as recall ranks when there are no
 /// embeddings: every backend builds its [`Recalled`] here, so the score and its parts agree.
 pub fn lexical_recall(
@@ -115,7 +136,7 @@ pub fn lexical_recall(
     half_life: Duration,
 ) -> Recalled {
     // The recall score: lexical relevance (non-negative, larger is better) times recency.
-    let recency = recency_factor(fact.observed_at, now, half_life);
+    let recency = recency_weight(&fact, now, half_life);
     Recalled {
         score: lexical.max(0.0) * recency,
         why: RecallWhy {
@@ -181,7 +202,7 @@ pub fn fuse(
         .into_iter()
         .enumerate()
         .map(|(i, c)| {
-            let recency = recency_factor(c.fact.observed_at, now, half_life);
+            let recency = recency_weight(&c.fact, now, half_life);
             Recalled {
                 score: (rrf(lexical_ranks[i]) + rrf(vector_ranks[i])) * recency,
                 why: RecallWhy {
