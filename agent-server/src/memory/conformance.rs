@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use super::ranking::Terms;
 use super::{
-    MemoryConfig, MemoryContext, MemoryStore, NewFact, RecallQuery, Restatement, StoredFact,
-    TurnRole, TurnWrite, WorkingItem, normalize_key,
+    EpisodeData, MemoryConfig, MemoryContext, MemoryStore, NewFact, RecallQuery, Restatement,
+    StoredFact, TurnRole, TurnWrite, WorkingItem, normalize_key,
 };
 
 /// The configuration every store under test must be opened with.
@@ -54,6 +54,8 @@ macro_rules! memory_conformance_tests {
             concurrent_restatements_of_one_fact_leave_one_fact,
             facts_keep_the_turns_they_came_from,
             a_recall_writes_nothing,
+            episodes_are_recalled_apart_from_facts_and_never_superseded,
+            a_reset_removes_episodes_and_standing_reads_skip_them,
         );
     };
     (@tests $make:expr; $($check:ident),+ $(,)?) => {
@@ -1191,4 +1193,150 @@ pub async fn a_recall_writes_nothing(store: &dyn MemoryStore) {
     let ctx = recall(store, &s, t0() + minutes(1), "dog").await;
     assert_eq!(texts(&ctx), ["My dog is called Rex."]);
     assert_eq!(ctx.working.len(), 1);
+}
+
+fn episode(role: TurnRole, speaker: Option<&str>, text: &str, at: DateTime<Utc>) -> NewFact {
+    NewFact::episode(
+        EpisodeData {
+            role,
+            speaker: speaker.map(str::to_owned),
+        },
+        text,
+        at,
+        FactSource::Extracted,
+        vec![format!("turn-{}", at.timestamp())],
+    )
+}
+
+async fn recall_episodes(
+    store: &dyn MemoryStore,
+    s: &SessionId,
+    at: DateTime<Utc>,
+    q: &str,
+    limit: usize,
+) -> MemoryContext {
+    store
+        .recall(
+            s,
+            RecallQuery {
+                now: at,
+                terms: Terms::of(q),
+                limit,
+                episode_limit: limit,
+                vector: None,
+            },
+        )
+        .await
+        .expect("recall")
+}
+
+/// Episodes come back in their own list, ranked by their words, with their role, speaker and
+/// provenance; a keyed fact and an episode saying the same never take each other's place, and
+/// two episodes with the same text are both kept (an episode is never merged or superseded).
+pub async fn episodes_are_recalled_apart_from_facts_and_never_superseded(store: &dyn MemoryStore) {
+    let s = session();
+    let said = "My favourite lake is Bled, we swam there in June.";
+    commit_facts(
+        store,
+        &s,
+        vec![
+            fact(Some("favourite lake"), "Your favourite lake is Bled.", t0()),
+            episode(TurnRole::User, Some("Ana"), said, t0()),
+            episode(TurnRole::Assistant, None, "Noted.", t0()),
+            episode(TurnRole::User, Some("Ana"), said, t0() + minutes(5)),
+            episode(
+                TurnRole::User,
+                Some("Bo"),
+                "The bakery opens at seven.",
+                t0(),
+            ),
+        ],
+    )
+    .await;
+    let ctx = recall_episodes(
+        store,
+        &s,
+        t0() + minutes(10),
+        "Which lake did we swim in?",
+        5,
+    )
+    .await;
+    assert_eq!(
+        texts(&ctx),
+        ["Your favourite lake is Bled."],
+        "facts list holds facts only"
+    );
+    let episodes: Vec<(&str, Option<EpisodeData>)> = ctx
+        .episodes
+        .iter()
+        .map(|r| (r.fact.text.as_str(), EpisodeData::of(&r.fact)))
+        .collect();
+    assert_eq!(
+        episodes.len(),
+        2,
+        "both tellings, and only what matches: {episodes:?}"
+    );
+    assert!(episodes.iter().all(|(text, data)| {
+        *text == said
+            && data
+                .as_ref()
+                .is_some_and(|d| d.role == TurnRole::User && d.speaker.as_deref() == Some("Ana"))
+    }));
+    assert_eq!(
+        ctx.episodes[0].fact.observed_at,
+        t0() + minutes(5),
+        "the newer telling first"
+    );
+    assert_eq!(
+        ctx.episodes[0].fact.source_turn_ids,
+        [format!("turn-{}", (t0() + minutes(5)).timestamp())]
+    );
+    assert!(
+        ctx.episodes
+            .iter()
+            .all(|r| r.fact.kind == FactKind::Episode)
+    );
+    assert!(ctx.episodes[0].why.lexical > 0.0 && ctx.episodes[0].why.recency > 0.0);
+
+    // A fact-only recall (episode_limit 0) reads none.
+    let facts_only = recall(store, &s, t0() + minutes(10), "Which lake did we swim in?").await;
+    assert!(facts_only.episodes.is_empty());
+
+    // A newer keyed fact supersedes the fact, not the episodes.
+    commit_facts(
+        store,
+        &s,
+        vec![fact(
+            Some("favourite lake"),
+            "Your favourite lake is Ohrid.",
+            t0() + minutes(20),
+        )],
+    )
+    .await;
+    let ctx = recall_episodes(store, &s, t0() + minutes(30), "favourite lake Bled", 5).await;
+    assert_eq!(texts(&ctx), ["Your favourite lake is Ohrid."]);
+    assert_eq!(ctx.episodes.len(), 2, "episodes are kept as they were said");
+}
+
+/// Reset removes a session's episodes with everything else, and episodes are never standing
+/// items (which every turn loads whole).
+pub async fn a_reset_removes_episodes_and_standing_reads_skip_them(store: &dyn MemoryStore) {
+    let s = session();
+    commit_facts(
+        store,
+        &s,
+        (0..20)
+            .map(|i| episode(TurnRole::User, None, &format!("Walked {i} km today."), t0()))
+            .collect(),
+    )
+    .await;
+    let ctx = recall_episodes(store, &s, t0(), "walked", 50).await;
+    assert!(ctx.standing.is_empty(), "{:?}", ctx.standing);
+    assert_eq!(ctx.episodes.len(), 20);
+    let snapshot = store.snapshot(&s, t0()).await.expect("snapshot");
+    assert_eq!(snapshot.facts.len(), 20, "the memory view shows episodes");
+    let counts = store.reset(&s).await.expect("reset");
+    assert_eq!(counts.facts, 20);
+    let ctx = recall_episodes(store, &s, t0(), "walked", 50).await;
+    assert!(ctx.episodes.is_empty());
 }
