@@ -5,8 +5,10 @@
 //! (down, slow, failing, garbage) as typed errors, and how `/readyz` and `/metrics` show them.
 //!
 //! Metric counts are read as differences, under one lock: the counters are the process's.
+// Tests spawn their own servers, outside any request.
+#![allow(clippy::disallowed_methods)]
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use agent_server::config::{Config, LogFormat};
@@ -24,9 +26,9 @@ use testkit::embedding::{EmbeddingsServer, model_dir, reference};
 const TOLERANCE: f32 = 1e-4;
 const MODEL: &str = "all-MiniLM-L6-v2";
 
-fn metrics_lock() -> MutexGuard<'static, ()> {
-    static LOCK: Mutex<()> = Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+async fn metrics_lock() -> tokio::sync::MutexGuard<'static, ()> {
+    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    LOCK.lock().await
 }
 
 fn texts() -> Vec<String> {
@@ -135,7 +137,7 @@ async fn concurrently(
 
 #[actix_web::test]
 async fn in_process_vectors_match_the_numpy_reference_and_concurrent_callers_share_batches() {
-    let _metrics = metrics_lock();
+    let _metrics = metrics_lock().await;
     let recall = in_process(8).await;
     assert_eq!(recall.mode(), "semantic (in-process all-MiniLM-L6-v2)");
     let embedder = recall.embedder().unwrap();
@@ -168,7 +170,7 @@ async fn in_process_vectors_match_the_numpy_reference_and_concurrent_callers_sha
 
 #[actix_web::test]
 async fn the_endpoint_gives_the_in_process_vectors_in_batched_requests_with_key_and_trace() {
-    let _metrics = metrics_lock();
+    let _metrics = metrics_lock().await;
     let _ = telemetry::init(LogFormat::Text);
     let server = EmbeddingsServer::start(Some("sk-embed"));
     let recall = endpoint(
@@ -312,6 +314,9 @@ fn failures(metrics: &str, reason: &str) -> f64 {
     )
 }
 
+/// Whether an error is the one a fault should give.
+type Expected = fn(&EmbedError) -> bool;
+
 /// Calls `embedder` with two texts: the error, and how long it took.
 async fn fails(embedder: &Arc<dyn Embedder>) -> (EmbedError, Duration) {
     let started = Instant::now();
@@ -324,7 +329,7 @@ async fn fails(embedder: &Arc<dyn Embedder>) -> (EmbedError, Duration) {
 
 #[actix_web::test]
 async fn endpoint_faults_are_typed_errors_that_readyz_and_metrics_show_while_turns_go_on() {
-    let _metrics = metrics_lock();
+    let _metrics = metrics_lock().await;
     let server = EmbeddingsServer::start(None);
     let base_url = server.base_url();
     let (address, recall, _data) = spawn_app(|c| {
@@ -355,7 +360,7 @@ async fn endpoint_faults_are_typed_errors_that_readyz_and_metrics_show_while_tur
     let before = get(&address, "/metrics").await.1;
 
     // Each fault, its error, fast: no fault costs more than the timeout.
-    let cases: [(&str, fn(&EmbedError) -> bool); 7] = [
+    let cases: [(&str, Expected); 7] = [
         (
             "error",
             |e| matches!(e, EmbedError::Status { status: 500, message } if message.contains("injected failure")),
