@@ -1,7 +1,8 @@
 //! Both embedding providers against what we did not write: the in-process one (the `embeddings`
 //! crate behind agent-server's batching thread) against the numpy reference forward pass, and the
 //! endpoint one against that numpy pass served over HTTP (tests/python/embeddings_server.py), so
-//! the two vectors of a text come from independent implementations. Then the endpoint's faults
+//! the two vectors of a text come from independent implementations; every component within
+//! `testkit::embedding::TOLERANCE` (1e-4) of the other's. Then the endpoint's faults
 //! (down, slow, failing, garbage) as typed errors, and how `/readyz` and `/metrics` show them.
 //!
 //! Metric counts are read as differences, under one lock: the counters are the process's.
@@ -19,11 +20,8 @@ use agent_server::startup::Application;
 use agent_server::telemetry;
 use futures_util::future::join_all;
 use serde_json::Value;
-use testkit::embedding::{EmbeddingsServer, model_dir, reference};
+use testkit::embedding::{EmbeddingsServer, assert_same_vectors, model_dir, reference};
 
-/// Largest difference allowed between a component of two implementations' unit vectors (384
-/// components of about 0.05): float32 against float64 over six layers differ by about 1e-6.
-const TOLERANCE: f32 = 1e-4;
 const MODEL: &str = "all-MiniLM-L6-v2";
 
 async fn metrics_lock() -> tokio::sync::MutexGuard<'static, ()> {
@@ -63,21 +61,8 @@ fn texts() -> Vec<String> {
 }
 
 fn assert_close(ours: &[Vec<f32>], theirs: &[Vec<f32>], texts: &[String], what: &str) {
-    assert_eq!(ours.len(), texts.len(), "{what}");
-    for ((text, a), b) in texts.iter().zip(ours).zip(theirs) {
-        assert_eq!(a.len(), 384, "{what}: {text:?}");
-        let norm: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-5, "{what}: {text:?}: norm {norm}");
-        let worst = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0_f32, f32::max);
-        assert!(
-            worst < TOLERANCE,
-            "{what}: {text:?}: a component differs by {worst}"
-        );
-    }
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    assert_same_vectors(ours, theirs, &texts, what);
 }
 
 async fn in_process(batch_size: usize) -> Recall {
@@ -496,6 +481,13 @@ async fn readyz_names_the_recall_and_a_bad_model_directory_stops_the_start() {
     let (status, report) = readyz(&address).await;
     assert_eq!(status, 200);
     assert_eq!(report["recall"], serde_json::json!({"mode": "lexical"}));
+    let spec: Value = serde_json::from_str(&get(&address, "/openapi.json").await.1).unwrap();
+    for schema in ["RecallHealth", "EmbeddingsHealth"] {
+        assert!(
+            spec["components"]["schemas"][schema].is_object(),
+            "{schema} missing from /openapi.json"
+        );
+    }
 
     let (address, _recall, _data) = spawn_app(|c| {
         c.embeddings_model_dir = Some(model_dir());

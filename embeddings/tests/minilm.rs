@@ -7,12 +7,7 @@
 use std::sync::OnceLock;
 
 use embeddings::{EmbedError, SentenceModel, cosine};
-use testkit::embedding::{model_dir, reference};
-
-/// Largest difference allowed between a component of ours and of the reference. Both are unit
-/// vectors of 384 components of about 0.05; float32 (candle) against float64 (numpy) over six
-/// layers differ by about 1e-6.
-const TOLERANCE: f32 = 1e-4;
+use testkit::embedding::{assert_same_vectors, model_dir, reference};
 
 fn model() -> &'static SentenceModel {
     static MODEL: OnceLock<SentenceModel> = OnceLock::new();
@@ -56,21 +51,7 @@ fn vectors_match_an_independent_numpy_forward_pass() {
     // One batch of very different lengths, so padding and the attention mask are exercised.
     let ours = model().embed(&texts).unwrap();
     let theirs = reference(&texts);
-    assert_eq!(ours.len(), texts.len());
-    for ((text, a), b) in texts.iter().zip(&ours).zip(&theirs) {
-        assert_eq!(a.len(), 384);
-        let norm: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-5, "{text:?}: norm {norm}");
-        let worst = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0_f32, f32::max);
-        assert!(
-            worst < TOLERANCE,
-            "{text:?}: a component differs from the reference by {worst}"
-        );
-    }
+    assert_same_vectors(&ours, &theirs, &texts, "against the numpy reference");
 }
 
 #[test]

@@ -79,6 +79,32 @@ pub fn reference(texts: &[&str]) -> Vec<Vec<f32>> {
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
+/// Largest difference allowed between a component of two implementations' vectors. Both are unit
+/// vectors of 384 components of about 0.05; float32 (candle) against float64 (numpy) over six
+/// layers differ by about 1e-6.
+pub const TOLERANCE: f32 = 1e-4;
+
+/// Asserts that `ours` are the unit vectors of all-MiniLM-L6-v2 (384 dimensions) for `texts`, each
+/// within [`TOLERANCE`] of `theirs`, computed another way; `what` names the comparison.
+pub fn assert_same_vectors(ours: &[Vec<f32>], theirs: &[Vec<f32>], texts: &[&str], what: &str) {
+    assert_eq!(ours.len(), texts.len(), "{what}: one vector per text");
+    assert_eq!(theirs.len(), texts.len(), "{what}: one vector per text");
+    for ((text, a), b) in texts.iter().zip(ours).zip(theirs) {
+        assert_eq!(a.len(), 384, "{what}: {text:?}");
+        let norm: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-5, "{what}: {text:?}: norm {norm}");
+        let worst = a
+            .iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0_f32, f32::max);
+        assert!(
+            worst < TOLERANCE,
+            "{what}: {text:?}: a component differs by {worst}"
+        );
+    }
+}
+
 /// tests/python/embeddings_server.py on a free port of 127.0.0.1, stopped when dropped.
 pub struct EmbeddingsServer {
     child: Child,
