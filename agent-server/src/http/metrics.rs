@@ -147,7 +147,7 @@ impl Extractor for Headers<'_> {
     get,
     path = "/metrics",
     tag = "ops",
-    responses((status = 200, description = "Prometheus text exposition format (version 0.0.4): agentwall_http_requests_total, agentwall_http_request_duration_seconds, agentwall_http_requests_in_flight, agentwall_memory_operation_duration_seconds, agentwall_memory_dependency_duration_seconds, agentwall_memory_batch_duration_seconds, agentwall_memory_batch_size, agentwall_upstream_request_duration_seconds", content_type = "text/plain", body = String))
+    responses((status = 200, description = "Prometheus text exposition format (version 0.0.4): agentwall_http_requests_total, agentwall_http_request_duration_seconds, agentwall_http_requests_in_flight, agentwall_memory_operation_duration_seconds, agentwall_memory_dependency_duration_seconds, agentwall_memory_batch_duration_seconds, agentwall_memory_batch_size, agentwall_upstream_request_duration_seconds, agentwall_embedding_requests_total, agentwall_embedding_texts_total, agentwall_embedding_failures_total, agentwall_embedding_request_duration_seconds, agentwall_embedding_batch_size, agentwall_embedding_pending_items", content_type = "text/plain", body = String))
 )]
 pub async fn metrics_text() -> HttpResponse {
     HttpResponse::Ok()

@@ -18,6 +18,7 @@ use std::sync::Arc;
 use actix_web::{HttpRequest, web};
 
 use crate::agent::Agent;
+use crate::embed::Recall;
 use crate::error::ApiError;
 use crate::memory::responses::ResponseStore;
 
@@ -28,6 +29,8 @@ pub struct AppState {
     pub stateless: Arc<Agent>,
     /// Stored responses and conversations of the Responses API.
     pub responses: Arc<dyn ResponseStore>,
+    /// Which recall is on: lexical, or semantic with an embedding model (`/readyz` reports it).
+    pub recall: Recall,
     /// `--require-session`: a request without `X-Session-Id` is a 400.
     pub require_session: bool,
     /// `--session-from-user`: the OpenAI `user` field may name the session.

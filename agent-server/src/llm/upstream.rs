@@ -326,7 +326,7 @@ fn client() -> awc::Client {
     CLIENT.with(|c| c.get_or_init(build_client).clone())
 }
 
-fn build_client() -> awc::Client {
+pub(crate) fn build_client() -> awc::Client {
     // TCP_NODELAY on upstream connections: requests are written at once and streamed chunks are
     // small, so Nagle's algorithm would only add delay.
     let tcp = actix_tls::connect::Connector::default().service().map(
@@ -470,7 +470,7 @@ fn context_length_exceeded(status: u16, body: &[u8], message: &str) -> bool {
 }
 
 /// The message of an error body, in OpenAI's shape or the common variants of it.
-fn upstream_message(body: &[u8]) -> String {
+pub(crate) fn upstream_message(body: &[u8]) -> String {
     if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) {
         for pointer in ["/error/message", "/error", "/message", "/detail"] {
             if let Some(message) = value.pointer(pointer).and_then(|v| v.as_str()) {
@@ -486,7 +486,7 @@ fn upstream_message(body: &[u8]) -> String {
     }
 }
 
-fn clip(text: &str) -> String {
+pub(crate) fn clip(text: &str) -> String {
     if text.chars().count() <= MAX_MESSAGE_CHARS {
         return text.to_owned();
     }

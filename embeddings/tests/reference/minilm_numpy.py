@@ -6,7 +6,7 @@ own forward pass (post-LayerNorm BERT, exact erf GELU), then the attention-maske
 last layer, L2-normalised, as sentence-transformers computes it.
 
 Usage: minilm_numpy.py MODEL_DIR < texts.json > vectors.json   (a JSON list of strings in, a JSON
-list of float lists out). The tokenizer handles what the tests send (English text, accents,
+list of float lists out); or import it and embed with `Model(MODEL_DIR).embed(texts)`. The tokenizer handles what the tests send (English text, accents,
 punctuation); it does not implement BERT's handling of CJK characters.
 """
 
@@ -112,16 +112,27 @@ def linear(t, prefix, x):
     return x @ t[prefix + ".weight"].T + t[prefix + ".bias"]
 
 
-def embed(model_dir, texts):
-    model_dir = Path(model_dir)
-    config = json.loads((model_dir / "config.json").read_text())
-    max_len = json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
-    t = read_safetensors(model_dir / "model.safetensors")
-    tokenizer = WordPiece(model_dir / "vocab.txt", max_len)
-    heads, eps = config["num_attention_heads"], config["layer_norm_eps"]
-    out = []
-    for text in texts:  # one at a time: no padding, so no mask to get wrong
-        ids = np.array(tokenizer.encode(text))
+class Model:
+    """A model directory read once, to embed many batches (tests/python/embeddings_server.py)."""
+
+    def __init__(self, model_dir):
+        model_dir = Path(model_dir)
+        self.config = json.loads((model_dir / "config.json").read_text())
+        max_len = json.loads((model_dir / "sentence_bert_config.json").read_text())["max_seq_length"]
+        self.t = read_safetensors(model_dir / "model.safetensors")
+        self.tokenizer = WordPiece(model_dir / "vocab.txt", max_len)
+
+    def embed(self, texts):
+        config, t, tokenizer = self.config, self.t, self.tokenizer
+        heads, eps = config["num_attention_heads"], config["layer_norm_eps"]
+        out = []
+        for text in texts:  # one at a time: no padding, so no mask to get wrong
+            out.append(self.embed_one(tokenizer.encode(text), heads, eps))
+        return out
+
+    def embed_one(self, ids, heads, eps):
+        config, t = self.config, self.t
+        ids = np.array(ids)
         n = len(ids)
         x = (
             t["embeddings.word_embeddings.weight"][ids]
@@ -152,8 +163,11 @@ def embed(model_dir, texts):
                 eps,
             )
         mean = x.mean(0)
-        out.append((mean / max(np.linalg.norm(mean), 1e-12)).tolist())
-    return out
+        return (mean / max(np.linalg.norm(mean), 1e-12)).tolist()
+
+
+def embed(model_dir, texts):
+    return Model(model_dir).embed(texts)
 
 
 if __name__ == "__main__":
