@@ -123,6 +123,7 @@ async fn fill(store: &dyn MemoryStore, session: &SessionId, size: usize, words: 
     while written < size {
         let batch: Vec<NewFact> = (written..size.min(written + 1_000))
             .map(|i| NewFact {
+                embedding: None,
                 source_turn_ids: Vec::new(),
                 kind: FactKind::Fact,
                 key: None,

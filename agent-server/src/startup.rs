@@ -7,6 +7,7 @@ use std::sync::Arc;
 use actix_web::{App, HttpServer, dev::Server, web};
 use anyhow::Context;
 
+use crate::agent::semantic::Semantic;
 use crate::agent::{Agent, AgentOptions};
 use crate::config::Config;
 use crate::embed::Recall;
@@ -52,7 +53,14 @@ impl Application {
                 ..options
             },
         );
-        let agent = Agent::new(store, model, options);
+        let mut agent = Agent::new(store.clone(), model, options);
+        if let Some(embedder) = recall.embedder()
+            && config.memory_enabled()
+        {
+            let semantic = Semantic::new(Arc::clone(embedder));
+            semantic.start_backfill(store);
+            agent = agent.with_semantic(semantic);
+        }
         let state = web::Data::new(AppState {
             agent: std::sync::Arc::new(agent),
             stateless: Arc::new(stateless),

@@ -65,6 +65,7 @@ fn session(name: &str) -> SessionId {
 
 fn fact(key: Option<&str>, text: &str, at: DateTime<Utc>) -> NewFact {
     NewFact {
+        embedding: None,
         source_turn_ids: Vec::new(),
         kind: FactKind::Fact,
         key: key.map(str::to_owned),
@@ -123,6 +124,7 @@ async fn data_survives_closing_and_reopening_the_file() {
                 TurnWrite {
                     items: vec![user("I keep bees.", t0())],
                     facts: vec![NewFact {
+                        embedding: None,
                         source_turn_ids: vec!["D1:2".to_owned()],
                         ..fact(Some("hobby"), "I keep bees on the roof.", t0())
                     }],

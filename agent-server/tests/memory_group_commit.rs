@@ -45,6 +45,7 @@ fn turn(text: &str, epoch: Option<u64>) -> TurnWrite {
     TurnWrite {
         items: vec![WorkingItem::new(TurnRole::User, text, t0())],
         facts: vec![NewFact {
+            embedding: None,
             source_turn_ids: Vec::new(),
             kind: FactKind::Fact,
             key: Some(format!("key {text}")),

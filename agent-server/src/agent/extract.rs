@@ -199,6 +199,7 @@ impl FactExtractor {
             let trigger = c["t"].trim().to_owned();
             let reply = trim_sentence(&c["r"]).to_owned();
             return vec![Learned::Item(NewFact {
+                embedding: None,
                 source_turn_ids: Vec::new(),
                 kind: FactKind::Rule,
                 key: Some(format!("rule:{}", normalize_key(&trigger))),
@@ -275,6 +276,7 @@ fn keyed_fact(s: &str, now: DateTime<Utc>) -> Option<NewFact> {
 fn plain_fact(key: Option<String>, text: &str, now: DateTime<Utc>, importance: f32) -> NewFact {
     let text = dates::absolutize(text, now).unwrap_or_else(|| text.to_owned());
     NewFact {
+        embedding: None,
         source_turn_ids: Vec::new(),
         kind: FactKind::Fact,
         key,
@@ -288,6 +290,7 @@ fn plain_fact(key: Option<String>, text: &str, now: DateTime<Utc>, importance: f
 
 fn reminder(s: &str, now: DateTime<Utc>) -> Option<NewFact> {
     let timed = |task: &str, due: DateTime<Utc>| NewFact {
+        embedding: None,
         source_turn_ids: Vec::new(),
         kind: FactKind::Reminder,
         key: None,
@@ -312,6 +315,7 @@ fn reminder(s: &str, now: DateTime<Utc>) -> Option<NewFact> {
         let n = parse_ordinal(&c["ord"])?;
         let word = trim_sentence(&c["w"]).to_owned();
         return Some(NewFact {
+            embedding: None,
             source_turn_ids: Vec::new(),
             kind: FactKind::Reminder,
             key: None,

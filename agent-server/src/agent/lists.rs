@@ -108,6 +108,7 @@ pub fn apply_edits(edits: &[ListEdit], known: &[&Fact], now: DateTime<Utc>) -> V
     touched
         .into_iter()
         .map(|(list, state)| NewFact {
+            embedding: None,
             source_turn_ids: Vec::new(),
             kind: FactKind::Fact,
             key: Some(list_key(&list)),

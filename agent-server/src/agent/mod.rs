@@ -25,6 +25,7 @@ pub mod language;
 pub mod lists;
 pub mod promote;
 pub mod relay;
+pub mod semantic;
 pub mod standing;
 
 use std::sync::Arc;
@@ -39,14 +40,15 @@ use crate::llm::upstream::reply_text;
 use crate::llm::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt};
 use crate::memory::ranking::Terms;
 use crate::memory::{
-    EpisodeData, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled, TurnRole,
-    TurnWrite, WorkingItem,
+    EpisodeData, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
+    StoredFact, TurnRole, TurnWrite, WorkingItem,
 };
 use crate::telemetry::{metrics, sampling};
 use extract::{FactExtractor, Learned};
 use language::to_second_person;
 use promote::PromotionEngine;
 pub use relay::{StreamEvent, TurnStream};
+use semantic::Semantic;
 use standing::Agenda;
 use tracing::Instrument as _;
 use tracing::field::Empty;
@@ -147,6 +149,9 @@ pub struct PreparedTurn {
     /// The user text's content words: worked out once, for recall and the stored working item.
     user_terms: Terms,
     memory: MemoryContext,
+    /// The user text's embedding, when semantic recall is on: recall's query, and the vector of
+    /// the turn's user episode.
+    query_vector: Option<Arc<[f32]>>,
     facts: Vec<NewFact>,
     acknowledgements: Vec<Acknowledgement>,
     agenda: Agenda,
@@ -174,6 +179,8 @@ pub struct Agent {
     memory_enabled: bool,
     recall_limit: usize,
     episodes: bool,
+    /// Semantic recall, when an embedder is configured.
+    semantic: Option<Semantic>,
     extractor: FactExtractor,
     promotion: PromotionEngine,
 }
@@ -223,9 +230,37 @@ impl Agent {
             memory_enabled: options.memory,
             recall_limit: options.recall_limit,
             episodes: options.episodes,
+            semantic: None,
             extractor: FactExtractor,
             promotion: PromotionEngine::default(),
         }
+    }
+
+    /// The same agent with semantic recall: queries and new items are embedded with `semantic`.
+    pub fn with_semantic(mut self, semantic: Semantic) -> Self {
+        self.semantic = Some(semantic);
+        self
+    }
+
+    /// The query's embedding, when semantic recall is on and the embedder answers.
+    async fn query_vector(&self, text: &str) -> Option<Arc<[f32]>> {
+        match &self.semantic {
+            Some(semantic) => semantic.query(text).await,
+            None => None,
+        }
+    }
+
+    /// Writes facts outside a turn (the control plane's inject), embedded first when semantic
+    /// recall is on.
+    pub async fn inject(
+        &self,
+        session: &SessionId,
+        mut facts: Vec<NewFact>,
+    ) -> Result<Vec<StoredFact>, AgentError> {
+        if let Some(semantic) = &self.semantic {
+            semantic.embed_new(&mut facts, None).await;
+        }
+        Ok(self.store.inject(session, facts).await?)
     }
 
     pub fn store(&self) -> &Arc<dyn MemoryStore> {
@@ -288,6 +323,11 @@ impl Agent {
             Terms::default()
         };
         // 1. recall
+        let query_vector = if self.memory_enabled {
+            self.query_vector(&input.user_text).await
+        } else {
+            None
+        };
         let memory = if self.memory_enabled {
             let span = step_span!(
                 "recall",
@@ -302,7 +342,7 @@ impl Agent {
                 terms: user_terms.clone(),
                 limit: self.recall_limit,
                 episode_limit: self.episode_limit(self.recall_limit),
-                vector: None,
+                vector: query_vector.clone(),
             };
             let started = Instant::now();
             let result = self
@@ -326,6 +366,7 @@ impl Agent {
                 input,
                 user_terms,
                 memory,
+                query_vector,
                 facts: Vec::new(),
                 acknowledgements: Vec::new(),
                 agenda: Agenda::default(),
@@ -349,6 +390,7 @@ impl Agent {
             input,
             user_terms,
             memory,
+            query_vector,
             facts,
             acknowledgements,
             agenda,
@@ -394,6 +436,7 @@ impl Agent {
             input,
             user_terms,
             memory,
+            query_vector,
             mut facts,
             agenda,
             leftovers,
@@ -444,6 +487,13 @@ impl Agent {
         if self.episodes {
             facts.extend(episodes(&items, speaker, &provenance));
         }
+        if let Some(semantic) = &self.semantic {
+            let user = items.iter().find(|i| i.role == TurnRole::User);
+            let known = user
+                .zip(query_vector.as_ref())
+                .map(|(u, v)| (u.text.as_str(), v));
+            semantic.embed_new(&mut facts, known).await;
+        }
         let write = TurnWrite {
             items,
             facts,
@@ -487,7 +537,7 @@ impl Agent {
             terms: Terms::of(text),
             limit,
             episode_limit: self.episode_limit(limit),
-            vector: None,
+            vector: self.query_vector(text).await,
         };
         let started = Instant::now();
         let result = self.store.recall(session, query).await;

@@ -159,6 +159,7 @@ impl PromotionEngine {
                     }
                 };
                 let fact = NewFact {
+                    embedding: None,
                     source_turn_ids: Vec::new(),
                     kind: FactKind::Fact,
                     key: None,
@@ -267,6 +268,7 @@ mod tests {
     fn recalled(text: &str, source: FactSource) -> Recalled {
         Recalled {
             fact: crate::memory::Fact::from_new(NewFact {
+                embedding: None,
                 source_turn_ids: Vec::new(),
                 kind: FactKind::Fact,
                 key: None,

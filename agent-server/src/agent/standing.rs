@@ -94,6 +94,7 @@ fn reminder(fact: &Fact, now: DateTime<Utc>, agenda: &mut Agenda) {
             let mut data = data.clone();
             data["replies_left"] = (left - 1).into();
             agenda.renew.push(NewFact {
+                embedding: None,
                 source_turn_ids: Vec::new(),
                 kind: fact.kind,
                 key: fact.key.clone(),
@@ -115,6 +116,7 @@ mod tests {
 
     fn standing(kind: FactKind, key: Option<&str>, data: serde_json::Value) -> Fact {
         Fact::from_new(NewFact {
+            embedding: None,
             source_turn_ids: Vec::new(),
             kind,
             key: key.map(str::to_owned),

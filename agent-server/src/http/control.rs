@@ -149,6 +149,7 @@ pub async fn inject(
             None => evident_key(&text, observed_at),
         };
         facts.push(NewFact {
+            embedding: None,
             source_turn_ids,
             kind: FactKind::Fact,
             key,
@@ -159,7 +160,7 @@ pub async fn inject(
             source: FactSource::Injected,
         });
     }
-    let stored = state.agent.store().inject(&ctx.session, facts).await?;
+    let stored = state.agent.inject(&ctx.session, facts).await?;
     Ok(HttpResponse::Ok().json(InjectResponse {
         session_id: ctx.session.to_string(),
         injected: stored

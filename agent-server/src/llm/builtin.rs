@@ -425,6 +425,7 @@ mod tests {
     fn recalled(key: Option<&str>, text: &str) -> Recalled {
         Recalled {
             fact: Fact::from_new(NewFact {
+                embedding: None,
                 source_turn_ids: Vec::new(),
                 kind: FactKind::Fact,
                 key: key.map(str::to_owned),

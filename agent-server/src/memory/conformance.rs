@@ -85,6 +85,7 @@ fn session() -> SessionId {
 
 fn fact(key: Option<&str>, text: &str, at: DateTime<Utc>) -> NewFact {
     NewFact {
+        embedding: None,
         source_turn_ids: Vec::new(),
         kind: FactKind::Fact,
         key: key.map(normalize_key),
@@ -467,6 +468,7 @@ pub async fn recency_breaks_ties_between_equal_matches(store: &dyn MemoryStore) 
 pub async fn standing_items_are_always_loaded_and_retire(store: &dyn MemoryStore) {
     let s = session();
     let rule = NewFact {
+        embedding: None,
         source_turn_ids: Vec::new(),
         kind: FactKind::Rule,
         key: Some("rule:banana".into()),
@@ -477,6 +479,7 @@ pub async fn standing_items_are_always_loaded_and_retire(store: &dyn MemoryStore
         source: FactSource::Extracted,
     };
     let reminder = NewFact {
+        embedding: None,
         source_turn_ids: Vec::new(),
         kind: FactKind::Reminder,
         key: None,
@@ -528,6 +531,7 @@ pub async fn facts_round_trip_every_field(store: &dyn MemoryStore) {
         .unwrap()
         .to_utc();
     let new = NewFact {
+        embedding: None,
         source_turn_ids: Vec::new(),
         kind: FactKind::Fact,
         key: Some("flight date".into()),
@@ -958,6 +962,7 @@ pub async fn a_restatement_of_a_fact_that_is_not_there_is_stored_anew(store: &dy
             vec![
                 fact(Some("pet"), "My pet is a dog.", t0()),
                 NewFact {
+                    embedding: None,
                     source_turn_ids: Vec::new(),
                     kind: FactKind::Rule,
                     ..fact(None, "Whenever I say banana, reply mango.", t0())

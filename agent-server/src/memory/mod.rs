@@ -203,6 +203,9 @@ pub struct NewFact {
     /// Provenance: ids of the turns it came from (`X-Turn-Id`), oldest first; empty when the
     /// client named none.
     pub source_turn_ids: Vec<String>,
+    /// Its text's embedding (L2-normalised), when semantic recall is on and the embedder
+    /// answered; `None` leaves it to the backfill ([`MemoryStore::unembedded`]).
+    pub embedding: Option<Arc<[f32]>>,
 }
 
 /// A stored long-term item.
@@ -298,6 +301,7 @@ impl NewFact {
             importance: 0.5,
             source,
             source_turn_ids,
+            embedding: None,
         }
     }
 }
@@ -450,6 +454,7 @@ impl Restatement {
     /// The statement as a new fact: what is stored when the fact it restates is gone.
     pub fn as_new_fact(&self) -> NewFact {
         NewFact {
+            embedding: None,
             kind: FactKind::Fact,
             key: None,
             text: self.text.clone(),
@@ -571,6 +576,28 @@ pub trait MemoryStore: Send + Sync + 'static {
 
     /// One entry per backing dependency, for `/readyz`.
     async fn health(&self) -> Vec<DependencyHealth>;
+
+    /// Facts and episodes of any session that have no embedding yet, at most `limit`, oldest
+    /// written first, with how many there are in all: what the backfill still owes
+    /// (crate::agent::backfill).
+    async fn unembedded(&self, limit: usize) -> Result<Unembedded, MemoryError>;
+
+    /// Stores the embeddings of items of `session`, by id; an id the session no longer holds is
+    /// skipped (the item was retired meanwhile).
+    async fn set_embeddings(
+        &self,
+        session: &SessionId,
+        vectors: Vec<(Uuid, Arc<[f32]>)>,
+    ) -> Result<(), MemoryError>;
+}
+
+/// Items waiting for an embedding ([`MemoryStore::unembedded`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Unembedded {
+    /// `(session, id, text)` of the first ones.
+    pub items: Vec<(SessionId, Uuid, String)>,
+    /// How many there are in all.
+    pub total: u64,
 }
 
 /// Canonical form of a supersession key: lower case, inner whitespace collapsed, trimmed of
@@ -605,6 +632,7 @@ mod tests {
     #[test]
     fn new_fact_ids_are_time_ordered() {
         let new = || NewFact {
+            embedding: None,
             source_turn_ids: Vec::new(),
             kind: FactKind::Fact,
             key: None,

@@ -164,6 +164,32 @@ pub struct Candidate {
     pub vector: Option<f64>,
 }
 
+/// The candidates of one list: those lexical search found (with their relevance) and those
+/// similarity found (with their similarity), each item once with every score it has. An item
+/// found lexically only is given no similarity here: the backend that knows it passes it in
+/// `similar`.
+pub fn candidates(lexical: Vec<(Fact, f64)>, similar: Vec<(Fact, f64)>) -> Vec<Candidate> {
+    let mut found: Vec<Candidate> = lexical
+        .into_iter()
+        .map(|(fact, score)| Candidate {
+            fact,
+            lexical: Some(score),
+            vector: None,
+        })
+        .collect();
+    for (fact, similarity) in similar {
+        match found.iter_mut().find(|c| c.fact.id == fact.id) {
+            Some(candidate) => candidate.vector = Some(similarity),
+            None => found.push(Candidate {
+                fact,
+                lexical: None,
+                vector: Some(similarity),
+            }),
+        }
+    }
+    found
+}
+
 /// Ranks candidates found by two signals together: reciprocal rank fusion of the lexical and the
 /// vector ranking, times recency; best `limit` first.
 ///

@@ -295,6 +295,7 @@ mod tests {
 
     fn keyed(key: &str, text: &str, minute: i64) -> NewFact {
         NewFact {
+            embedding: None,
             source_turn_ids: Vec::new(),
             kind: FactKind::Fact,
             key: Some(key.to_owned()),

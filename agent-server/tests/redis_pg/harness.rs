@@ -85,6 +85,7 @@ pub fn session() -> SessionId {
 
 pub fn fact(key: Option<&str>, text: &str) -> NewFact {
     NewFact {
+        embedding: None,
         source_turn_ids: Vec::new(),
         kind: FactKind::Fact,
         key: key.map(str::to_owned),

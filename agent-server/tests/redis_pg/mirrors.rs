@@ -125,6 +125,7 @@ async fn recall_after_every_kind_of_write_is_what_a_fresh_server_reads() {
         ..TurnWrite::default()
     };
     let new = |key: Option<&str>, kind: FactKind, text: &str, minutes: i64| NewFact {
+        embedding: None,
         source_turn_ids: Vec::new(),
         kind,
         observed_at: at(minutes),

@@ -68,6 +68,7 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
             for start in (0..n).step_by(1_000) {
                 let batch = (start..n.min(start + 1_000))
                     .map(|i| NewFact {
+                        embedding: None,
                         source_turn_ids: Vec::new(),
                         kind: FactKind::Fact,
                         key: None,
@@ -182,6 +183,7 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
     let keyed = |kind: FactKind, text: &str| TurnWrite {
         items: vec![user(text)],
         facts: vec![NewFact {
+            embedding: None,
             source_turn_ids: Vec::new(),
             kind,
             ..fact(Some("locker"), text)
@@ -230,6 +232,7 @@ async fn batches_find_rows_through_an_index_with_or_without_statistics() {
         let session = SessionId::parse(&format!("lookup-{s}")).unwrap();
         let facts = (0..100)
             .map(|i| NewFact {
+                embedding: None,
                 source_turn_ids: Vec::new(),
                 kind: FactKind::Fact,
                 key: (i % 4 == 0).then(|| format!("key-{i}")),

@@ -51,6 +51,7 @@ async fn times_round_trip_to_the_nanosecond_and_nul_does_not_fail_a_turn() {
             TurnWrite {
                 items: vec![item.clone()],
                 facts: vec![NewFact {
+                    embedding: None,
                     source_turn_ids: Vec::new(),
                     observed_at: at,
                     ..fact(Some("odd\u{0}key"), "A fact with a \u{0} inside.")

@@ -51,6 +51,8 @@ pub(super) struct SessionMemory {
     /// list's BM25 statistics are its own and a turn's recalled facts keep their ranking.
     episodes: HashMap<i64, Fact>,
     episode_index: LexicalIndex,
+    /// Embeddings of facts and episodes, by row id; an item without one is found lexically only.
+    vectors: HashMap<i64, Arc<[f32]>>,
     /// Rules and reminders by `(observed_at in µs, row id)`, the order recall returns them in.
     standing: BTreeMap<(i64, i64), Fact>,
     /// Where each fact of any kind is, for deletes by id.
@@ -73,6 +75,8 @@ pub(super) struct StoredRow {
     /// The fact's text analysed for the lexical index already (by the request that wrote it, so
     /// not by the writer thread that applies the change); `None` to analyse it here.
     pub analyzed: Option<Arc<Analyzed>>,
+    /// Its embedding, when it has one.
+    pub embedding: Option<Arc<[f32]>>,
 }
 
 /// What one committed job changed in one session: the store's [`Resolved`] writes
@@ -93,6 +97,8 @@ pub(super) struct SessionChange {
     pub added: Vec<StoredRow>,
     /// Working items inserted, with their `seq`.
     pub items: Vec<(i64, WorkingItem)>,
+    /// Embeddings stored for items the session holds, by id.
+    pub embedded: Vec<(Uuid, Arc<[f32]>)>,
 }
 
 impl SessionMemory {
@@ -117,7 +123,12 @@ impl SessionMemory {
     }
 
     pub(super) fn add_fact(&mut self, row: StoredRow) {
-        let StoredRow { pk, fact, analyzed } = row;
+        let StoredRow {
+            pk,
+            fact,
+            analyzed,
+            embedding,
+        } = row;
         let (index, items, location) = match fact.kind {
             FactKind::Fact => (&mut self.index, &mut self.facts, Location::Fact(pk)),
             FactKind::Episode => (
@@ -136,6 +147,9 @@ impl SessionMemory {
             Some(text) => index.insert_analyzed(pk, &text),
             None => index.insert(pk, &fact.text),
         }
+        if let Some(vector) = embedding {
+            self.vectors.insert(pk, vector);
+        }
         self.locations.insert(fact.id, location);
         items.insert(pk, fact);
     }
@@ -145,10 +159,12 @@ impl SessionMemory {
             Some(Location::Fact(pk)) => {
                 self.index.remove(pk);
                 self.facts.remove(&pk);
+                self.vectors.remove(&pk);
             }
             Some(Location::Episode(pk)) => {
                 self.episode_index.remove(pk);
                 self.episodes.remove(&pk);
+                self.vectors.remove(&pk);
             }
             Some(Location::Standing(key)) => {
                 self.standing.remove(&key);
@@ -170,8 +186,10 @@ impl SessionMemory {
             return;
         };
         if let Some(text) = update.text {
-            // `insert` replaces what `pk` held.
+            // `insert` replaces what `pk` held; the embedding was of the old text (the commit
+            // cleared it, for the backfill to embed the new one).
             self.index.insert(pk, &text);
+            self.vectors.remove(&pk);
             fact.text = text;
         }
         fact.observed_at = update.observed_at;
@@ -204,6 +222,11 @@ impl SessionMemory {
         for row in change.added {
             self.add_fact(row);
         }
+        for (id, vector) in change.embedded {
+            if let Some(Location::Fact(pk) | Location::Episode(pk)) = self.locations.get(&id) {
+                self.vectors.insert(*pk, vector);
+            }
+        }
         let had_items = !change.items.is_empty();
         for (seq, item) in change.items {
             self.push_item(seq, item);
@@ -232,15 +255,24 @@ impl SessionMemory {
             newest + keys[newest..].partition_point(|(at, _)| cutoff.is_some_and(|c| *at <= c));
         let working = WorkingMemory::shared(self.working.clone(), first_live..keys.len());
 
-        let facts = lexical_best(&self.index, &self.facts, terms, query.limit, config, now);
-        let episodes = lexical_best(
-            &self.episode_index,
-            &self.episodes,
-            terms,
-            query.episode_limit,
-            config,
-            now,
-        );
+        let best =
+            |index: &LexicalIndex, items: &HashMap<i64, Fact>, limit: usize| match &query.vector {
+                None => lexical_best(index, items, terms, limit, config, now),
+                Some(vector) => fused_best(
+                    Searched {
+                        index,
+                        items,
+                        vectors: &self.vectors,
+                    },
+                    terms,
+                    vector,
+                    limit,
+                    config,
+                    now,
+                ),
+            };
+        let facts = best(&self.index, &self.facts, query.limit);
+        let episodes = best(&self.episode_index, &self.episodes, query.episode_limit);
 
         MemoryContext {
             working,
@@ -295,6 +327,97 @@ fn lexical_best(
     });
     recalled.truncate(limit);
     recalled
+}
+
+/// One list of a session's items (its facts, or its episodes) as recall searches it.
+struct Searched<'a> {
+    index: &'a LexicalIndex,
+    items: &'a HashMap<i64, Fact>,
+    /// The session's embeddings (of both lists), by row id.
+    vectors: &'a HashMap<i64, Arc<[f32]>>,
+}
+
+/// The best `limit` items for the query's words and its embedding: the lexical pool and the
+/// pool of the most similar embeddings, fused ([`ranking::fuse`]). Similarity is computed with
+/// every embedded item of the list: a scan that grows with the session (see
+/// docs/results/memory-benchmarks.md for what it costs and where an index would take over).
+fn fused_best(
+    searched: Searched<'_>,
+    terms: &[String],
+    vector: &[f32],
+    limit: usize,
+    config: &MemoryConfig,
+    now: DateTime<Utc>,
+) -> Vec<Recalled> {
+    if limit == 0 {
+        return Vec::new();
+    }
+    let pool = ranking::candidate_pool(limit.min(usize::MAX / 8));
+    let mut candidates: HashMap<i64, ranking::Candidate> = HashMap::new();
+    if !terms.is_empty() {
+        let mut lexical: Vec<(i64, f64)> = searched
+            .index
+            .search(terms)
+            .into_iter()
+            .filter(|(pk, _)| searched.items.contains_key(pk))
+            .collect();
+        top(&mut lexical, pool);
+        for (pk, score) in lexical {
+            candidates.insert(
+                pk,
+                ranking::Candidate {
+                    fact: searched.items[&pk].clone(),
+                    lexical: Some(score),
+                    vector: None,
+                },
+            );
+        }
+    }
+    let mut similar: Vec<(i64, f64)> = searched
+        .items
+        .keys()
+        .filter_map(|pk| {
+            let similarity = ranking::cosine(searched.vectors.get(pk)?, vector)?;
+            Some((*pk, similarity))
+        })
+        .collect();
+    top(&mut similar, pool);
+    for (pk, similarity) in similar {
+        candidates
+            .entry(pk)
+            .or_insert_with(|| ranking::Candidate {
+                fact: searched.items[&pk].clone(),
+                lexical: None,
+                vector: None,
+            })
+            .vector = Some(similarity);
+    }
+    // A lexical candidate outside the similarity pool still has a similarity: give it, so
+    // fusion ranks it by both.
+    for (pk, candidate) in &mut candidates {
+        if candidate.vector.is_none() {
+            candidate.vector = searched
+                .vectors
+                .get(pk)
+                .and_then(|v| ranking::cosine(v, vector));
+        }
+    }
+    ranking::fuse(
+        candidates.into_values().collect(),
+        now,
+        config.recency_half_life,
+        limit,
+    )
+}
+
+/// Keeps the `n` best `(row id, score)` pairs, best first (ties by row id, newest first).
+fn top(scored: &mut Vec<(i64, f64)>, n: usize) {
+    let order = |a: &(i64, f64), b: &(i64, f64)| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0));
+    if scored.len() > n {
+        scored.select_nth_unstable_by(n, order);
+        scored.truncate(n);
+    }
+    scored.sort_by(order);
 }
 
 /// A shared, lockable session.
@@ -446,6 +569,7 @@ mod tests {
         StoredRow {
             pk,
             analyzed: None,
+            embedding: None,
             fact: Fact {
                 source_turn_ids: Vec::new(),
                 id: Uuid::new_v4(),

@@ -54,8 +54,9 @@ use self::cache::{SessionCache, SharedSession};
 use self::writer::WriterContext;
 use super::{
     MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, ResetCounts,
-    Snapshot, StoredFact, TurnWrite,
+    Snapshot, StoredFact, TurnWrite, Unembedded,
 };
+use uuid::Uuid;
 
 /// The dependency name in errors and health reports.
 const DEPENDENCY: &str = "embedded";
@@ -341,6 +342,21 @@ impl MemoryStore for EmbeddedStore {
     ) -> Result<Snapshot, MemoryError> {
         let (config, session) = (self.config, session.as_str().to_owned());
         self.read(move |conn| ops::snapshot(conn, &config, &session, now))
+            .await
+    }
+
+    async fn unembedded(&self, limit: usize) -> Result<Unembedded, MemoryError> {
+        self.read(move |conn| ops::unembedded(conn, limit)).await
+    }
+
+    async fn set_embeddings(
+        &self,
+        session: &SessionId,
+        vectors: Vec<(Uuid, Arc<[f32]>)>,
+    ) -> Result<(), MemoryError> {
+        let session = session.as_str().to_owned();
+        self.writer
+            .write(move |conn, _| ops::set_embeddings(conn, &session, &vectors))
             .await
     }
 

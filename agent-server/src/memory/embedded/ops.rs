@@ -19,8 +19,9 @@ use crate::memory::lexical::Analyzed;
 use crate::memory::writes::{FactWrites, Resolved, StoredForm, StoredKeyed, StoredUnkeyed};
 use crate::memory::{
     Fact, MemoryConfig, MemoryError, NewFact, ResetCounts, Restatement, Snapshot, StoredFact,
-    TurnRole, TurnWrite, WorkingItem,
+    TurnRole, TurnWrite, Unembedded, WorkingItem,
 };
+use protocol::SessionId;
 
 /// Columns of `facts` in the order [`RawFact::from_row`] reads them, prefixed by the alias `f.`.
 const FACT_COLUMNS: &str =
@@ -40,19 +41,24 @@ pub(super) fn load_session(
 
     let mut stmt = conn
         .prepare_cached(&format!(
-            "SELECT {FACT_COLUMNS}, f.pk FROM facts AS f WHERE f.session_id = ?1"
+            "SELECT {FACT_COLUMNS}, f.pk, f.embedding FROM facts AS f WHERE f.session_id = ?1"
         ))
         .map_err(sqlite_error)?;
     let rows = stmt
         .query_map([session], |row| {
-            Ok((RawFact::from_row(row)?, row.get::<_, i64>(9)?))
+            Ok((
+                RawFact::from_row(row)?,
+                row.get::<_, i64>(9)?,
+                row.get::<_, Option<Vec<u8>>>(10)?,
+            ))
         })
         .map_err(sqlite_error)?;
     for row in rows {
-        let (raw, pk) = row.map_err(sqlite_error)?;
+        let (raw, pk, embedding) = row.map_err(sqlite_error)?;
         memory.add_fact(StoredRow {
             pk,
             analyzed: None,
+            embedding: embedding.as_deref().and_then(embedding_from_column),
             fact: raw.into_fact()?,
         });
     }
@@ -105,7 +111,12 @@ pub(super) fn commit_turn(
     };
     let mut writes = resolver(conn, session, &turn.facts, &turn.restate)?;
     let stored = writes.turn(session, turn);
-    apply_writes(conn, writes.finish(), &stored, analyzed, &mut change)?;
+    let written = Written {
+        stored: &stored,
+        facts: &turn.facts,
+        analyzed,
+    };
+    apply_writes(conn, writes.finish(), written, &mut change)?;
 
     if !turn.items.is_empty() {
         let mut insert = conn
@@ -171,7 +182,12 @@ pub(super) fn inject(
     };
     let mut writes = resolver(conn, session, facts, &[])?;
     let stored = writes.add(session, facts);
-    apply_writes(conn, writes.finish(), &stored, analyzed, &mut change)?;
+    let written = Written {
+        stored: &stored,
+        facts,
+        analyzed,
+    };
+    apply_writes(conn, writes.finish(), written, &mut change)?;
     Ok((stored, change))
 }
 
@@ -212,8 +228,81 @@ pub(super) fn reset(
 
 /// Inserts one fact; the statement every fact write runs.
 pub(super) const INSERT_FACT: &str = "INSERT INTO facts
-     (id, session_id, kind, key, text, data, observed_at, importance, source, source_turn_ids)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)";
+     (id, session_id, kind, key, text, data, observed_at, importance, source, source_turn_ids,
+      embedding)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)";
+
+/// An embedding as the `embedding` column holds it: its f32s, little-endian.
+fn embedding_column(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The inverse of [`embedding_column`]; `None` for a blob that is not whole f32s.
+fn embedding_from_column(blob: &[u8]) -> Option<Arc<[f32]>> {
+    (blob.len() % 4 == 0 && !blob.is_empty()).then(|| {
+        blob.chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect()
+    })
+}
+
+/// Facts and episodes without an embedding: the first `limit` by write order, and the count.
+pub(super) fn unembedded(conn: &Connection, limit: usize) -> Result<Unembedded, MemoryError> {
+    const PENDING: &str = "embedding IS NULL AND (kind = 'fact' OR kind = 'episode')";
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT count(*) FROM facts WHERE {PENDING}"))
+        .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+        .map_err(sqlite_error)?;
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT session_id, id, text FROM facts WHERE {PENDING} ORDER BY pk LIMIT ?1"
+        ))
+        .map_err(sqlite_error)?;
+    let rows = stmt
+        .query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
+            Ok((
+                row.get::<_, String>(0)?,
+                row.get::<_, String>(1)?,
+                row.get::<_, String>(2)?,
+            ))
+        })
+        .map_err(sqlite_error)?;
+    let mut items = Vec::new();
+    for row in rows {
+        let (session, id, text) = row.map_err(sqlite_error)?;
+        let session = SessionId::parse(&session)
+            .map_err(|e| corrupt(format!("session id {session:?}: {e}")))?;
+        items.push((session, parse_id(&id)?, text));
+    }
+    Ok(Unembedded {
+        items,
+        total: u64::try_from(total).unwrap_or_default(),
+    })
+}
+
+/// Stores embeddings of `session`'s items; inside the writer's batch.
+pub(super) fn set_embeddings(
+    conn: &Connection,
+    session: &str,
+    vectors: &[(Uuid, Arc<[f32]>)],
+) -> Result<((), SessionChange), MemoryError> {
+    let mut change = SessionChange {
+        session: session.to_owned(),
+        ..SessionChange::default()
+    };
+    let mut update = conn
+        .prepare_cached("UPDATE facts SET embedding = ?3 WHERE session_id = ?1 AND id = ?2")
+        .map_err(sqlite_error)?;
+    for (id, vector) in vectors {
+        let changed = update
+            .execute(params![session, id.to_string(), embedding_column(vector)])
+            .map_err(sqlite_error)?;
+        if changed > 0 {
+            change.embedded.push((*id, Arc::clone(vector)));
+        }
+    }
+    Ok(((), change))
+}
 
 /// What the cache's lexical indexes need of each of `facts` (`None` for rules and reminders,
 /// which they do not index): worked out by the request, before its write is queued, so that the writer
@@ -297,13 +386,25 @@ const STORED_FORM: StoredForm = StoredForm {
 /// Applies a job's resolved writes and records them in `change`. `stored` is what the resolver
 /// returned for the job, whose first entries are for the facts `analyzed` (see [`analyze`]) was
 /// worked out for.
+/// A job's facts as the resolver numbered them: `stored[i]` is `facts[i]`, whose text's analysis
+/// is `analyzed[i]` (restatements follow the facts in `stored`, with neither).
+struct Written<'a> {
+    stored: &'a [StoredFact],
+    facts: &'a [NewFact],
+    analyzed: &'a [Option<Arc<Analyzed>>],
+}
+
 fn apply_writes(
     conn: &Connection,
     resolved: Resolved<'_>,
-    stored: &[StoredFact],
-    analyzed: &[Option<Arc<Analyzed>>],
+    written: Written<'_>,
     change: &mut SessionChange,
 ) -> Result<(), MemoryError> {
+    let Written {
+        stored,
+        facts,
+        analyzed,
+    } = written;
     let Resolved {
         retire,
         replaced,
@@ -325,7 +426,9 @@ fn apply_writes(
         let mut update = conn
             .prepare_cached(
                 "UPDATE facts SET text = coalesce(?3, text), observed_at = ?4, importance = ?5,
-                 source = ?6, source_turn_ids = ?7 WHERE session_id = ?1 AND id = ?2",
+                 source = ?6, source_turn_ids = ?7,
+                 embedding = CASE WHEN ?3 IS NULL THEN embedding END
+                 WHERE session_id = ?1 AND id = ?2",
             )
             .map_err(sqlite_error)?;
         for (session, id, new) in updates {
@@ -351,8 +454,14 @@ fn apply_writes(
         .zip(analyzed)
         .filter_map(|(stored, analysis)| Some((stored.id, analysis.as_ref()?)))
         .collect();
+    let embeddings: HashMap<Uuid, &Arc<[f32]>> = stored
+        .iter()
+        .zip(facts)
+        .filter_map(|(stored, fact)| Some((stored.id, fact.embedding.as_ref()?)))
+        .collect();
     let mut insert = conn.prepare_cached(INSERT_FACT).map_err(sqlite_error)?;
     for (session, fact) in inserts {
+        let embedding = embeddings.get(&fact.id).copied();
         let data = fact
             .data
             .as_ref()
@@ -374,11 +483,13 @@ fn apply_writes(
                 f64::from(fact.importance),
                 fact.source.as_str(),
                 turn_ids_column(&fact.source_turn_ids),
+                embedding.map(|v| embedding_column(v)),
             ])
             .map_err(sqlite_error)?;
         change.added.push(StoredRow {
             pk: conn.last_insert_rowid(),
             analyzed: analyses.get(&fact.id).map(|a| Arc::clone(a)),
+            embedding: embedding.map(|v| Arc::clone(v)),
             fact,
         });
     }

@@ -466,7 +466,8 @@ mod tests {
                     20,
                     0.5,
                     source,
-                    None::<String>
+                    None::<String>,
+                    None::<Vec<u8>>
                 ],
             )
         };
@@ -478,7 +479,7 @@ mod tests {
         let program: Vec<String> = conn
             .prepare(&format!("EXPLAIN {}", super::super::ops::INSERT_FACT))
             .unwrap()
-            .query_map([None::<i64>; 10], |r| r.get(1))
+            .query_map([None::<i64>; 11], |r| r.get(1))
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();

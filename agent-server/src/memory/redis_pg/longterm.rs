@@ -3,7 +3,8 @@
 //! ordering across Postgres and Redis, and timeouts, are decided in `super`.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::LazyLock;
+use std::fmt::Write as _;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -14,7 +15,7 @@ use tokio_postgres::{NoTls, Row};
 use uuid::Uuid;
 
 use crate::memory::writes::{FactUpdate, Resolved, StoredForm, StoredKeyed, StoredUnkeyed};
-use crate::memory::{Fact, MemoryError};
+use crate::memory::{Fact, MemoryError, Unembedded};
 
 pub(super) const DEPENDENCY: &str = "postgres";
 
@@ -387,6 +388,7 @@ const RETIRE_SQL: &str = "DELETE FROM agentwall_facts AS f
 pub(super) async fn apply_fact_writes(
     tx: &deadpool_postgres::Transaction<'_>,
     writes: Resolved<'_>,
+    embeddings: &HashMap<Uuid, Arc<[f32]>>,
 ) -> Result<(), MemoryError> {
     if !writes.retire.is_empty() {
         let stmt = tx.prepare_cached(RETIRE_SQL).await.map_err(pg_error)?;
@@ -414,16 +416,18 @@ pub(super) async fn apply_fact_writes(
         .prepare_cached(
             "INSERT INTO agentwall_facts AS f
                (id, session_id, kind, fact_key, body, data, observed_at, observed_ns, importance, source,
-                source_turn_ids)
-             SELECT i, s, k, fk, b, d, oa, ns, imp, src, string_to_array(ids, ',')
+                source_turn_ids, embedding)
+             SELECT i, s, k, fk, b, d, oa, ns, imp, src, string_to_array(ids, ','), e::real[]
              FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[], $5::text[],
                          $6::jsonb[], $7::timestamptz[], $8::integer[], $9::real[],
-                         $10::text[], $11::text[]) AS r(i, s, k, fk, b, d, oa, ns, imp, src, ids)
+                         $10::text[], $11::text[], $12::text[])
+                  AS r(i, s, k, fk, b, d, oa, ns, imp, src, ids, e)
              ON CONFLICT (session_id, fact_key) WHERE fact_key IS NOT NULL DO UPDATE SET
                id = EXCLUDED.id, seq = DEFAULT, kind = EXCLUDED.kind, body = EXCLUDED.body,
                data = EXCLUDED.data, observed_at = EXCLUDED.observed_at,
                observed_ns = EXCLUDED.observed_ns, importance = EXCLUDED.importance,
-               source = EXCLUDED.source, source_turn_ids = EXCLUDED.source_turn_ids",
+               source = EXCLUDED.source, source_turn_ids = EXCLUDED.source_turn_ids,
+               embedding = EXCLUDED.embedding",
         )
         .await
         .map_err(pg_error)?;
@@ -445,6 +449,10 @@ pub(super) async fn apply_fact_writes(
         .iter()
         .map(|(_, f)| joined_ids(&f.source_turn_ids))
         .collect();
+    let vectors: Vec<Option<String>> = rows
+        .iter()
+        .map(|(_, f)| embeddings.get(&f.id).map(|v| array_literal(v)))
+        .collect();
     tx.execute(
         &stmt,
         &[
@@ -459,11 +467,144 @@ pub(super) async fn apply_fact_writes(
             &importance,
             &sources,
             &turn_ids,
+            &vectors,
         ],
     )
     .await
     .map_err(pg_error)?;
     Ok(())
+}
+
+/// A vector as a Postgres array literal (`{0.1,-0.2}`), which the statements cast to `real[]`:
+/// a list of arrays cannot be sent as one `real[][]` parameter when some are NULL. Rust writes
+/// the shortest text that reads back as the same f32, so the value round-trips exactly.
+fn array_literal(vector: &[f32]) -> String {
+    let mut text = String::with_capacity(vector.len() * 12 + 2);
+    text.push('{');
+    for (i, x) in vector.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        // `write!` to a String cannot fail.
+        let _ = write!(text, "{x}");
+    }
+    text.push('}');
+    text
+}
+
+/// Facts and episodes without an embedding (the backfill's reads).
+const PENDING_SQL: &str = "embedding IS NULL AND kind IN ('fact', 'episode')";
+
+/// The first `limit` items without an embedding, by write order, and how many there are.
+pub(super) async fn unembedded(
+    client: &deadpool_postgres::Object,
+    limit: usize,
+) -> Result<Unembedded, MemoryError> {
+    let count = client
+        .prepare_cached(&format!(
+            "SELECT count(*) FROM agentwall_facts WHERE {PENDING_SQL}"
+        ))
+        .await
+        .map_err(pg_error)?;
+    let first = client
+        .prepare_cached(&format!(
+            "SELECT session_id, id, body FROM agentwall_facts WHERE {PENDING_SQL}
+             ORDER BY seq LIMIT $1"
+        ))
+        .await
+        .map_err(pg_error)?;
+    let total: i64 = client
+        .query_one(&count, &[])
+        .await
+        .map_err(pg_error)?
+        .get(0);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut items = Vec::new();
+    for row in client.query(&first, &[&limit]).await.map_err(pg_error)? {
+        let session: String = row.try_get(0).map_err(corrupt)?;
+        let session = SessionId::parse(&session).map_err(corrupt)?;
+        items.push((
+            session,
+            row.try_get(1).map_err(corrupt)?,
+            row.try_get(2).map_err(corrupt)?,
+        ));
+    }
+    Ok(Unembedded {
+        items,
+        total: unsigned(total)?,
+    })
+}
+
+/// Stores embeddings of `session`'s items.
+pub(super) async fn set_embeddings(
+    client: &deadpool_postgres::Object,
+    session: &SessionId,
+    vectors: &[(Uuid, Arc<[f32]>)],
+) -> Result<(), MemoryError> {
+    let stmt = client
+        .prepare_cached(
+            "UPDATE agentwall_facts AS f SET embedding = r.e::real[]
+             FROM unnest($2::uuid[], $3::text[]) AS r(id, e)
+             WHERE f.session_id = $1 AND f.id = r.id AND f.id = ANY($2::uuid[])",
+        )
+        .await
+        .map_err(pg_error)?;
+    let ids: Vec<Uuid> = vectors.iter().map(|(id, _)| *id).collect();
+    let literals: Vec<String> = vectors.iter().map(|(_, v)| array_literal(v)).collect();
+    client
+        .execute(&stmt, &[&session.as_str(), &ids, &literals])
+        .await
+        .map_err(pg_error)?;
+    Ok(())
+}
+
+/// The statement of [`similar`]: a session's facts (part 2) and episodes (part 3) with an
+/// embedding, each list cut to its `$3` most similar to the query's embedding `$2`. Similarity
+/// is the dot product of unit vectors, computed in Postgres over every embedded item of the
+/// session (stock Postgres has no vector index): a cost that grows with the session.
+const SIMILAR_SQL: &str = "SELECT part, FACT_COLUMNS_PLACEHOLDER, similarity FROM (
+        SELECT CASE WHEN kind = 'episode' THEN 3 ELSE 2 END AS part, f.*,
+               (SELECT sum(a * b) FROM unnest(f.embedding, $2::real[]) AS v(a, b)) AS similarity,
+               row_number() OVER (PARTITION BY kind ORDER BY
+                   (SELECT sum(a * b) FROM unnest(f.embedding, $2::real[]) AS v(a, b)) DESC,
+                   seq DESC) AS pos
+        FROM agentwall_facts AS f
+        WHERE session_id = $1 AND kind IN ('fact', 'episode') AND embedding IS NOT NULL
+          AND cardinality(embedding) = cardinality($2::real[])
+    ) AS ranked
+    WHERE pos <= $3 AND (part = 2 AND $4 OR part = 3 AND $5)";
+
+/// The items of `session` most similar to `vector`: `(facts, episodes)`, best first, at most
+/// `pool` of each (none of a list not `wanted`).
+pub(super) async fn similar(
+    client: &deadpool_postgres::Object,
+    session: &SessionId,
+    vector: &[f32],
+    pool: usize,
+    wanted: (bool, bool),
+) -> Result<(Vec<(Fact, f64)>, Vec<(Fact, f64)>), MemoryError> {
+    let sql = SIMILAR_SQL.replace("FACT_COLUMNS_PLACEHOLDER", FACT_COLUMNS);
+    let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
+    let pool = i64::try_from(pool).unwrap_or(i64::MAX);
+    let rows = client
+        .query(
+            &stmt,
+            &[&session.as_str(), &vector, &pool, &wanted.0, &wanted.1],
+        )
+        .await
+        .map_err(pg_error)?;
+    let (mut facts, mut episodes) = (Vec::new(), Vec::new());
+    for row in &rows {
+        let part: i32 = row.try_get("part").map_err(corrupt)?;
+        let similarity: Option<f32> = row.try_get("similarity").map_err(corrupt)?;
+        let found = (fact_from_row(row)?, f64::from(similarity.unwrap_or(0.0)));
+        if part == 3 {
+            episodes.push(found)
+        } else {
+            facts.push(found)
+        }
+    }
+    Ok((facts, episodes))
 }
 
 /// [`update_facts`]'s restatements that keep their text (the `ANY` as in [`RETIRE_SQL`]).
@@ -475,7 +616,7 @@ const RESTATE_SQL: &str = "UPDATE agentwall_facts AS f SET observed_at = r.obser
     WHERE f.id = r.id AND f.id = ANY($1::uuid[])";
 
 /// [`update_facts`]'s restatements that change their text (the `ANY` as in [`RETIRE_SQL`]).
-const RESTATE_TEXT_SQL: &str = "UPDATE agentwall_facts AS f SET body = r.body,
+const RESTATE_TEXT_SQL: &str = "UPDATE agentwall_facts AS f SET body = r.body, embedding = NULL,
       observed_at = r.observed_at, observed_ns = r.observed_ns, importance = r.importance,
       source = r.source, source_turn_ids = string_to_array(r.ids, ',')
     FROM unnest($1::uuid[], $2::timestamptz[], $3::integer[], $4::real[],
@@ -973,6 +1114,7 @@ mod tests {
     fn nul_never_reaches_postgres() {
         let mut writes = FactWrites::new(Vec::new(), Vec::new(), STORED_FORM);
         let new = NewFact {
+            embedding: None,
             source_turn_ids: Vec::new(),
             kind: FactKind::Fact,
             key: Some("k\0ey".to_owned()),

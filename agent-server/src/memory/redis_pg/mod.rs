@@ -82,7 +82,7 @@ use crate::task;
 use super::writes::FactWrites;
 use super::{
     Fact, MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
-    ResetCounts, Snapshot, StoredFact, TurnWrite, ranking,
+    ResetCounts, Snapshot, StoredFact, TurnWrite, Unembedded, ranking,
 };
 use batcher::{Batcher, Job};
 use longterm::{RecallRead, RecallRows};
@@ -559,16 +559,26 @@ impl Inner {
             .await?;
         let mut facts = FactWrites::new(stored, restatable, longterm::STORED_FORM);
         let mut outcomes = Vec::with_capacity(turns.len());
+        let mut embeddings: HashMap<Uuid, Arc<[f32]>> = HashMap::new();
         for ((session, turn), seq) in turns.iter().zip(accepted) {
             if seq.is_none() {
                 // Nothing of it is written.
                 outcomes.push(Err(MemoryError::SessionReset));
                 continue;
             }
-            outcomes.push(Ok(facts.turn(session.as_str(), turn)));
+            let stored = facts.turn(session.as_str(), turn);
+            for (written, new) in stored.iter().zip(&turn.facts) {
+                if let Some(vector) = &new.embedding {
+                    embeddings.insert(written.id, Arc::clone(vector));
+                }
+            }
+            outcomes.push(Ok(stored));
         }
         deadline
-            .run(POSTGRES, longterm::apply_fact_writes(tx, facts.finish()))
+            .run(
+                POSTGRES,
+                longterm::apply_fact_writes(tx, facts.finish(), &embeddings),
+            )
             .await?;
         Ok(outcomes)
     }
@@ -852,6 +862,30 @@ impl MemoryStore for RedisPostgresStore {
         let working = recent::live(items, &inner.memory, query.now);
 
         let half_life = inner.memory.recency_half_life;
+        if let Some(vector) = &query.vector {
+            let wanted = (query.limit > 0, query.episode_limit > 0);
+            let pool = ranking::candidate_pool(query.limit.max(query.episode_limit));
+            let (similar_facts, similar_episodes) = inner
+                .on_pg(deadline, async |client| {
+                    longterm::similar(client, session, vector, pool, wanted).await
+                })
+                .await?;
+            let fuse = |lexical: Vec<(Fact, f64)>, similar: Vec<(Fact, f64)>, limit| {
+                ranking::fuse(
+                    ranking::candidates(lexical, similar),
+                    query.now,
+                    half_life,
+                    limit,
+                )
+            };
+            return Ok(MemoryContext {
+                working,
+                facts: fuse(candidates, similar_facts, query.limit),
+                episodes: fuse(episodes, similar_episodes, query.episode_limit),
+                standing,
+                epoch,
+            });
+        }
         let rank = |candidates: Vec<(Fact, f64)>, limit: usize| {
             let mut ranked: Vec<Recalled> = candidates
                 .into_iter()
@@ -913,6 +947,28 @@ impl MemoryStore for RedisPostgresStore {
         let working = deadline.run(REDIS, inner.working.read(session, now, &inner.memory));
         let (facts, working) = tokio::try_join!(facts, working)?;
         Ok(Snapshot { working, facts })
+    }
+
+    async fn unembedded(&self, limit: usize) -> Result<Unembedded, MemoryError> {
+        let inner = &self.inner;
+        inner
+            .on_pg(Deadline::new(inner.timeout), async |client| {
+                longterm::unembedded(client, limit).await
+            })
+            .await
+    }
+
+    async fn set_embeddings(
+        &self,
+        session: &SessionId,
+        vectors: Vec<(Uuid, Arc<[f32]>)>,
+    ) -> Result<(), MemoryError> {
+        let inner = &self.inner;
+        inner
+            .on_pg(Deadline::new(inner.timeout), async |client| {
+                longterm::set_embeddings(client, session, &vectors).await
+            })
+            .await
     }
 
     async fn health(&self) -> Vec<DependencyHealth> {
