@@ -4,6 +4,7 @@
 //!
 //! Each check uses fresh random session ids, so checks may share one store and run concurrently.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -56,6 +57,8 @@ macro_rules! memory_conformance_tests {
             a_recall_writes_nothing,
             episodes_are_recalled_apart_from_facts_and_never_superseded,
             a_reset_removes_episodes_and_standing_reads_skip_them,
+            semantic_recall_finds_by_meaning_and_fuses_with_words,
+            unembedded_items_wait_for_the_backfill_and_take_its_vectors,
         );
     };
     (@tests $make:expr; $($check:ident),+ $(,)?) => {
@@ -1344,4 +1347,183 @@ pub async fn a_reset_removes_episodes_and_standing_reads_skip_them(store: &dyn M
     assert_eq!(counts.facts, 20);
     let ctx = recall_episodes(store, &s, t0(), "walked", 50).await;
     assert!(ctx.episodes.is_empty());
+}
+
+/// A unit vector along axis `i` of 4, tilted towards axis `j` by `tilt` (normalised).
+fn unit(i: usize, j: usize, tilt: f32) -> Arc<[f32]> {
+    let mut v = [0.0_f32; 4];
+    v[i] = 1.0;
+    v[j] += tilt;
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter().map(|x| x / norm).collect()
+}
+
+fn embedded(mut new: NewFact, vector: Arc<[f32]>) -> NewFact {
+    new.embedding = Some(vector);
+    new
+}
+
+async fn recall_by_meaning(
+    store: &dyn MemoryStore,
+    s: &SessionId,
+    q: &str,
+    vector: Arc<[f32]>,
+) -> MemoryContext {
+    store
+        .recall(
+            s,
+            RecallQuery {
+                now: t0() + minutes(1),
+                terms: Terms::of(q),
+                limit: 5,
+                episode_limit: 5,
+                vector: Some(vector),
+            },
+        )
+        .await
+        .expect("recall")
+}
+
+/// With a query embedding, an item is found by meaning even when it shares no word with the
+/// query, an item found by both words and meaning ranks first, an item without an embedding is
+/// still found by its words, and vectors of another dimension are never compared. The vectors
+/// are given (4 dimensions): this is the store's part of semantic recall, whatever the model.
+pub async fn semantic_recall_finds_by_meaning_and_fuses_with_words(store: &dyn MemoryStore) {
+    let s = session();
+    commit_facts(
+        store,
+        &s,
+        vec![
+            embedded(
+                fact(None, "Went to a support group; it was powerful.", t0()),
+                unit(0, 1, 0.1),
+            ),
+            embedded(
+                fact(None, "The heron meeting ran late.", t0()),
+                unit(0, 2, 0.6),
+            ),
+            embedded(fact(None, "Bought a red kayak.", t0()), unit(3, 1, 0.0)),
+            fact(None, "The meeting notes are on the desk.", t0()),
+            embedded(
+                fact(None, "Another model's meeting vector.", t0()),
+                Arc::from(vec![1.0_f32, 0.0]),
+            ),
+            embedded(
+                episode(
+                    TurnRole::User,
+                    None,
+                    "That group session helped me a lot.",
+                    t0(),
+                ),
+                unit(0, 1, 0.2),
+            ),
+        ],
+    )
+    .await;
+    let ctx = recall_by_meaning(store, &s, "Which meeting helped?", unit(0, 1, 0.0)).await;
+    let found = texts(&ctx);
+    assert_eq!(
+        found[0], "The heron meeting ran late.",
+        "found by both words and meaning: {:?}",
+        ctx.facts
+    );
+    assert!(
+        found.contains(&"Went to a support group; it was powerful."),
+        "found by meaning alone: {found:?}"
+    );
+    assert!(
+        found.contains(&"The meeting notes are on the desk."),
+        "found by words alone: {found:?}"
+    );
+    assert!(!found.contains(&"Bought a red kayak."), "{found:?}");
+    let by_meaning = ctx
+        .facts
+        .iter()
+        .find(|r| r.fact.text.starts_with("Went to"))
+        .unwrap();
+    assert_eq!(by_meaning.why.lexical, 0.0);
+    assert!(
+        by_meaning.why.vector.is_some_and(|v| v > 0.99),
+        "{by_meaning:?}"
+    );
+    let other_model = ctx
+        .facts
+        .iter()
+        .find(|r| r.fact.text.starts_with("Another"));
+    assert!(
+        other_model.is_none_or(|r| r.why.vector.is_none()),
+        "{other_model:?}"
+    );
+    assert_eq!(
+        ctx.episodes.len(),
+        1,
+        "episodes by meaning too: {:?}",
+        ctx.episodes
+    );
+    assert!(ctx.episodes[0].why.vector.is_some_and(|v| v > 0.9));
+}
+
+/// Items stored without an embedding are listed for the backfill (oldest first) until it gives
+/// them one; then they are found by meaning. Rules, reminders and other sessions' items are not
+/// this session's to embed.
+pub async fn unembedded_items_wait_for_the_backfill_and_take_its_vectors(store: &dyn MemoryStore) {
+    let s = session();
+    commit_facts(
+        store,
+        &s,
+        vec![
+            fact(None, "Went to a support group; it was powerful.", t0()),
+            episode(
+                TurnRole::User,
+                None,
+                "That group session helped me a lot.",
+                t0(),
+            ),
+            embedded(fact(None, "Bought a red kayak.", t0()), unit(3, 1, 0.0)),
+        ],
+    )
+    .await;
+    let mine = |pending: &super::Unembedded| -> Vec<(Uuid, String)> {
+        pending
+            .items
+            .iter()
+            .filter(|(session, _, _)| *session == s)
+            .map(|(_, id, text)| (*id, text.clone()))
+            .collect()
+    };
+    let pending = store.unembedded(100_000).await.expect("unembedded");
+    let waiting = mine(&pending);
+    let waiting_texts: Vec<&str> = waiting.iter().map(|(_, t)| t.as_str()).collect();
+    assert_eq!(
+        waiting_texts,
+        [
+            "Went to a support group; it was powerful.",
+            "That group session helped me a lot."
+        ]
+    );
+    assert!(pending.total >= 2);
+    let before = recall_by_meaning(store, &s, "Which meeting?", unit(0, 1, 0.0)).await;
+    assert!(
+        before.facts.is_empty() && before.episodes.is_empty(),
+        "{before:?}"
+    );
+
+    let vectors = waiting
+        .iter()
+        .map(|(id, _)| (*id, unit(0, 1, 0.1)))
+        .collect();
+    store
+        .set_embeddings(&s, vectors)
+        .await
+        .expect("set_embeddings");
+    // Another session's id changes nothing here.
+    store
+        .set_embeddings(&session(), vec![(waiting[0].0, unit(3, 2, 0.0))])
+        .await
+        .expect("set_embeddings of another session");
+    assert!(mine(&store.unembedded(100_000).await.unwrap()).is_empty());
+    let after = recall_by_meaning(store, &s, "Which meeting?", unit(0, 1, 0.0)).await;
+    assert_eq!(texts(&after), ["Went to a support group; it was powerful."]);
+    assert_eq!(after.episodes.len(), 1);
+    assert!(after.facts[0].why.vector.is_some_and(|v| v > 0.99));
 }

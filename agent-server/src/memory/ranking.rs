@@ -154,6 +154,12 @@ pub fn lexical_recall(
 /// signals beats one found by either alone.
 pub const RRF_K: f64 = 60.0;
 
+/// The least cosine similarity at which an item counts as found by meaning. Below it, an
+/// embedding says the item is unrelated (all-MiniLM-L6-v2 gives unrelated sentences about 0 to
+/// 0.15, paraphrases 0.35 and up), and ranking it would only fill recall with noise in a
+/// session that holds nothing relevant.
+pub const MIN_SIMILARITY: f64 = 0.2;
+
 /// A long-term item found by lexical search, by vector similarity, or by both, before fusion.
 #[derive(Debug, Clone)]
 pub struct Candidate {
@@ -198,11 +204,14 @@ pub fn candidates(lexical: Vec<(Fact, f64)>, similar: Vec<(Fact, f64)>) -> Vec<C
 /// session's statistics), so no fixed weight suits them all, while ranks are comparable as they
 /// are. Ties go to the newer item, then the smaller id, so the order is deterministic.
 pub fn fuse(
-    candidates: Vec<Candidate>,
+    mut candidates: Vec<Candidate>,
     now: DateTime<Utc>,
     half_life: Duration,
     limit: usize,
 ) -> Vec<Recalled> {
+    // Found by meaning only when similar enough (MIN_SIMILARITY); found by neither: dropped.
+    let similar_enough = |c: &Candidate| c.vector.filter(|v| *v >= MIN_SIMILARITY);
+    candidates.retain(|c| c.lexical.is_some() || similar_enough(c).is_some());
     let ranks = |signal: fn(&Candidate) -> Option<f64>| -> Vec<Option<usize>> {
         let mut order: Vec<(usize, f64)> = candidates
             .iter()
@@ -222,7 +231,7 @@ pub fn fuse(
         ranks
     };
     let lexical_ranks = ranks(|c| c.lexical);
-    let vector_ranks = ranks(|c| c.vector);
+    let vector_ranks = ranks(|c| c.vector.filter(|v| *v >= MIN_SIMILARITY));
     let rrf = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (RRF_K + r as f64));
     let mut recalled: Vec<Recalled> = candidates
         .into_iter()
