@@ -9,5 +9,6 @@ mod helpers;
 mod memory;
 mod recall;
 mod responses;
+mod semantic;
 mod sessions;
 mod surface;
