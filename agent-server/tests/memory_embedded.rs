@@ -53,6 +53,12 @@ fn db_path(dir: &TempDir) -> PathBuf {
 
 agent_server::memory_conformance_tests!(TestStore::new().await);
 
+/// The same checks with semantic recall on.
+mod with_vectors {
+    use super::TestStore;
+    agent_server::memory_conformance_tests!(with_vectors: TestStore::new().await);
+}
+
 fn t0() -> DateTime<Utc> {
     DateTime::parse_from_rfc3339("2030-01-01T09:00:00Z")
         .unwrap()

@@ -28,3 +28,9 @@ mod storage;
 use harness::Harness;
 
 agent_server::memory_conformance_tests!(Harness::new().await);
+
+/// The same checks with semantic recall on.
+mod with_vectors {
+    use super::Harness;
+    agent_server::memory_conformance_tests!(with_vectors: Harness::new().await);
+}
