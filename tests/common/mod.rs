@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod litellm;
+pub mod recording;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
