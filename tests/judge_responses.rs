@@ -347,6 +347,13 @@ fn apps_tools_over_the_responses_api_pass_what_chat_passes() {
         round.request["instructions"].is_string(),
         "instructions are not carried over a chain"
     );
+
+    let (code, output) = judge(&["compare", chat.to_str().unwrap(), chain.to_str().unwrap()]);
+    assert_eq!(code, 0, "{output}");
+    assert!(
+        output.contains("(A: api chat, history full; B: api responses, history chain)"),
+        "{output}"
+    );
 }
 
 /// The conversation of every session log, without the run's description.
@@ -646,4 +653,20 @@ fn a_chain_over_chat_completions_is_a_usage_error() {
         );
         assert!(!runs.exists(), "{suite}: nothing was started");
     }
+    // Fixtures hold Chat Completions requests, which `judge replay` sends again.
+    let out = tempfile::tempdir().unwrap();
+    let runs = out.path().join("runs");
+    let (code, output) = judge(&[
+        "sim",
+        "--endpoint",
+        "http://127.0.0.1:9",
+        "--api",
+        "responses",
+        "--record",
+        "--out",
+        runs.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{output}");
+    assert!(output.contains("record with --api chat"), "{output}");
+    assert!(!runs.exists(), "nothing was started");
 }
