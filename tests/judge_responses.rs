@@ -17,27 +17,13 @@ mod common;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use actix_web::web::Bytes;
 use actix_web::{App, HttpResponse, HttpServer, web};
 use common::recording::{Exchange, RecordingProxy};
-use common::{Server, binary, read_json, run_dir};
+use common::{Server, judge, read_json, run_dir};
 use serde_json::{Value, json};
-
-fn judge(args: &[&str]) -> (i32, String) {
-    let output = Command::new(binary("judge"))
-        .args(args)
-        .output()
-        .expect("judge runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    (
-        output.status.code().unwrap_or(-1),
-        format!("{stdout}\n--- stderr ---\n{stderr}"),
-    )
-}
 
 /// Runs `judge <suite> --endpoint <endpoint> --out <out>/<label> <args>`, which must succeed;
 /// returns its run directory.

@@ -135,6 +135,21 @@ pub fn say(base_url: &str, session: &str, text: &str) -> String {
         .to_owned()
 }
 
+/// Runs the `judge` CLI with `args`: its exit code, and its stdout and stderr (after a line
+/// `--- stderr ---`).
+pub fn judge(args: &[&str]) -> (i32, String) {
+    let output = Command::new(binary("judge"))
+        .args(args)
+        .output()
+        .expect("judge runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    (
+        output.status.code().unwrap_or(-1),
+        format!("{stdout}\n--- stderr ---\n{stderr}"),
+    )
+}
+
 /// The single run directory below `out`.
 pub fn run_dir(out: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(out)

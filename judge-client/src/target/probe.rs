@@ -61,14 +61,6 @@ impl Requirement {
 }
 
 impl Capabilities {
-    /// Whether the target answered a turn through `api` (`None`: not asked).
-    pub fn serves(&self, api: Api) -> Option<bool> {
-        match api {
-            Api::Chat => self.chat,
-            Api::Responses => self.responses,
-        }
-    }
-
     pub fn has(&self, requirement: Requirement) -> bool {
         match requirement {
             Requirement::Reset => self.reset,
@@ -132,6 +124,76 @@ fn not_served(e: &TargetError) -> bool {
     matches!(e.status, Some(404 | 405))
 }
 
+/// What the probe's round trips found.
+struct Served {
+    chat: Option<bool>,
+    responses: Option<bool>,
+    /// The API the rest of the probe talks through (the first that answered).
+    spoken: Api,
+}
+
+/// Sends the probe's turn through each API of `scope` (`ctx` numbers each request).
+async fn round_trips(
+    client: &TargetClient,
+    scope: ApiScope,
+    mut ctx: impl FnMut() -> RequestContext,
+    notes: &mut Vec<String>,
+) -> Result<Served, TargetError> {
+    let apis = match scope {
+        ApiScope::Only(api) => vec![api],
+        ApiScope::Every => vec![Api::Chat, Api::Responses],
+    };
+    let (mut chat, mut responses) = (None, None);
+    let mut spoken = None;
+    let mut first_failure = None;
+    for api in apis {
+        let answered = match one_turn(client, api, &ctx(), PROBE_GREETING).await {
+            Ok(reply) => {
+                notes.push(format!("{api} round trip answered {:?}", reply.text));
+                spoken.get_or_insert(api);
+                true
+            }
+            Err(e) => {
+                notes.push(format!("POST /v1{} failed ({e})", api.path()));
+                match scope {
+                    ApiScope::Only(_) if not_served(&e) => return Err(not_served_error(api, e)),
+                    ApiScope::Only(_) => return Err(e),
+                    ApiScope::Every => first_failure.get_or_insert(e),
+                };
+                false
+            }
+        };
+        match api {
+            Api::Chat => chat = Some(answered),
+            Api::Responses => responses = Some(answered),
+        }
+    }
+    match (spoken, first_failure) {
+        (Some(spoken), _) => Ok(Served {
+            chat,
+            responses,
+            spoken,
+        }),
+        (None, Some(failure)) => Err(failure),
+        (None, None) => unreachable!("a probe tries at least one API"),
+    }
+}
+
+/// The run's API is not served: say so, and which API to use instead.
+fn not_served_error(api: Api, e: TargetError) -> TargetError {
+    let other = match api {
+        Api::Chat => Api::Responses,
+        Api::Responses => Api::Chat,
+    };
+    let message = format!(
+        "the target does not serve the {} API (POST /v1{} answered HTTP {}); use --api {other}",
+        api.title(),
+        api.path(),
+        e.status.unwrap_or_default()
+    );
+    TargetError { message, ..e }
+}
+
 /// Probes the target for a run that speaks Chat Completions, with its own session
 /// (`session_id`). Fails only when no chat round trip works.
 pub async fn probe(client: &TargetClient, session_id: &str) -> Result<Capabilities, TargetError> {
@@ -181,53 +243,7 @@ pub async fn probe_in(
         client.reset(&ctx(None)).await,
     );
 
-    let apis = match scope {
-        ApiScope::Only(api) => vec![api],
-        ApiScope::Every => vec![Api::Chat, Api::Responses],
-    };
-    let (mut chat, mut responses) = (None, None);
-    let mut spoken = None;
-    let mut first_failure = None;
-    for api in apis {
-        let outcome = one_turn(client, api, &ctx(None), PROBE_GREETING).await;
-        let answered = match outcome {
-            Ok(reply) => {
-                notes.push(format!("{api} round trip answered {:?}", reply.text));
-                spoken.get_or_insert(api);
-                true
-            }
-            Err(e) => {
-                notes.push(format!("POST /v1{} failed ({e})", api.path()));
-                match scope {
-                    ApiScope::Only(_) if not_served(&e) => {
-                        let other = match api {
-                            Api::Chat => Api::Responses,
-                            Api::Responses => Api::Chat,
-                        };
-                        let message = format!(
-                            "the target does not serve the {} API (POST /v1{} answered HTTP {}); use --api {other}",
-                            api.title(),
-                            api.path(),
-                            e.status.unwrap_or_default()
-                        );
-                        return Err(TargetError { message, ..e });
-                    }
-                    ApiScope::Only(_) => return Err(e),
-                    ApiScope::Every => {
-                        first_failure.get_or_insert(e);
-                    }
-                }
-                false
-            }
-        };
-        match api {
-            Api::Chat => chat = Some(answered),
-            Api::Responses => responses = Some(answered),
-        }
-    }
-    let Some(spoken) = spoken else {
-        return Err(first_failure.expect("every API that was tried failed"));
-    };
+    let served = round_trips(client, scope, || ctx(None), &mut notes).await?;
 
     let inject_request = InjectRequest {
         facts: vec![InjectFact {
@@ -281,7 +297,7 @@ pub async fn probe_in(
         let mut honoured = true;
         for time in times {
             let question = "What is today's date?";
-            match one_turn(client, spoken, &ctx(Some(time)), question).await {
+            match one_turn(client, served.spoken, &ctx(Some(time)), question).await {
                 Ok(reply) if mentions_date(&reply.text, time.date_naive()) => {}
                 Ok(reply) => {
                     notes.push(format!(
@@ -310,8 +326,8 @@ pub async fn probe_in(
     Ok(Capabilities {
         models,
         model,
-        chat,
-        responses,
+        chat: served.chat,
+        responses: served.responses,
         reset,
         inject,
         memory_view,
