@@ -9,24 +9,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-use common::{Server, binary, read_json, run_dir};
+use common::{Server, judge, read_json, run_dir};
 use serde_json::Value;
-
-fn judge(args: &[&str]) -> (i32, String) {
-    let output = Command::new(binary("judge"))
-        .args(args)
-        .output()
-        .expect("judge runs");
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    (
-        output.status.code().unwrap_or(-1),
-        format!("{stdout}\n--- stderr ---\n{stderr}"),
-    )
-}
+use std::path::{Path, PathBuf};
 
 /// Every file below `dir`, as (relative path, bytes), sorted.
 fn tree(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {

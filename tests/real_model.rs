@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use common::{Server, binary};
+use common::{Server, judge};
 use serde_json::{Value, json};
 
 /// The real model's base URL (no `/v1`) and the name it is served under.
@@ -216,21 +216,6 @@ fn the_official_sdk_streams_a_real_model_through_agent_server() {
 }
 
 /// Runs the judge; returns its exit code and everything it printed.
-fn judge(args: &[&str]) -> (i32, String) {
-    let output = Command::new(binary("judge"))
-        .args(args)
-        .output()
-        .expect("judge runs");
-    (
-        output.status.code().unwrap_or(-1),
-        format!(
-            "{}\n--- stderr ---\n{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
-    )
-}
-
 /// The results.json of the single run directory below `out`.
 fn results(out: &Path) -> Value {
     let dir = std::fs::read_dir(out)

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use actix_web::{App as WebApp, HttpRequest, HttpResponse, HttpServer, web};
-use judge_client::HistoryMode;
 use judge_client::suites::apps::artifacts::write_outcome;
 use judge_client::suites::apps::runner::{AgentReply, AgentTurn, TrialStatus};
 use judge_client::suites::apps::scripted::ReferenceAgent;
@@ -15,7 +14,9 @@ use judge_client::suites::apps::{
     ActionMode, AgentEndpoint, AppRegistry, Params, Scenario, TargetAgent, run_scenario,
     run_scenarios,
 };
-use judge_client::target::{Credentials, FailureKind, TargetClient, TargetError, TargetSettings};
+use judge_client::target::{
+    Credentials, FailureKind, TargetClient, TargetError, TargetSettings, TurnMode,
+};
 use protocol::headers::{MOCK_TIME, SESSION_ID};
 use protocol::openai::{ChatCompletionRequest, ToolCall};
 use serde_json::json;
@@ -88,7 +89,7 @@ async fn a_target_over_http_plays_a_scenario_through_the_target_client() {
     scenario.user.turns = vec!["Please send bob $30 for dinner.".to_owned()];
     scenario.trials = 2;
     let client = TargetClient::new(TargetSettings::new(url), Credentials::default());
-    let mut agent = TargetAgent::new(&client, true).with_history(HistoryMode::New);
+    let mut agent = TargetAgent::new(&client, true).with_turns(TurnMode::default());
     let registry = AppRegistry::builtin();
     let outcome = run_scenario(&mut agent, &registry, &scenario, ActionMode::Auto, 5)
         .await

@@ -34,6 +34,7 @@ fn config(seed: u64, trials: u32) -> LtmConfig {
         span_tokens: 300,
         filler_turn_tokens: 120,
         history: HistoryMode::New,
+        api: Default::default(),
         concurrency: 3,
         types: TestType::ALL.to_vec(),
     }
@@ -367,6 +368,7 @@ async fn cli_fail_under_and_compare_exit_codes() {
         span_tokens: 100,
         filler_turn_tokens: 250,
         history: HistoryMode::New,
+        api: Default::default(),
         concurrency: 3,
         types: TestType::ALL.to_vec(),
     };
@@ -476,6 +478,7 @@ async fn a_killed_cli_run_resumes_to_the_same_results() {
         span_tokens: 100,
         filler_turn_tokens: 250,
         history: HistoryMode::New,
+        api: Default::default(),
         concurrency: 4,
         types: TestType::ALL.to_vec(),
     };
@@ -578,6 +581,7 @@ async fn spans_are_exported_and_their_context_is_the_traceparent() {
         span_tokens: 0,
         filler_turn_tokens: 250,
         history: HistoryMode::New,
+        api: Default::default(),
         concurrency: 4,
         types: vec![TestType::Needle, TestType::ResetIsolation],
     };

@@ -53,6 +53,7 @@ async fn ltm_run(url: &str, seed: u64, out: &Path) -> String {
         span_tokens: 200,
         filler_turn_tokens: 100,
         history: HistoryMode::New,
+        api: Default::default(),
         concurrency: 3,
         types: TestType::ALL[..3].to_vec(),
     };
@@ -80,6 +81,7 @@ async fn runs_are_listed_read_and_compared_from_disk() {
         span_tokens: 200,
         filler_turn_tokens: 100,
         history: HistoryMode::New,
+        api: Default::default(),
         concurrency: 3,
         types: TestType::ALL[..3].to_vec(),
     }

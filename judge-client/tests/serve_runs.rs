@@ -117,7 +117,8 @@ async fn apps_run(root: &Path, id: &str, trials: u32) {
     let outcome = common::play_transfer_scenario(trials).await;
     let dir = root.join(id);
     write_outcome(&dir.join("scenarios"), &outcome).unwrap();
-    let results = AppsResults::from_outcomes(1, ActionMode::Directives, &[outcome]);
+    let results =
+        AppsResults::from_outcomes(1, ActionMode::Directives, Default::default(), &[outcome]);
     let manifest = json!({"run_id": id, "suite": "apps", "created_at": "2026-01-05T09:00:00Z"});
     std::fs::write(dir.join("manifest.json"), manifest.to_string()).unwrap();
     std::fs::write(

@@ -19,6 +19,7 @@ fn config(seed: u64) -> LtmConfig {
         span_tokens: 200,
         filler_turn_tokens: 100,
         history: HistoryMode::New,
+        api: Default::default(),
         concurrency: 4,
         types: TestType::ALL.to_vec(),
     }

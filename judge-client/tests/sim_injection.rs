@@ -234,6 +234,8 @@ fn config(
             start: "2026-01-05T09:00:00Z".parse().unwrap(),
             max_reply_chars: 2000,
             keep_unfaithful_simulator: false,
+            api: Default::default(),
+            history: Default::default(),
         },
         target: TargetSettings {
             timeout_ms: 5_000,

@@ -87,6 +87,8 @@ fn config(target: &str, ids: &[&str], rounds: usize, simulator: SimulatorSpec) -
             start: "2026-01-05T09:00:00Z".parse().unwrap(),
             max_reply_chars: 2000,
             keep_unfaithful_simulator: false,
+            api: Default::default(),
+            history: Default::default(),
         },
         target: TargetSettings::new(target),
         credentials: Credentials::default(),

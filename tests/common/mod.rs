@@ -3,6 +3,7 @@
 #![allow(dead_code)] // each test binary uses a different subset
 
 pub mod litellm;
+pub mod recording;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -132,6 +133,21 @@ pub fn say(base_url: &str, session: &str, text: &str) -> String {
         .as_str()
         .unwrap()
         .to_owned()
+}
+
+/// Runs the `judge` CLI with `args`: its exit code, and its stdout and stderr (after a line
+/// `--- stderr ---`).
+pub fn judge(args: &[&str]) -> (i32, String) {
+    let output = Command::new(binary("judge"))
+        .args(args)
+        .output()
+        .expect("judge runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    (
+        output.status.code().unwrap_or(-1),
+        format!("{stdout}\n--- stderr ---\n{stderr}"),
+    )
 }
 
 /// The single run directory below `out`.

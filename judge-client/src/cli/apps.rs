@@ -12,6 +12,7 @@ use judge_client::HistoryMode;
 use judge_client::suites::apps::runner::{ActionMode, ScenarioOutcome};
 use judge_client::suites::apps::suite::{self as apps_suite, AppsConfig, AppsProgress};
 use judge_client::suites::apps::{Apps, Scenario, shipped};
+use judge_client::target::{Api, TurnMode};
 
 #[derive(Args)]
 pub struct AppsArgs {
@@ -33,9 +34,14 @@ pub struct AppsArgs {
     /// Seed of app ids and every random choice.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// `full`: the whole conversation each turn; `new`: the apps' instructions and the new turn.
+    /// `full`: the whole conversation each turn; `new`: the apps' instructions and the new turn;
+    /// `chain`: the instructions and what is new, with the previous response's id (--api
+    /// responses).
     #[arg(long, default_value = "full")]
     pub history: HistoryMode,
+    /// The API the turns go through: `chat` or `responses` (tools in its shape).
+    #[arg(long, default_value = "chat")]
+    pub api: Api,
     /// Where run directories go.
     #[arg(long, default_value = "runs")]
     pub out: PathBuf,
@@ -65,6 +71,7 @@ pub async fn apps(args: AppsArgs) -> anyhow::Result<ExitCode> {
     {
         bail!("--fail-under takes a score between 0 and 1, got {threshold}");
     }
+    TurnMode::new(args.api, args.history)?;
     let (mut scenarios, source) = match &args.scenarios {
         Some(dir) => (
             Scenario::load_dir(dir)
@@ -97,6 +104,7 @@ pub async fn apps(args: AppsArgs) -> anyhow::Result<ExitCode> {
         seed: args.seed,
         mode: args.action_mode,
         history: args.history,
+        api: args.api,
         trials: args.trials,
         source,
     };
@@ -137,8 +145,12 @@ pub async fn apps(args: AppsArgs) -> anyhow::Result<ExitCode> {
     }
     let mean = results.mean_pass_hat_k.unwrap_or(0.0);
     println!(
-        "{}/{} scenarios passed every trial; mean pass^k {mean:.2} (action mode {:?})",
-        results.passed_scenarios, results.graded_scenarios, results.mode
+        "{}/{} scenarios passed every trial; mean pass^k {mean:.2} (action mode {:?}, {} API, history {})",
+        results.passed_scenarios,
+        results.graded_scenarios,
+        results.mode,
+        results.api,
+        results.history
     );
     print_files(&run.dir);
     Ok(fail_under::<Apps>(results, args.fail_under).unwrap_or(ExitCode::SUCCESS))

@@ -9,6 +9,7 @@ use super::summary::print_files;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use judge_client::suites::load;
+use judge_client::target::Api;
 
 #[derive(Args)]
 pub struct LoadArgs {
@@ -33,7 +34,10 @@ pub struct LoadArgs {
     /// Open-loop arrivals: `poisson` or `constant`.
     #[arg(long, default_value = "poisson")]
     pub arrivals: String,
-    /// Stream replies (SSE, with stream_options.include_usage).
+    /// The API every request goes through: `chat` or `responses`.
+    #[arg(long, default_value = "chat")]
+    pub api: Api,
+    /// Stream replies (SSE; Chat Completions with stream_options.include_usage).
     #[arg(long)]
     pub stream: bool,
     /// Measured requests per load level.
@@ -105,6 +109,7 @@ impl LoadArgs {
             api_key: self.api_key.clone(),
             model: self.model.clone(),
             allow_remote: self.allow_remote,
+            api: self.api,
             stream: self.stream,
             levels,
             requests: self.requests,

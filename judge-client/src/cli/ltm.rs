@@ -17,7 +17,7 @@ use judge_client::suites::ltm::shard::Shard;
 use judge_client::suites::ltm::summary::render_table;
 use judge_client::suites::ltm::summary::{latency, one_at_a_time};
 use judge_client::suites::ltm::{Ltm, TestType};
-use judge_client::target::Credentials;
+use judge_client::target::{Api, Credentials, TurnMode};
 use judge_client::{HistoryMode, LtmConfig};
 
 #[derive(Args)]
@@ -42,9 +42,13 @@ pub struct LtmArgs {
     /// Largest single filler turn, in tokens.
     #[arg(long, default_value_t = 250)]
     pub filler_turn_tokens: u32,
-    /// `new`: send only the new user turn; `full`: send the whole conversation.
+    /// `new`: send only the new user turn; `full`: send the whole conversation; `chain`: the new
+    /// turn with the previous response's id (--api responses).
     #[arg(long, default_value = "new")]
     pub history: HistoryMode,
+    /// The API the turns go through: `chat` or `responses`.
+    #[arg(long, default_value = "chat")]
+    pub api: Api,
     /// Comma-separated test types (default: all 14).
     #[arg(long, value_delimiter = ',')]
     pub types: Vec<TestType>,
@@ -133,12 +137,14 @@ pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
         .await
         .with_context(|| format!("resuming {}", dir.display()))?,
         None => {
+            TurnMode::new(args.api, args.history)?;
             let config = LtmConfig {
                 seed: args.seed,
                 trials: args.trials.max(1),
                 span_tokens: args.span,
                 filler_turn_tokens: args.filler_turn_tokens.max(32),
                 history: args.history,
+                api: args.api,
                 concurrency: args.concurrency.clamp(1, 10),
                 types: if args.types.is_empty() {
                     TestType::ALL.to_vec()

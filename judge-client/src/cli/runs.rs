@@ -1,4 +1,5 @@
-//! Commands over finished runs: `judge compare`, `judge merge`, and `judge probe`.
+//! Commands over finished runs: `judge compare`, `judge merge`, and `judge probe` (which APIs and
+//! capabilities a target offers).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -13,7 +14,7 @@ use judge_client::serve::{self, catalog};
 use judge_client::suites::Suite;
 use judge_client::suites::ltm::{Ltm, compare};
 use judge_client::suites::membench::{self, Membench};
-use judge_client::target::{TargetClient, probe};
+use judge_client::target::{ApiScope, TargetClient, probe_in};
 
 #[derive(Args)]
 pub struct MergeArgs {
@@ -123,7 +124,8 @@ pub fn print_comparison<T: serde::Serialize>(
 
 pub async fn probe_only(args: ProbeArgs) -> anyhow::Result<ExitCode> {
     let client = TargetClient::new(args.target.settings()?, args.target.credentials());
-    let capabilities = probe(&client, "judge-probe").await?;
+    // Every API is tried: the report says which ones the target serves.
+    let capabilities = probe_in(&client, "judge-probe", ApiScope::Every).await?;
     println!("{}", serde_json::to_string_pretty(&capabilities)?);
     Ok(ExitCode::SUCCESS)
 }

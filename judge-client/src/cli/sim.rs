@@ -19,7 +19,7 @@ use judge_client::suites::sim::runner::sim_start;
 use judge_client::suites::sim::{
     Sim, SimOutcome, SimRunConfig, SimSettings, SimulatorSpec, persona, run_sim,
 };
-use judge_client::target::{Credentials, TargetSettings};
+use judge_client::target::{Api, Credentials, HistoryMode, TargetSettings};
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum SimulatorKind {
@@ -82,6 +82,13 @@ pub struct SimArgs {
     /// Configuration file in the YAML shape of docs/contracts/agent-injection.md (agent injection).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// The API the target's turns go through: `chat` or `responses`.
+    #[arg(long, default_value = "chat")]
+    pub api: Api,
+    /// `new`: send only the new user turn; `full`: the whole conversation; `chain`: the new turn
+    /// with the previous response's id (--api responses).
+    #[arg(long, default_value = "new")]
+    pub history: HistoryMode,
     /// Record every request and reply as fixtures (fixtures/ in the run directory).
     #[arg(long)]
     pub record: bool,
@@ -182,6 +189,8 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
             start: sim_start(),
             max_reply_chars: args.max_reply_chars.max(1),
             keep_unfaithful_simulator: args.keep_unfaithful_simulator,
+            api: args.api,
+            history: args.history,
         },
         judge: args.judge_endpoint.as_ref().map(|endpoint| {
             (
@@ -199,6 +208,7 @@ pub async fn simulate(args: SimArgs, ab: bool) -> anyhow::Result<ExitCode> {
         injection,
         record: args.record,
     };
+    config.check()?;
     std::fs::create_dir_all(&args.out)?;
     let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%SZ");
     let judged = match &args.endpoint_b {

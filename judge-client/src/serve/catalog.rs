@@ -241,6 +241,8 @@ mod tests {
             target_model: "m".to_owned(),
             simulator: "scripted".to_owned(),
             max_turns: 3,
+            api: Default::default(),
+            history: Default::default(),
             summary,
             conversations: Vec::new(),
         })

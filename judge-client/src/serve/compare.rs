@@ -18,6 +18,8 @@ use crate::suites::ltm::compare as ltm;
 use crate::suites::ltm::results::RunResults;
 use crate::suites::sim::Ab;
 use crate::suites::{Better, Figure, Suite, SuiteVisitor, UnitScore, visit};
+use crate::target::TurnMode;
+use crate::target::turns;
 
 /// One figure of both runs.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -91,6 +93,10 @@ pub struct RunComparison {
     pub unit: String,
     pub seed_a: Option<u64>,
     pub seed_b: Option<u64>,
+    /// How each run sent its turns (API and history), for suites that converse; runs that
+    /// differ on it still compare, labelled.
+    pub turns_a: Option<TurnMode>,
+    pub turns_b: Option<TurnMode>,
     pub pairs: Vec<PairView>,
     /// Passed in A, not in B.
     pub regressions: usize,
@@ -116,6 +122,7 @@ pub struct RunComparison {
 /// One run read through its suite: seed, units and figures.
 struct Side {
     seed: Option<u64>,
+    turns: Option<TurnMode>,
     units: Vec<UnitScore>,
     figures: Vec<Figure>,
 }
@@ -134,6 +141,7 @@ fn side<S: Suite>(run: &RunDetail) -> Result<Side, ApiError> {
     let results: S::Results = parse(run)?;
     Ok(Side {
         seed: S::seed(&results),
+        turns: S::turns(&results),
         units: S::units(&results),
         figures: S::figures(&results),
     })
@@ -204,6 +212,8 @@ pub fn compare(a: &RunDetail, b: &RunDetail, alpha: f64) -> Result<RunComparison
             unit: unit.to_owned(),
             seed_a: Some(c.seed_a),
             seed_b: Some(c.seed_b),
+            turns_a: side_a.turns,
+            turns_b: side_b.turns,
             pairs: c
                 .pairs
                 .iter()
@@ -275,6 +285,8 @@ pub fn compare(a: &RunDetail, b: &RunDetail, alpha: f64) -> Result<RunComparison
         unit: unit.to_owned(),
         seed_a: side_a.seed,
         seed_b: side_b.seed,
+        turns_a: side_a.turns,
+        turns_b: side_b.turns,
         mean_a: stats.mean_a,
         mean_b: stats.mean_b,
         mean_diff: stats.mean_diff,
@@ -309,6 +321,9 @@ pub fn render(c: &RunComparison) -> String {
             "warning: the runs used different seeds ({:?} and {:?}); units with the same id hold different content",
             c.seed_a, c.seed_b
         );
+    }
+    if let Some(note) = turns::difference(c.turns_a, c.turns_b) {
+        let _ = writeln!(out, "{note}");
     }
     for p in &c.pairs {
         if p.passed_a != p.passed_b || (p.score_a - p.score_b).abs() > 1e-9 {

@@ -561,6 +561,8 @@ impl SimulationConfig {
                 start: crate::suites::sim::runner::sim_start(),
                 max_reply_chars: run.max_reply_chars,
                 keep_unfaithful_simulator: false,
+                api: Default::default(),
+                history: Default::default(),
             },
             target,
             credentials: Credentials {

@@ -7,7 +7,6 @@
 pub mod apps;
 pub mod concurrency;
 pub mod conform;
-pub mod history;
 pub mod load;
 pub mod ltm;
 pub mod membench;
@@ -16,6 +15,6 @@ pub mod registry;
 pub mod sim;
 pub mod suite;
 
-pub use history::HistoryMode;
+pub use crate::target::HistoryMode;
 pub use registry::{SuiteVisitor, visit};
 pub use suite::{Better, Figure, Headline, Suite, UnitScore, Units};

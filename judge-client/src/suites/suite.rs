@@ -96,6 +96,13 @@ pub trait Suite {
     /// The run's units, paired by id when two runs are compared.
     fn units(results: &Self::Results) -> Vec<UnitScore>;
 
+    /// How the run's turns were sent (API and history), for a suite that converses with the
+    /// target: runs that differ on it still compare, labelled.
+    fn turns(results: &Self::Results) -> Option<crate::target::TurnMode> {
+        let _ = results;
+        None
+    }
+
     /// `judge merge`: the parts of one run made with `--shard`, merged into a new run directory
     /// under `out_root` (returned). `None` for a suite whose runs are not sharded.
     fn merge(parts: &[PathBuf], out_root: &Path) -> Option<Result<PathBuf, MergeFailure>> {

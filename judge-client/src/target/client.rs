@@ -12,8 +12,10 @@ use chrono::{DateTime, Utc};
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use protocol::control::{InjectRequest, InjectResponse, MemoryView, ResetResponse};
 use protocol::headers::{MOCK_TIME, SESSION_ID, TRACEPARENT, format_mock_time};
+use protocol::openai::responses::{Response, ResponseCreateRequest};
 use protocol::openai::{
-    ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody, ModelList, Tool, ToolCall, Usage,
+    ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody, FunctionCall, ModelList, Tool,
+    ToolCall, Usage,
 };
 use protocol::recall::{RecallRequest, RecallResponse};
 use serde::de::DeserializeOwned;
@@ -89,17 +91,22 @@ pub struct RequestContext {
     pub request_no: u64,
 }
 
-/// A successful chat turn.
+/// A successful turn, through either API (a Responses API answer is read into the same shape:
+/// its output text, and its `function_call` items as tool calls).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatReply {
     pub text: String,
-    /// Tool calls of the first choice (only when the request offered tools).
+    /// Tool calls of the first choice (only when the request offered tools); from the Responses
+    /// API, its `function_call` items, `call_id` as the id.
     pub tool_calls: Vec<ToolCall>,
     pub attempts: u32,
     /// Token counts, when the target reports them.
     pub usage: Option<Usage>,
     /// The answer's headers (lower-case names), for capabilities a target signals by echo.
     pub headers: Vec<(String, String)>,
+    /// The Responses API's id of this response (what a chained request names as
+    /// `previous_response_id`); `None` from Chat Completions.
+    pub response_id: Option<String>,
 }
 
 #[derive(Debug)]
@@ -293,22 +300,8 @@ impl TargetClient {
         request: &ChatCompletionRequest,
         extra_headers: &[(&'static str, String)],
     ) -> Result<ChatReply, TargetError> {
-        let body = serde_json::to_vec(request).map_err(|e| {
-            TargetError::new(
-                FailureKind::JudgeError,
-                format!("cannot encode request: {e}"),
-            )
-        })?;
-        let url = format!("{}/chat/completions", self.api_base);
         let raw = self
-            .execute(Call {
-                method: Method::POST,
-                url,
-                plane: Plane::Data,
-                ctx: Some(ctx),
-                body: Some(body),
-                extra_headers,
-            })
+            .post_turn(ctx, "/chat/completions", request, extra_headers)
             .await?;
         let attempts = raw.attempts;
         let completion: ChatCompletion = parse_ok(&raw, "a chat completion")?;
@@ -334,7 +327,81 @@ impl TargetClient {
             attempts,
             usage: completion.usage,
             headers: raw.headers,
+            response_id: None,
         })
+    }
+
+    /// `POST /v1/responses` (non-streamed) with a request exactly as given: the output text, and
+    /// the `function_call` items as tool calls. A response with neither is the agent's error.
+    pub async fn responses_request(
+        &self,
+        ctx: &RequestContext,
+        request: &ResponseCreateRequest,
+    ) -> Result<ChatReply, TargetError> {
+        let raw = self.post_turn(ctx, "/responses", request, &[]).await?;
+        let response: Response = parse_ok(&raw, "a response object")?;
+        let tool_calls: Vec<ToolCall> = response
+            .function_calls()
+            .map(|item| ToolCall {
+                id: item.call_id.clone().unwrap_or_default(),
+                kind: "function".to_owned(),
+                function: FunctionCall {
+                    name: item.name.clone().unwrap_or_default(),
+                    arguments: item.arguments.clone().unwrap_or_default(),
+                },
+            })
+            .collect();
+        let text = response.output_text();
+        if text.is_empty() && tool_calls.is_empty() {
+            return Err(TargetError::new(
+                FailureKind::AgentError,
+                format!(
+                    "the response {} has neither output text nor a function call (status {})",
+                    response.id,
+                    response.status.as_deref().unwrap_or("unknown")
+                ),
+            )
+            .with_status(raw.status)
+            .with_attempts(raw.attempts));
+        }
+        Ok(ChatReply {
+            text,
+            tool_calls,
+            attempts: raw.attempts,
+            usage: response.usage.map(|u| Usage {
+                prompt_tokens: u.input_tokens,
+                completion_tokens: u.output_tokens,
+                total_tokens: u.total_tokens,
+                ..Usage::default()
+            }),
+            headers: raw.headers,
+            response_id: Some(response.id),
+        })
+    }
+
+    /// Posts a turn's JSON `request` to `/v1{path}` in the session of `ctx`.
+    async fn post_turn<B: Serialize>(
+        &self,
+        ctx: &RequestContext,
+        path: &str,
+        request: &B,
+        extra_headers: &[(&'static str, String)],
+    ) -> Result<RawResponse, TargetError> {
+        let body = serde_json::to_vec(request).map_err(|e| {
+            TargetError::new(
+                FailureKind::JudgeError,
+                format!("cannot encode request: {e}"),
+            )
+        })?;
+        self.execute(Call {
+            method: Method::POST,
+            url: format!("{}{path}", self.api_base),
+            plane: Plane::Data,
+            ctx: Some(ctx),
+            body: Some(body),
+            extra_headers,
+        })
+        .await
     }
 
     /// `POST /control/session/reset` with an empty body.

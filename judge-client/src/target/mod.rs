@@ -1,15 +1,20 @@
-//! Everything that talks to the target: the HTTP client, its resilience, the capability probe.
+//! Everything that talks to the target: the HTTP client, its resilience, the capability probe,
+//! and how a conversation's turns are sent through either API.
 
 pub mod breaker;
 pub mod client;
+pub mod conversation;
 pub mod error;
 pub mod probe;
 pub mod resilience;
 pub mod telemetry;
 pub mod trace;
+pub mod turns;
 
 pub use breaker::BreakerPolicy;
 pub use client::{ChatReply, Credentials, RawAnswer, RequestContext, TargetClient, TargetSettings};
+pub use conversation::{TurnRequest, TurnSender, one_turn};
 pub use error::{Failure, FailureKind, TargetError};
-pub use probe::{Capabilities, PROBE_GREETING, Requirement, probe};
+pub use probe::{ApiScope, Capabilities, PROBE_GREETING, Requirement, probe, probe_in};
 pub use resilience::RetryPolicy;
+pub use turns::{Api, ChainNeedsResponses, HistoryMode, TurnMode};

@@ -1,7 +1,8 @@
 //! The capability probe: what the target offers, found out by asking it, never assumed.
 //!
 //! - `GET /v1/models` (optional; its first id becomes the model when none was given);
-//! - one chat round trip (required: without it there is nothing to benchmark);
+//! - one turn through the API the run speaks (required: without it there is nothing to
+//!   benchmark), or through each API (`judge probe`, which reports both and needs one);
 //! - `POST /control/session/reset`, `POST /control/memory/inject`, `GET /control/memory`;
 //! - whether `X-Mock-Time` is honoured: through `GET /control/memory`'s `now` when that exists,
 //!   otherwise by asking "What is today's date?" at two different mock times and finding each date
@@ -9,11 +10,12 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 use protocol::control::{InjectFact, InjectRequest};
-use protocol::openai::ChatMessage;
 use serde::{Deserialize, Serialize};
 
 use super::client::{RequestContext, TargetClient};
+use super::conversation::one_turn;
 use super::error::TargetError;
+use super::turns::Api;
 use crate::text::mentions_date;
 
 /// What the probe found, with the evidence for each decision in `notes`.
@@ -23,6 +25,12 @@ pub struct Capabilities {
     pub models: Option<Vec<String>>,
     /// The model the run sends.
     pub model: String,
+    /// `POST /v1/chat/completions` answered a turn; `None` when the probe did not ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chat: Option<bool>,
+    /// `POST /v1/responses` answered a turn; `None` when the probe did not ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub responses: Option<bool>,
     pub reset: bool,
     pub inject: bool,
     pub memory_view: bool,
@@ -99,11 +107,107 @@ fn works<T>(notes: &mut Vec<String>, endpoint: &str, outcome: Result<T, TargetEr
     }
 }
 
-/// The user message of the probe's chat round trip (the one request a probe cannot do without).
+/// The user message of the probe's round trip (the one request a probe cannot do without).
 pub const PROBE_GREETING: &str = "Hello.";
 
-/// Probes the target with its own session (`session_id`). Fails only when no chat round trip works.
+/// Which APIs the probe sends a turn through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiScope {
+    /// Only the run's API, which must answer.
+    Only(Api),
+    /// Each API; at least one must answer (`judge probe`).
+    Every,
+}
+
+/// Whether an answer says the endpoint does not exist here, rather than that it failed.
+fn not_served(e: &TargetError) -> bool {
+    matches!(e.status, Some(404 | 405))
+}
+
+/// What the probe's round trips found.
+struct Served {
+    chat: Option<bool>,
+    responses: Option<bool>,
+    /// The API the rest of the probe talks through (the first that answered).
+    spoken: Api,
+}
+
+/// Sends the probe's turn through each API of `scope` (`ctx` numbers each request).
+async fn round_trips(
+    client: &TargetClient,
+    scope: ApiScope,
+    mut ctx: impl FnMut() -> RequestContext,
+    notes: &mut Vec<String>,
+) -> Result<Served, TargetError> {
+    let apis = match scope {
+        ApiScope::Only(api) => vec![api],
+        ApiScope::Every => vec![Api::Chat, Api::Responses],
+    };
+    let (mut chat, mut responses) = (None, None);
+    let mut spoken = None;
+    let mut first_failure = None;
+    for api in apis {
+        let answered = match one_turn(client, api, &ctx(), PROBE_GREETING).await {
+            Ok(reply) => {
+                notes.push(format!("{api} round trip answered {:?}", reply.text));
+                spoken.get_or_insert(api);
+                true
+            }
+            Err(e) => {
+                notes.push(format!("POST /v1{} failed ({e})", api.path()));
+                match scope {
+                    ApiScope::Only(_) if not_served(&e) => return Err(not_served_error(api, e)),
+                    ApiScope::Only(_) => return Err(e),
+                    ApiScope::Every => first_failure.get_or_insert(e),
+                };
+                false
+            }
+        };
+        match api {
+            Api::Chat => chat = Some(answered),
+            Api::Responses => responses = Some(answered),
+        }
+    }
+    match (spoken, first_failure) {
+        (Some(spoken), _) => Ok(Served {
+            chat,
+            responses,
+            spoken,
+        }),
+        (None, Some(failure)) => Err(failure),
+        (None, None) => unreachable!("a probe tries at least one API"),
+    }
+}
+
+/// The run's API is not served: say so, and which API to use instead.
+fn not_served_error(api: Api, e: TargetError) -> TargetError {
+    let other = match api {
+        Api::Chat => Api::Responses,
+        Api::Responses => Api::Chat,
+    };
+    let message = format!(
+        "the target does not serve the {} API (POST /v1{} answered HTTP {}); use --api {other}",
+        api.title(),
+        api.path(),
+        e.status.unwrap_or_default()
+    );
+    TargetError { message, ..e }
+}
+
+/// Probes the target for a run that speaks Chat Completions, with its own session
+/// (`session_id`). Fails only when no chat round trip works.
 pub async fn probe(client: &TargetClient, session_id: &str) -> Result<Capabilities, TargetError> {
+    probe_in(client, session_id, ApiScope::Only(Api::Chat)).await
+}
+
+/// Probes the target with its own session (`session_id`), sending a turn through the APIs of
+/// `scope`. Fails when no turn works: for a run's API not served, with a message that names the
+/// other API.
+pub async fn probe_in(
+    client: &TargetClient,
+    session_id: &str,
+    scope: ApiScope,
+) -> Result<Capabilities, TargetError> {
     let mut notes = Vec::new();
     let mut request_no = 0u64;
     let mut ctx = |mock_time: Option<DateTime<Utc>>| {
@@ -132,17 +236,14 @@ pub async fn probe(client: &TargetClient, session_id: &str) -> Result<Capabiliti
         .or_else(|| models.as_ref().and_then(|m| m.first().cloned()))
         .unwrap_or_else(|| "default".to_owned());
 
-    // A reset first, so that the chat round trip starts from a clean probe session.
+    // A reset first, so that the round trip starts from a clean probe session.
     let reset = works(
         &mut notes,
         "POST /control/session/reset",
         client.reset(&ctx(None)).await,
     );
 
-    client
-        .chat(&ctx(None), vec![ChatMessage::user(PROBE_GREETING)])
-        .await
-        .map(|reply| notes.push(format!("chat round trip answered {:?}", reply.text)))?;
+    let served = round_trips(client, scope, || ctx(None), &mut notes).await?;
 
     let inject_request = InjectRequest {
         facts: vec![InjectFact {
@@ -196,8 +297,8 @@ pub async fn probe(client: &TargetClient, session_id: &str) -> Result<Capabiliti
     } else {
         let mut honoured = true;
         for time in times {
-            let question = ChatMessage::user("What is today's date?");
-            match client.chat(&ctx(Some(time)), vec![question]).await {
+            let question = "What is today's date?";
+            match one_turn(client, served.spoken, &ctx(Some(time)), question).await {
                 Ok(reply) if mentions_date(&reply.text, time.date_naive()) => {}
                 Ok(reply) => {
                     notes.push(format!(
@@ -226,6 +327,8 @@ pub async fn probe(client: &TargetClient, session_id: &str) -> Result<Capabiliti
     Ok(Capabilities {
         models,
         model,
+        chat: served.chat,
+        responses: served.responses,
         reset,
         inject,
         memory_view,

@@ -98,6 +98,13 @@ impl Suite for Apps {
             })
             .collect()
     }
+
+    fn turns(r: &Self::Results) -> Option<crate::target::TurnMode> {
+        Some(crate::target::TurnMode {
+            api: r.api,
+            history: r.history,
+        })
+    }
 }
 
 /// Parameters of an action call: a JSON object, as a directive or a tool call gives them.

@@ -209,14 +209,15 @@ pub fn html(
     );
     let _ = write!(
         out,
-        r#"<h1>Simulated applications</h1><p class="meta">run {} · judge {} · target {} · model {} · seed {} · action mode {:?} · history {:?}</p>"#,
+        r#"<h1>Simulated applications</h1><p class="meta">run {} · judge {} · target {} · model {} · seed {} · action mode {:?} · {} API · history {}</p>"#,
         escape(&manifest.run_id),
         escape(&manifest.judge_version),
         escape(&manifest.details.target.endpoint),
         escape(&manifest.details.capabilities.model),
         results.seed,
         results.mode,
-        manifest.details.config.history
+        results.api.title(),
+        results.history
     );
     let _ = write!(
         out,

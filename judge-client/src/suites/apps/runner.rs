@@ -7,14 +7,15 @@
 //! One trial: a fresh world seeded from the run seed and the trial number; the setup actions of
 //! other agents; then, per user turn, the agent's pending observations and the user's words go
 //! out as one user message, and the reply's directives (and tool calls, in tool mode, answered
-//! until the agent stops calling) run at that step. The full conversation is sent every turn,
-//! since the apps' instructions live in the system message.
+//! until the agent stops calling) run at that step. By default the full conversation is sent every
+//! turn, since the apps' instructions live in the system message; how each request is sent (API
+//! and history) is [`TurnSender`]'s business.
 
 use std::future::Future;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use protocol::openai::{ChatMessage, MessageContent, Role, Tool, ToolCall};
+use protocol::openai::{ChatMessage, MessageContent, Tool, ToolCall};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -24,8 +25,9 @@ use super::scenario::{Scenario, ScenarioError, pass_at_k, pass_hat_k};
 use super::tools::{execute_tool_calls, instructions, tools};
 use super::world::{LogicalClock, World, WorldError};
 use super::{AppRegistry, Observation};
-use crate::suites::HistoryMode;
-use crate::target::{FailureKind, RequestContext, TargetClient, TargetError};
+use crate::target::{
+    Api, FailureKind, HistoryMode, RequestContext, TargetClient, TargetError, TurnMode, TurnSender,
+};
 
 /// Tool-call rounds allowed within one user turn before the judge stops answering calls.
 pub const MAX_TOOL_ROUNDS: usize = 8;
@@ -92,13 +94,14 @@ pub struct TargetAgent<'a> {
     pub client: &'a TargetClient,
     /// Send the logical time as `X-Mock-Time` (when the probe found it honoured).
     pub send_mock_time: bool,
-    /// `Full` (the default here): the whole conversation each turn. `New`: the system message
-    /// (the apps' instructions) and the new user turn only, so earlier turns must come from the
-    /// agent's memory, as in the other suites.
-    pub history: HistoryMode,
     /// Reset each trial's session before its first turn (when the target has the control plane),
     /// so a rerun with the same seed starts from the same empty memory.
     pub reset_sessions: bool,
+    /// How each request is sent. History `full` (the default here): the whole conversation each
+    /// turn; `new`: the system message (the apps' instructions) and the new user turn only, so
+    /// earlier turns must come from the agent's memory, as in the other suites; `chain`: the
+    /// Responses API holds the conversation.
+    sender: TurnSender,
     requests: u64,
     current_session: Option<String>,
 }
@@ -108,15 +111,18 @@ impl<'a> TargetAgent<'a> {
         Self {
             client,
             send_mock_time,
-            history: HistoryMode::Full,
             reset_sessions: false,
+            sender: TurnSender::new(TurnMode {
+                api: Api::Chat,
+                history: HistoryMode::Full,
+            }),
             requests: 0,
             current_session: None,
         }
     }
 
-    pub fn with_history(mut self, history: HistoryMode) -> Self {
-        self.history = history;
+    pub fn with_turns(mut self, turns: TurnMode) -> Self {
+        self.sender = TurnSender::new(turns);
         self
     }
 
@@ -124,18 +130,6 @@ impl<'a> TargetAgent<'a> {
         self.reset_sessions = reset;
         self
     }
-}
-
-/// What a `New`-history request carries: the leading system message(s) and everything from the
-/// last user message on (the new turn, and in tool mode this turn's tool calls and results).
-fn new_turn_only(messages: &[ChatMessage]) -> Vec<ChatMessage> {
-    let system = messages.iter().take_while(|m| m.role == Role::System);
-    let since = messages
-        .iter()
-        .rposition(|m| m.role == Role::User)
-        .unwrap_or(0);
-    let start = since.max(system.clone().count());
-    system.chain(&messages[start..]).cloned().collect()
 }
 
 impl AgentEndpoint for TargetAgent<'_> {
@@ -152,17 +146,15 @@ impl AgentEndpoint for TargetAgent<'_> {
         };
         if self.current_session.as_deref() != Some(turn.session_id) {
             self.current_session = Some(turn.session_id.to_owned());
+            // A new trial: its conversation starts over (and a chain with it).
+            self.sender.restart();
             if self.reset_sessions {
                 self.client.reset(&ctx).await?;
             }
         }
-        let messages = match self.history {
-            HistoryMode::Full => turn.messages.to_vec(),
-            HistoryMode::New => new_turn_only(turn.messages),
-        };
         let reply = self
-            .client
-            .chat_with_tools(&ctx, messages, turn.tools)
+            .sender
+            .send(self.client, &ctx, turn.messages, turn.tools)
             .await?;
         Ok(AgentReply {
             text: reply.text,
@@ -500,38 +492,4 @@ fn assistant_message(reply: &AgentReply) -> ChatMessage {
         }
     }
     message
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn new_history_keeps_the_system_message_and_the_new_turn() {
-        let messages = vec![
-            ChatMessage::system("apps"),
-            ChatMessage::user("one"),
-            ChatMessage::assistant("done one"),
-            ChatMessage::user("two"),
-        ];
-        let texts: Vec<String> = new_turn_only(&messages)
-            .iter()
-            .filter_map(ChatMessage::text_content)
-            .collect();
-        assert_eq!(texts, ["apps", "two"]);
-        assert_eq!(new_turn_only(&messages[..2]).len(), 2);
-
-        // A tool round keeps the new turn with its calls and results, or the target would get
-        // results without the question they answer.
-        let mut with_tools = messages.clone();
-        let mut call = ChatMessage::assistant("");
-        call.tool_calls = Some(vec![]);
-        with_tools.push(call);
-        with_tools.push(ChatMessage::text(Role::Tool, "{\"success\":true}"));
-        let roles: Vec<Role> = new_turn_only(&with_tools).iter().map(|m| m.role).collect();
-        assert_eq!(
-            roles,
-            [Role::System, Role::User, Role::Assistant, Role::Tool]
-        );
-    }
 }

@@ -23,8 +23,10 @@ use super::report;
 use super::runner::{ActionMode, RunError, ScenarioOutcome, TargetAgent, run_scenario};
 use super::{AppRegistry, Scenario};
 use crate::rundir::{self, Manifest, RunDirError};
-use crate::suites::HistoryMode;
-use crate::target::{Capabilities, Credentials, TargetClient, TargetError, TargetSettings, probe};
+use crate::target::{
+    Api, ApiScope, Capabilities, ChainNeedsResponses, Credentials, HistoryMode, TargetClient,
+    TargetError, TargetSettings, TurnMode, probe_in,
+};
 
 /// What `judge apps` was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,6 +34,9 @@ pub struct AppsConfig {
     pub seed: u64,
     pub mode: ActionMode,
     pub history: HistoryMode,
+    /// The API the turns go through.
+    #[serde(default)]
+    pub api: Api,
     /// Overrides every scenario's own trial count.
     pub trials: Option<u32>,
     /// Where the scenarios came from: `shipped` or a folder.
@@ -56,6 +61,12 @@ pub struct AppsResults {
     pub suite: String,
     pub seed: u64,
     pub mode: ActionMode,
+    /// The API the turns went through.
+    #[serde(default)]
+    pub api: Api,
+    /// What each request carried.
+    #[serde(default = "full_history")]
+    pub history: HistoryMode,
     pub scenarios: Vec<ScenarioSummary>,
     /// Scenarios whose every trial passed, over scenarios with a graded trial.
     pub passed_scenarios: u32,
@@ -79,8 +90,25 @@ pub struct ScenarioSummary {
     pub why: Vec<String>,
 }
 
+/// Apps runs send the whole conversation unless told otherwise (results that do not say).
+fn full_history() -> HistoryMode {
+    HistoryMode::Full
+}
+
+impl AppsConfig {
+    /// How the run's turns are sent.
+    pub fn turns(&self) -> Result<TurnMode, ChainNeedsResponses> {
+        TurnMode::new(self.api, self.history)
+    }
+}
+
 impl AppsResults {
-    pub fn from_outcomes(seed: u64, mode: ActionMode, outcomes: &[ScenarioOutcome]) -> Self {
+    pub fn from_outcomes(
+        seed: u64,
+        mode: ActionMode,
+        turns: TurnMode,
+        outcomes: &[ScenarioOutcome],
+    ) -> Self {
         let scenarios: Vec<ScenarioSummary> = outcomes
             .iter()
             .map(|o| ScenarioSummary {
@@ -103,6 +131,8 @@ impl AppsResults {
             suite: "apps".to_owned(),
             seed,
             mode,
+            api: turns.api,
+            history: turns.history,
             passed_scenarios: graded.iter().filter(|s| s.all_passed).count() as u32,
             graded_scenarios: graded.len() as u32,
             mean_pass_hat_k,
@@ -121,6 +151,8 @@ pub enum AppsSuiteError {
     Artifact(#[from] ArtifactError),
     #[error(transparent)]
     RunDir(#[from] RunDirError),
+    #[error(transparent)]
+    Turns(#[from] ChainNeedsResponses),
 }
 
 /// Told about each scenario as it finishes (the CLI's progress bar).
@@ -138,6 +170,19 @@ pub struct AppsRun {
     pub outcomes: Vec<ScenarioOutcome>,
 }
 
+/// How the run is described in its logs: `apps (auto mode)`, and the API and history when they
+/// are not Chat Completions with the whole conversation.
+fn log_mode(config: &AppsConfig, turns: TurnMode) -> String {
+    let mode = serde_json::to_value(config.mode)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    match turns.annotation(HistoryMode::Full) {
+        annotation if annotation.is_empty() => format!("apps ({mode} mode)"),
+        annotation => format!("apps ({mode} mode, {annotation})"),
+    }
+}
+
 /// Probes the target, plays every scenario against it and writes the run directory.
 pub async fn run(
     settings: TargetSettings,
@@ -147,6 +192,7 @@ pub async fn run(
     out_root: &Path,
     progress: &dyn AppsProgress,
 ) -> Result<AppsRun, AppsSuiteError> {
+    let turns = config.turns()?;
     let registry = AppRegistry::builtin();
     for scenario in &mut scenarios {
         if let Some(trials) = config.trials {
@@ -165,19 +211,16 @@ pub async fn run(
     let (dir, run_id) = rundir::create(out_root, &base)?;
     let mut client = TargetClient::new(settings.clone(), credentials);
     let probe_session = format!("apps-probe-s{}", config.seed);
-    let capabilities = match probe(&client, &probe_session).await {
+    let capabilities = match probe_in(&client, &probe_session, ApiScope::Only(turns.api)).await {
         Ok(capabilities) => capabilities,
         Err(e) => {
             let error = AppsSuiteError::Probe(e.clone());
-            let mode = serde_json::to_value(config.mode)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-                .unwrap_or_default();
+            let mode = log_mode(&config, turns);
             // The error being returned matters more than a failure to record it.
             let _ = rundir::record_probe_failure(
                 &dir,
                 "apps",
-                &format!("apps ({mode} mode)"),
+                &mode,
                 &probe_session,
                 &e,
                 &error.to_string(),
@@ -212,7 +255,7 @@ pub async fn run(
         }
     };
     let mode = outcomes.first().map_or(config.mode, |o| o.mode);
-    let results = AppsResults::from_outcomes(config.seed, mode, &outcomes);
+    let results = AppsResults::from_outcomes(config.seed, mode, turns, &outcomes);
     rundir::write_json(&dir.join("results.json"), &results)?;
     rundir::write_atomic(&dir.join("junit.xml"), report::junit(&results).as_bytes())?;
     manifest.complete();
@@ -238,8 +281,9 @@ async fn play(
     dir: &Path,
     progress: &dyn AppsProgress,
 ) -> Result<Vec<ScenarioOutcome>, AppsSuiteError> {
+    let turns = config.turns()?;
     let mut agent = TargetAgent::new(client, capabilities.mock_time)
-        .with_history(config.history)
+        .with_turns(turns)
         .resetting_sessions(capabilities.reset);
     let mut outcomes = Vec::with_capacity(scenarios.len());
     for scenario in scenarios {

@@ -22,30 +22,7 @@ pub use checks::{CATALOGUE, CheckSpec};
 pub use runner::{ConformConfig, ConformError, ConformRun, run};
 
 /// The API a check is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Api {
-    /// `POST /v1/chat/completions`.
-    Chat,
-    /// `/v1/responses` and its retrieval, input items and deletion.
-    Responses,
-}
-
-impl Api {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Api::Chat => "chat",
-            Api::Responses => "responses",
-        }
-    }
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Api::Chat => "Chat Completions",
-            Api::Responses => "Responses",
-        }
-    }
-}
+pub use crate::target::Api;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

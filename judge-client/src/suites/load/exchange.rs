@@ -1,5 +1,6 @@
-//! One chat completion request of the load, streamed (SSE) or not, timed and classified. Only
-//! what the figures need is parsed: whether a chunk carries output text, and the usage.
+//! One request of the load (a chat completion, or a response of the Responses API), streamed
+//! (SSE) or not, timed and classified. Only what the figures need is parsed: whether a chunk or
+//! event carries output text, the usage, and where the stream ends.
 
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
@@ -8,11 +9,12 @@ use awc::http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
 use protocol::headers::SESSION_ID;
+use protocol::openai::responses::{Response, event};
 use serde::Deserialize;
 
 use super::metrics::{RequestTimes, StreamTimer};
-use crate::target::FailureKind;
 use crate::target::resilience::{classify_send_error, classify_status};
+use crate::target::{Api, FailureKind};
 
 /// Largest non-streamed body, and largest single SSE line, the load reads.
 const BODY_LIMIT: usize = 8 * 1024 * 1024;
@@ -23,6 +25,7 @@ pub struct Endpoint {
     /// `…/v1/chat/completions`.
     pub url: awc::http::Uri,
     pub authorization: Option<HeaderValue>,
+    pub api: Api,
     pub stream: bool,
     pub timeout: Duration,
 }
@@ -77,6 +80,119 @@ struct CompletionPeek<'a> {
     choices: Vec<Choice<'a>>,
     #[serde(default)]
     usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct ResponseUsagePeek {
+    #[serde(default)]
+    output_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct ResponsePeek {
+    #[serde(default)]
+    usage: Option<ResponseUsagePeek>,
+}
+
+/// What the load reads of a Responses API streaming event.
+#[derive(Deserialize)]
+struct EventPeek<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    delta: Option<Cow<'a, str>>,
+    /// Lifecycle events: the response as it stands (the terminal one with its usage).
+    #[serde(default)]
+    response: Option<ResponsePeek>,
+}
+
+/// What one `data:` line of a stream says.
+#[derive(Debug, Default, PartialEq)]
+struct Peeked {
+    /// It carries output text.
+    output: bool,
+    /// Output tokens, when it reports the usage.
+    tokens: Option<u64>,
+    /// It ends the stream (`[DONE]`, or the Responses API's terminal event).
+    done: bool,
+}
+
+/// Reads one `data:` line of a stream through `api`.
+fn peek(api: Api, data: &[u8]) -> Result<Peeked, FailureKind> {
+    match api {
+        Api::Chat => {
+            if data == b"[DONE]" {
+                return Ok(Peeked {
+                    done: true,
+                    ..Peeked::default()
+                });
+            }
+            let peek: ChunkPeek =
+                serde_json::from_slice(data).map_err(|_| FailureKind::AgentError)?;
+            if peek.error.is_some() {
+                return Err(FailureKind::AgentError);
+            }
+            Ok(Peeked {
+                output: peek.has_output(),
+                tokens: peek.usage.and_then(|u| u.completion_tokens),
+                done: false,
+            })
+        }
+        Api::Responses => {
+            // OpenAI ends a Responses stream with its terminal event, not `[DONE]`; a server
+            // that sends one too is not cut off for it.
+            if data == b"[DONE]" {
+                return Ok(Peeked::default());
+            }
+            let peek: EventPeek =
+                serde_json::from_slice(data).map_err(|_| FailureKind::AgentError)?;
+            match peek.kind.as_ref() {
+                event::FAILED | event::ERROR => Err(FailureKind::AgentError),
+                event::COMPLETED | event::INCOMPLETE => Ok(Peeked {
+                    output: false,
+                    tokens: peek
+                        .response
+                        .and_then(|r| r.usage)
+                        .and_then(|u| u.output_tokens),
+                    done: true,
+                }),
+                event::OUTPUT_TEXT_DELTA => Ok(Peeked {
+                    output: peek.delta.is_some_and(|d| !d.is_empty()),
+                    ..Peeked::default()
+                }),
+                _ => Ok(Peeked::default()),
+            }
+        }
+    }
+}
+
+/// The output text and the output tokens (as reported) of a whole answer through `api`.
+fn whole(api: Api, bytes: &[u8]) -> Result<(String, Option<u64>), FailureKind> {
+    match api {
+        Api::Chat => {
+            let completion: CompletionPeek =
+                serde_json::from_slice(bytes).map_err(|_| FailureKind::AgentError)?;
+            let Some(choice) = completion.choices.first() else {
+                return Err(FailureKind::AgentError);
+            };
+            let text = choice.message.content.as_deref().unwrap_or_default();
+            Ok((
+                text.to_owned(),
+                completion.usage.and_then(|u| u.completion_tokens),
+            ))
+        }
+        Api::Responses => {
+            let response: Response =
+                serde_json::from_slice(bytes).map_err(|_| FailureKind::AgentError)?;
+            if response.status.as_deref() == Some("failed") || response.error.is_some() {
+                return Err(FailureKind::AgentError);
+            }
+            Ok((
+                response.output_text(),
+                response.usage.map(|u| u64::from(u.output_tokens)),
+            ))
+        }
+    }
 }
 
 impl ChunkPeek<'_> {
@@ -143,22 +259,9 @@ async fn exchange(
             .await
             .map_err(|_| FailureKind::InfraError)?;
         let end = Instant::now();
-        let completion: CompletionPeek =
-            serde_json::from_slice(&bytes).map_err(|_| FailureKind::AgentError)?;
-        let Some(choice) = completion.choices.first() else {
-            return Err(FailureKind::AgentError);
-        };
-        let tokens = completion
-            .usage
-            .and_then(|u| u.completion_tokens)
-            .unwrap_or_else(|| {
-                // No usage: count words, the closest guess without a tokenizer.
-                choice
-                    .message
-                    .content
-                    .as_deref()
-                    .map_or(0, |t| t.split_whitespace().count() as u64)
-            });
+        let (text, tokens) = whole(endpoint.api, &bytes)?;
+        // No usage: count words, the closest guess without a tokenizer.
+        let tokens = tokens.unwrap_or_else(|| text.split_whitespace().count() as u64);
         return Ok(StreamTimer::whole(sent, end, tokens));
     }
 
@@ -176,22 +279,14 @@ async fn exchange(
             let Some(data) = line.strip_prefix(b"data:") else {
                 continue; // comments, `event:` lines, blank separators
             };
-            let data = data.trim_ascii();
-            if data == b"[DONE]" {
-                done = true;
-                continue;
-            }
-            let peek: ChunkPeek =
-                serde_json::from_slice(data).map_err(|_| FailureKind::AgentError)?;
-            if peek.error.is_some() {
-                return Err(FailureKind::AgentError);
-            }
-            if peek.has_output()
+            let peeked = peek(endpoint.api, data.trim_ascii())?;
+            done |= peeked.done;
+            if peeked.output
                 && let Some(gap) = timer.output_chunk(arrived)
             {
                 on_itl(gap);
             }
-            if let Some(tokens) = peek.usage.and_then(|u| u.completion_tokens) {
+            if let Some(tokens) = peeked.tokens {
                 usage_tokens = Some(tokens);
             }
         }
@@ -200,7 +295,8 @@ async fn exchange(
         }
     }
     if !done {
-        // The stream ended without OpenAI's terminator: the reply was cut off.
+        // The stream ended without OpenAI's terminator (`[DONE]`, or the Responses API's
+        // terminal event): the reply was cut off.
         return Err(FailureKind::InfraError);
     }
     Ok(timer.finish(Instant::now(), usage_tokens))
@@ -232,5 +328,58 @@ mod tests {
         .unwrap();
         assert!(!usage.has_output());
         assert_eq!(usage.usage.and_then(|u| u.completion_tokens), Some(7));
+        assert_eq!(
+            peek(Api::Chat, b"[DONE]"),
+            Ok(Peeked {
+                done: true,
+                ..Peeked::default()
+            })
+        );
+    }
+
+    #[test]
+    fn responses_events_give_output_usage_and_the_end() {
+        let delta = peek(
+            Api::Responses,
+            br#"{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}"#,
+        );
+        assert_eq!(
+            delta,
+            Ok(Peeked {
+                output: true,
+                ..Peeked::default()
+            })
+        );
+        let created = peek(
+            Api::Responses,
+            br#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}}"#,
+        );
+        assert_eq!(created, Ok(Peeked::default()));
+        let completed = peek(
+            Api::Responses,
+            br#"{"type":"response.completed","sequence_number":9,"response":{"id":"resp_1","status":"completed","usage":{"input_tokens":3,"output_tokens":12,"total_tokens":15}}}"#,
+        );
+        assert_eq!(
+            completed,
+            Ok(Peeked {
+                output: false,
+                tokens: Some(12),
+                done: true
+            })
+        );
+        assert_eq!(
+            peek(
+                Api::Responses,
+                br#"{"type":"response.failed","response":{"id":"r","error":{"code":"x"}}}"#
+            ),
+            Err(FailureKind::AgentError)
+        );
+        assert_eq!(peek(Api::Responses, b"[DONE]"), Ok(Peeked::default()));
+        let (text, tokens) = whole(
+            Api::Responses,
+            br#"{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a b c"}]}],"usage":{"input_tokens":1,"output_tokens":3,"total_tokens":4}}"#,
+        )
+        .unwrap();
+        assert_eq!((text.as_str(), tokens), ("a b c", Some(3)));
     }
 }

@@ -134,4 +134,12 @@ impl Suite for Load {
             })
             .collect()
     }
+
+    /// Every load request is one new turn.
+    fn turns(r: &Self::Results) -> Option<crate::target::TurnMode> {
+        Some(crate::target::TurnMode {
+            api: r.api,
+            history: crate::target::HistoryMode::New,
+        })
+    }
 }

@@ -19,6 +19,7 @@ use crate::report::chart::{Bar, BarChart, Scale, Series, colour};
 use crate::report::escape::escape;
 use crate::report::html::page_head;
 use crate::rundir::{self, Manifest};
+use crate::target::Api;
 
 /// Each figure's definition, written into both files so a reader never has to guess.
 pub const DEFINITIONS: [(&str, &str); 11] = [
@@ -28,11 +29,11 @@ pub const DEFINITIONS: [(&str, &str); 11] = [
     ),
     (
         "ttft",
-        "Time to first token: from sending the request to the first streamed chunk carrying output text. A non-streamed reply arrives whole, so its TTFT equals its latency.",
+        "Time to first token: from sending the request to the first streamed chunk carrying output text (on the Responses API, the first response.output_text.delta event). A non-streamed reply arrives whole, so its TTFT equals its latency.",
     ),
     (
         "itl",
-        "Inter-token latency: the gap between two consecutive output chunks of a stream; every gap is one sample (streaming only).",
+        "Inter-token latency: the gap between two consecutive output chunks of a stream (response.output_text.delta events on the Responses API); every gap is one sample (streaming only).",
     ),
     (
         "tpot",
@@ -40,7 +41,7 @@ pub const DEFINITIONS: [(&str, &str); 11] = [
     ),
     (
         "output_tokens",
-        "usage.completion_tokens as the server reports it; without usage, the number of output chunks (streaming) or words (non-streaming).",
+        "usage.completion_tokens (usage.output_tokens on the Responses API) as the server reports it; without usage, the number of output chunks (streaming) or words (non-streaming).",
     ),
     (
         "requests_per_s",
@@ -236,6 +237,9 @@ pub struct LoadResults {
     pub started_at: DateTime<Utc>,
     pub endpoint: String,
     pub model: String,
+    /// The API every request went through.
+    #[serde(default)]
+    pub api: Api,
     pub stream: bool,
     pub seed: u64,
     pub workload: WorkloadSummary,
@@ -269,6 +273,7 @@ impl LoadResults {
             started_at,
             endpoint: config.endpoint.clone(),
             model: workload.model.clone(),
+            api: config.api,
             stream: config.stream,
             seed: config.seed,
             workload: WorkloadSummary {
@@ -292,6 +297,8 @@ impl LoadResults {
 pub struct LoadDetails {
     pub endpoint: String,
     pub model: String,
+    #[serde(default)]
+    pub api: Api,
     pub stream: bool,
     pub seed: u64,
 }
@@ -304,6 +311,7 @@ pub fn write(out: &Path, results: &LoadResults) -> Result<PathBuf, LoadError> {
     let details = LoadDetails {
         endpoint: results.endpoint.clone(),
         model: results.model.clone(),
+        api: results.api,
         stream: results.stream,
         seed: results.seed,
     };
@@ -369,9 +377,10 @@ pub fn render_html(r: &LoadResults) -> String {
     let mut h = page_head(&format!("judge load: {}", r.endpoint), EXTRA_STYLE);
     let _ = write!(
         h,
-        "<h1>Load: {}</h1><p>model <code>{}</code>, {}, prompts {} tokens, outputs {} tokens, {} sessions, seed {}, warm-up {} s excluded, {} worker threads, started {}</p>",
+        "<h1>Load: {}</h1><p>model <code>{}</code>, {} API, {}, prompts {} tokens, outputs {} tokens, {} sessions, seed {}, warm-up {} s excluded, {} worker threads, started {}</p>",
         escape(&r.endpoint),
         escape(&r.model),
+        r.api.title(),
         if r.stream {
             "streaming"
         } else {
@@ -508,6 +517,7 @@ mod tests {
             started_at: Utc::now(),
             endpoint: "http://127.0.0.1:1".into(),
             model: "m<x>".into(),
+            api: Api::Chat,
             stream: true,
             seed: 1,
             workload: WorkloadSummary {

@@ -22,6 +22,7 @@ use super::schedule::{
 use super::slo::Slos;
 use super::workload::{LengthDist, RequestPool, Workload};
 use super::{LoadError, LoadOutcome};
+use crate::target::Api;
 
 /// A count run without `--duration` still stops after this long.
 pub const COUNT_RUN_TIME_LIMIT: Duration = Duration::from_secs(600);
@@ -43,6 +44,8 @@ pub struct LoadConfig {
     pub model: Option<String>,
     /// Load generators are dangerous: only loopback targets unless this is set.
     pub allow_remote: bool,
+    /// The API every request goes through.
+    pub api: Api,
     pub stream: bool,
     /// One run per level (several make a sweep).
     pub levels: Vec<LoadLevel>,
@@ -113,16 +116,16 @@ impl LoadConfig {
     }
 }
 
-/// `(api base, chat completions URL)` for an endpoint given with or without `/v1`.
-pub fn api_urls(endpoint: &str) -> (String, String) {
+/// `(api base, URL of a turn through api)` for an endpoint given with or without `/v1`.
+pub fn api_urls(endpoint: &str, api: Api) -> (String, String) {
     let trimmed = endpoint.trim_end_matches('/');
     let base = if trimmed.ends_with("/v1") {
         trimmed.to_owned()
     } else {
         format!("{trimmed}/v1")
     };
-    let chat = format!("{base}/chat/completions");
-    (base, chat)
+    let turn = format!("{base}{}", api.path());
+    (base, turn)
 }
 
 /// Whether `url` points at this machine.
@@ -180,8 +183,8 @@ pub fn run(
     progress: &dyn LoadProgress,
 ) -> Result<LoadOutcome, LoadError> {
     config.validate()?;
-    let (api_base, chat_url) = api_urls(&config.endpoint);
-    let url: Uri = chat_url
+    let (api_base, turn_url) = api_urls(&config.endpoint, config.api);
+    let url: Uri = turn_url
         .parse()
         .map_err(|e| LoadError::Invalid(format!("--endpoint {}: {e}", config.endpoint)))?;
     if !config.allow_remote && !is_loopback(&url) {
@@ -199,6 +202,7 @@ pub fn run(
     };
     let workload = Workload {
         model,
+        api: config.api,
         stream: config.stream,
         prompt_tokens: config.prompt_tokens,
         output_tokens: config.output_tokens,
@@ -358,6 +362,7 @@ fn worker(
                 client,
                 url: url.clone(),
                 authorization: authorization.clone(),
+                api: config.api,
                 stream: config.stream,
                 timeout: config.timeout,
             },
@@ -500,13 +505,20 @@ mod tests {
     #[test]
     fn endpoint_urls_and_loopback_check() {
         assert_eq!(
-            api_urls("http://127.0.0.1:8080/"),
+            api_urls("http://127.0.0.1:8080/", Api::Chat),
             (
                 "http://127.0.0.1:8080/v1".into(),
                 "http://127.0.0.1:8080/v1/chat/completions".into()
             )
         );
-        assert_eq!(api_urls("http://h/v1").1, "http://h/v1/chat/completions");
+        assert_eq!(
+            api_urls("http://h/v1", Api::Chat).1,
+            "http://h/v1/chat/completions"
+        );
+        assert_eq!(
+            api_urls("http://h/v1/", Api::Responses).1,
+            "http://h/v1/responses"
+        );
         for (url, local) in [
             ("http://127.0.0.1:1/v1", true),
             ("http://localhost:1/v1", true),

@@ -1,17 +1,19 @@
 //! What the load sends: prompts of a seeded length distribution and a requested output length
-//! (`max_tokens`), pre-rendered into a pool of request bodies so the hot path only clones a
-//! reference-counted buffer.
+//! (`max_tokens`, or `max_output_tokens` on the Responses API), pre-rendered into a pool of
+//! request bodies so the hot path only clones a reference-counted buffer.
 
 use std::fmt;
 use std::str::FromStr;
 
 use awc::http::header::HeaderValue;
 use bytes::Bytes;
+use protocol::openai::responses::{ResponseCreateRequest, ResponseInput};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::LoadError;
+use crate::target::Api;
 
 /// Common English words that are one cl100k token each (with their leading space), so a prompt
 /// of N words is close to N tokens on most tokenizers.
@@ -114,6 +116,8 @@ impl FromStr for LengthDist {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Workload {
     pub model: String,
+    /// The API every request goes through.
+    pub api: Api,
     pub stream: bool,
     pub prompt_tokens: LengthDist,
     pub output_tokens: LengthDist,
@@ -180,17 +184,31 @@ fn render(workload: &Workload, rng: &mut ChaCha8Rng) -> PreparedRequest {
         }
         prompt.push_str(WORDS[rng.random_range(0..WORDS.len())]);
     }
-    let mut body = serde_json::json!({
-        "model": workload.model,
-        "messages": [{"role": "user", "content": prompt}],
-        "max_tokens": max_tokens,
-    });
-    if workload.stream {
-        body["stream"] = true.into();
-        body["stream_options"] = serde_json::json!({"include_usage": true});
-    }
+    let body = match workload.api {
+        Api::Chat => {
+            let mut body = serde_json::json!({
+                "model": workload.model,
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": max_tokens,
+            });
+            if workload.stream {
+                body["stream"] = true.into();
+                body["stream_options"] = serde_json::json!({"include_usage": true});
+            }
+            serde_json::to_vec(&body)
+        }
+        // The terminal event carries the usage; nothing is read back, so nothing is stored.
+        Api::Responses => serde_json::to_vec(&ResponseCreateRequest {
+            model: Some(workload.model.clone()),
+            input: Some(ResponseInput::Text(prompt)),
+            max_output_tokens: Some(max_tokens),
+            store: Some(false),
+            stream: workload.stream.then_some(true),
+            ..ResponseCreateRequest::default()
+        }),
+    };
     PreparedRequest {
-        body: Bytes::from(serde_json::to_vec(&body).expect("a JSON value serialises")),
+        body: Bytes::from(body.expect("a request serialises")),
         prompt_words: words,
     }
 }
@@ -246,6 +264,7 @@ mod tests {
     fn pool_is_seeded_and_renders_openai_requests() {
         let workload = Workload {
             model: "m".into(),
+            api: Api::Chat,
             stream: true,
             prompt_tokens: LengthDist::Fixed { tokens: 5 },
             output_tokens: LengthDist::Uniform { min: 3, max: 9 },
@@ -272,5 +291,17 @@ mod tests {
         let prompt = json["messages"][0]["content"].as_str().unwrap();
         assert_eq!(prompt.split(' ').count(), 5);
         assert_eq!(first.prompt_words, 5);
+
+        let responses = Workload {
+            api: Api::Responses,
+            ..workload
+        };
+        let (first, _) = RequestPool::new(&responses, 9, 0, 2).take();
+        let json: serde_json::Value = serde_json::from_slice(&first.body).unwrap();
+        assert_eq!(json["stream"], true);
+        assert_eq!(json["store"], false);
+        assert_eq!(json["input"].as_str().unwrap().split(' ').count(), 5);
+        assert!((3..=9).contains(&json["max_output_tokens"].as_u64().unwrap()));
+        assert!(json.get("messages").is_none());
     }
 }

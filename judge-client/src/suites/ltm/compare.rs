@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 use super::results::{RunResults, TestStatus};
 use crate::report::stats::{PairOutcome, pair_stats};
 use crate::suites::ltm::TestType;
+use crate::target::TurnMode;
+use crate::target::turns;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
@@ -40,6 +42,11 @@ pub struct Pair {
 pub struct Comparison {
     pub seed_a: u64,
     pub seed_b: u64,
+    /// How each run sent its turns (API and history).
+    #[serde(default)]
+    pub turns_a: TurnMode,
+    #[serde(default)]
+    pub turns_b: TurnMode,
     pub pairs: Vec<Pair>,
     /// Passed in A, not in B.
     pub regressions: usize,
@@ -109,6 +116,8 @@ pub fn compare(a: &RunResults, b: &RunResults, alpha: f64) -> Comparison {
     Comparison {
         seed_a: a.seed,
         seed_b: b.seed,
+        turns_a: a.turns(),
+        turns_b: b.turns(),
         mean_a: stats.mean_a,
         mean_b: stats.mean_b,
         mean_diff: stats.mean_diff,
@@ -131,6 +140,9 @@ pub fn render(c: &Comparison) -> String {
             "warning: the runs used different seeds ({} and {}); tests with the same id hold different content",
             c.seed_a, c.seed_b
         );
+    }
+    if let Some(note) = turns::difference(Some(c.turns_a), Some(c.turns_b)) {
+        let _ = writeln!(out, "{note}");
     }
     for p in &c.pairs {
         if p.passed_a != p.passed_b || (p.score_a - p.score_b).abs() > 1e-9 {
@@ -209,6 +221,7 @@ mod tests {
             trials: 1,
             span_tokens: 0,
             history: HistoryMode::New,
+            api: crate::target::Api::Chat,
             overall: None,
             types: vec![],
             tests: scores

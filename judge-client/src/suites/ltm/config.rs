@@ -4,8 +4,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{GenParams, TestSpec, TestType, generate_all};
-use crate::suites::HistoryMode;
-use crate::target::TargetSettings;
+use crate::target::{Api, ChainNeedsResponses, HistoryMode, TargetSettings, TurnMode};
 
 /// Settings of an LTM run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -18,6 +17,9 @@ pub struct LtmConfig {
     /// Largest single filler turn, in tokens.
     pub filler_turn_tokens: u32,
     pub history: HistoryMode,
+    /// The API the turns go through.
+    #[serde(default)]
+    pub api: Api,
     /// Tests run at once. Does not change content or scores: every test has its own sessions.
     #[serde(default = "default_concurrency")]
     pub concurrency: usize,
@@ -36,6 +38,7 @@ impl Default for LtmConfig {
             span_tokens: 1000,
             filler_turn_tokens: 250,
             history: HistoryMode::New,
+            api: Api::Chat,
             concurrency: default_concurrency(),
             types: TestType::ALL.to_vec(),
         }
@@ -43,6 +46,11 @@ impl Default for LtmConfig {
 }
 
 impl LtmConfig {
+    /// How the run's turns are sent.
+    pub fn turns(&self) -> Result<TurnMode, ChainNeedsResponses> {
+        TurnMode::new(self.api, self.history)
+    }
+
     /// What the generators need of this configuration.
     pub fn gen_params(&self) -> GenParams {
         GenParams {

@@ -228,7 +228,7 @@ pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTimin
         out,
         r#"{}<p><span class="big">{}</span> overall score (mean of applicable test types)</p>
 <table><tr><th>target</th><td>{}</td></tr><tr><th>model</th><td>{}</td></tr>
-<tr><th>history mode</th><td>{} ({})</td></tr>
+<tr><th>API · history mode</th><td>{} · {} ({})</td></tr>
 <tr><th>seed · trials · span</th><td>{} · {} per type · {} tokens (cl100k)</td></tr>
 <tr><th>capabilities</th><td>reset: {} · inject: {} · memory view: {} · X-Mock-Time: {}</td></tr></table>"#,
         results
@@ -243,12 +243,9 @@ pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTimin
         pct(results.overall),
         escape(&manifest.details.target.endpoint),
         escape(&caps.model),
+        results.api.title(),
         results.history,
-        match results.history {
-            crate::suites::HistoryMode::New =>
-                "only the new user turn is sent; memory must come from the agent",
-            crate::suites::HistoryMode::Full => "the whole conversation is sent with every turn",
-        },
+        results.history.meaning(),
         results.seed,
         results.trials,
         results.span_tokens,

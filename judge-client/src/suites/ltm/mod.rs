@@ -77,6 +77,10 @@ impl Suite for Ltm {
         Vec::new()
     }
 
+    fn turns(r: &Self::Results) -> Option<crate::target::TurnMode> {
+        Some(r.turns())
+    }
+
     fn merge(
         parts: &[std::path::PathBuf],
         out_root: &std::path::Path,

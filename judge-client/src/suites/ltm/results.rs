@@ -11,6 +11,7 @@ use super::grader::{Grade, GraderAgreement};
 use super::scoring::Scorer;
 use crate::suites::HistoryMode;
 use crate::target::Failure;
+use crate::target::{Api, TurnMode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -172,6 +173,9 @@ pub struct RunResults {
     pub trials: u32,
     pub span_tokens: u32,
     pub history: HistoryMode,
+    /// The API the turns went through.
+    #[serde(default)]
+    pub api: Api,
     /// Mean of the applicable types' mean scores.
     pub overall: Option<f64>,
     pub types: Vec<TypeSummary>,
@@ -183,4 +187,14 @@ pub struct RunResults {
     /// How the LLM grader and the rules compare, when the run had a grader.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grader: Option<GraderAgreement>,
+}
+
+impl RunResults {
+    /// How the run's turns were sent.
+    pub fn turns(&self) -> TurnMode {
+        TurnMode {
+            api: self.api,
+            history: self.history,
+        }
+    }
 }

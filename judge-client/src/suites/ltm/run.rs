@@ -22,7 +22,10 @@ use super::runner::Runner;
 use super::script::derive_uuid;
 use super::{TestSpec, html, junit, logs, summary};
 use crate::rundir::{self, RunDirError, RunState, Shard, checkpoint, write_atomic, write_json};
-use crate::target::{Credentials, TargetClient, TargetError, TargetSettings, probe, telemetry};
+use crate::target::{
+    ApiScope, ChainNeedsResponses, Credentials, TargetClient, TargetError, TargetSettings,
+    TurnMode, probe_in, telemetry,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -30,6 +33,8 @@ pub enum RunError {
     RunDir(#[from] RunDirError),
     #[error("the target cannot be benchmarked (capability probe): {0}")]
     Probe(TargetError),
+    #[error(transparent)]
+    Turns(#[from] ChainNeedsResponses),
 }
 
 /// Observes a run's progress (the CLI draws a progress bar with it).
@@ -89,6 +94,7 @@ pub async fn start_shard(
     out_root: &Path,
     progress: &dyn Progress,
 ) -> Result<RunOutcome, RunError> {
+    let turns = config.turns()?;
     let now = Utc::now();
     let shard_suffix =
         shard.map_or_else(String::new, |s| format!("-shard{}of{}", s.index, s.count));
@@ -102,7 +108,7 @@ pub async fn start_shard(
     let dir = create_run_dir(out_root, &base)?;
     let mut client = TargetClient::new(settings.clone(), credentials);
     let probe_session = derive_uuid(config.seed, "probe");
-    let capabilities = match probe(&client, &probe_session).await {
+    let capabilities = match probe_in(&client, &probe_session, ApiScope::Only(turns.api)).await {
         Ok(capabilities) => capabilities,
         Err(e) => {
             let error = RunError::Probe(e.clone());
@@ -172,9 +178,14 @@ pub async fn resume(
     let mut settings = manifest.details.target.clone();
     settings.model = Some(manifest.details.capabilities.model.clone());
     let client = TargetClient::new(settings, credentials);
-    probe(&client, &derive_uuid(manifest.details.seed, "probe"))
-        .await
-        .map_err(RunError::Probe)?;
+    let api = manifest.details.config.api;
+    probe_in(
+        &client,
+        &derive_uuid(manifest.details.seed, "probe"),
+        ApiScope::Only(api),
+    )
+    .await
+    .map_err(RunError::Probe)?;
     manifest.state = RunState::Running;
     manifest.why = None;
     manifest.details.resumed_at.push(Utc::now());
@@ -199,7 +210,11 @@ pub async fn resume(
 
 /// The `mode` of the run's logs.
 fn log_mode(config: &LtmConfig) -> String {
-    format!("ltm (history: {})", config.history)
+    let turns = TurnMode {
+        api: config.api,
+        history: config.history,
+    };
+    format!("ltm ({})", turns.describe())
 }
 
 /// Neutral log file names, numbered over all sessions of all tests in run order.
@@ -297,7 +312,10 @@ async fn execute(
     let runner = Runner {
         client,
         capabilities: &manifest.details.capabilities,
-        history: config.history,
+        turns: TurnMode {
+            api: config.api,
+            history: config.history,
+        },
         trace: run_span.clone(),
         grader,
     };

@@ -14,17 +14,20 @@ use protocol::openai::ChatMessage;
 
 use super::grader::{self, Grader};
 use super::script::{Check, Step, TURN_GAP_SECONDS, TestSpec};
-use crate::suites::HistoryMode;
 use crate::suites::ltm::results::{
     CheckResult, SessionRecord, TestResult, TestStatus, TestTiming, TranscriptEntry,
 };
-use crate::target::{Capabilities, Failure, FailureKind, RequestContext, TargetClient, telemetry};
+use crate::target::{
+    Capabilities, Failure, FailureKind, RequestContext, TargetClient, TurnMode, TurnSender,
+    telemetry,
+};
 
 /// Everything a test run needs from the run around it.
 pub struct Runner<'a> {
     pub client: &'a TargetClient,
     pub capabilities: &'a Capabilities,
-    pub history: HistoryMode,
+    /// How each turn is sent (API and history).
+    pub turns: TurnMode,
     /// The run's span (a no-op unless spans are exported).
     pub trace: Context,
     /// The LLM grader, when the run has one (`--grader-endpoint`).
@@ -33,7 +36,10 @@ pub struct Runner<'a> {
 
 struct SessionState {
     clock: DateTime<Utc>,
+    /// Everything said in the session since its last reset.
     history: Vec<ChatMessage>,
+    /// What the target holds of it (a chain's head).
+    sender: TurnSender,
     requests: u64,
     said: usize,
 }
@@ -80,6 +86,7 @@ impl Runner<'_> {
                 .map(|s| SessionState {
                     clock: s.start,
                     history: Vec::new(),
+                    sender: TurnSender::new(self.turns),
                     requests: 0,
                     said: 0,
                 })
@@ -169,23 +176,16 @@ impl Play<'_, '_> {
     async fn say(&mut self, index: usize, text: &str, check: Option<&Check>) {
         let (ctx, span) = self.context(index, "chat turn");
         let user = ChatMessage::user(text);
-        let messages = match self.runner.history {
-            HistoryMode::New => vec![user.clone()],
-            HistoryMode::Full => {
-                let mut all = self.states[index].history.clone();
-                all.push(user.clone());
-                all
-            }
-        };
+        let mut transcript = self.states[index].history.clone();
+        transcript.push(user.clone());
         let at = self.states[index].clock;
         self.timing
             .turn_sent_unix_ms
             .push(Utc::now().timestamp_millis().max(0) as u64);
         let started = Instant::now();
-        let outcome = self
-            .runner
-            .client
-            .chat(&ctx, messages)
+        let outcome = self.states[index]
+            .sender
+            .send(self.runner.client, &ctx, &transcript, None)
             .with_context(span.clone())
             .await;
         telemetry::end(&span);
@@ -265,6 +265,8 @@ impl Play<'_, '_> {
     async fn reset(&mut self, index: usize) {
         let (ctx, span) = self.context(index, "reset");
         self.states[index].history.clear();
+        // The target forgets the session's responses with its memory: a chain starts over.
+        self.states[index].sender.restart();
         let outcome = self
             .runner
             .client

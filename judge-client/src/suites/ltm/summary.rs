@@ -67,6 +67,7 @@ pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
         trials: config.trials,
         span_tokens: config.span_tokens,
         history: config.history,
+        api: config.api,
         overall: mean(&means),
         types,
         grader: grader::agreement(&tests),
@@ -111,9 +112,9 @@ pub fn render_table(results: &RunResults) -> String {
     }
     let _ = writeln!(
         out,
-        "overall score: {} (mean of applicable types; history mode: {})",
+        "overall score: {} (mean of applicable types; {})",
         pct(results.overall),
-        results.history
+        results.turns().describe()
     );
     if let Some(g) = &results.grader {
         let _ = writeln!(out, "{}", grader_line(g));

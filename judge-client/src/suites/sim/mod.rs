@@ -91,6 +91,13 @@ impl Suite for Sim {
             })
             .collect()
     }
+
+    fn turns(r: &Self::Results) -> Option<crate::target::TurnMode> {
+        Some(crate::target::TurnMode {
+            api: r.api,
+            history: r.history,
+        })
+    }
 }
 
 /// An A/B run ([`Suite`]): already a comparison of two targets, judged on A's share of the

@@ -205,11 +205,13 @@ pub fn html(
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "<h1>Persona simulation</h1><p class=\"meta\">seed {} · model {} · {} user · max {} turns · config {}</p>",
+        "<h1>Persona simulation</h1><p class=\"meta\">seed {} · model {} · {} user · max {} turns · {} API · history {} · config {}</p>",
         r.seed,
         escape(&r.target_model),
         escape(&r.simulator),
         r.max_turns,
+        r.api.title(),
+        r.history,
         escape(&r.config_hash)
     );
     for note in warnings {

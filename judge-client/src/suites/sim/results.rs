@@ -10,7 +10,7 @@ use super::fidelity::Fidelity;
 use super::judge::Rubric;
 use super::runner::{Conversation, UserSource};
 use crate::report::stats::{bootstrap_ci, mean};
-use crate::target::Failure;
+use crate::target::{Api, Failure, HistoryMode};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConversationResult {
@@ -121,6 +121,12 @@ pub struct SimResults {
     pub target_model: String,
     pub simulator: String,
     pub max_turns: usize,
+    /// The API the target's turns went through.
+    #[serde(default)]
+    pub api: Api,
+    /// What each request to the target carried.
+    #[serde(default)]
+    pub history: HistoryMode,
     pub summary: Summary,
     pub conversations: Vec<ConversationResult>,
 }

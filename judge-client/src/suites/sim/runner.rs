@@ -23,7 +23,10 @@ use super::persona::Persona;
 use super::simulator::{Exchange, LlmUser, ScriptedUser, UserSimulator, UserTurn};
 use crate::suites::concurrency::RequestSpan;
 use crate::target::Failure;
-use crate::target::{FailureKind, RequestContext, TargetClient};
+use crate::target::{
+    Api, ChainNeedsResponses, FailureKind, HistoryMode, RequestContext, TargetClient, TurnMode,
+    TurnSender,
+};
 
 /// Turns of context sent to an injected endpoint (the `last_k_turns` of docs/contracts/agent-injection.md).
 const LAST_K_TURNS: usize = 10;
@@ -56,9 +59,21 @@ pub struct SimSettings {
     /// way; by default they are left out of the agent's scores).
     #[serde(default)]
     pub keep_unfaithful_simulator: bool,
+    /// The API the target's turns go through.
+    #[serde(default)]
+    pub api: Api,
+    /// What each request to the target carries (by default only the new turn: what the agent
+    /// remembers must come from the agent).
+    #[serde(default)]
+    pub history: HistoryMode,
 }
 
 impl SimSettings {
+    /// How the target's turns are sent.
+    pub fn turns(&self) -> Result<TurnMode, ChainNeedsResponses> {
+        TurnMode::new(self.api, self.history)
+    }
+
     pub fn max_turns(&self) -> usize {
         if self.single_turn {
             1
@@ -186,6 +201,23 @@ pub async fn run_panel(panel: &Panel<'_>) -> Vec<Conversation> {
     done
 }
 
+/// The conversation with the target so far, as chat messages: the user turns it was sent and
+/// its replies.
+fn said(rounds: &[Round]) -> Vec<ChatMessage> {
+    rounds
+        .iter()
+        .filter(|r| r.sent)
+        .filter_map(|r| {
+            let reply = r.agent.as_ref()?;
+            Some([
+                ChatMessage::user(r.user.clone()),
+                ChatMessage::assistant(reply.clone()),
+            ])
+        })
+        .flatten()
+        .collect()
+}
+
 fn history(rounds: &[Round]) -> Vec<Exchange<'_>> {
     rounds
         .iter()
@@ -227,6 +259,10 @@ pub async fn run_conversation(
         .map(|(_, e)| e.clone());
     let max_turns = settings.max_turns();
     let mut rounds: Vec<Round> = Vec::new();
+    let mut sender = TurnSender::new(TurnMode {
+        api: settings.api,
+        history: settings.history,
+    });
     let mut stop_reason: Option<String> = None;
     if panel.reset {
         let ctx = RequestContext {
@@ -310,13 +346,12 @@ pub async fn run_conversation(
                 mock_time: panel.mock_time.then_some(at),
                 request_no: index as u64 + 1,
             };
-            // Only the new turn is sent: what the agent remembers must come from the agent.
-            let request = panel
-                .target
-                .chat_request_for(vec![ChatMessage::user(turn.text.clone())]);
+            let mut transcript = said(&rounds);
+            transcript.push(ChatMessage::user(turn.text.clone()));
+            let request = sender.request(panel.target, &transcript, None);
             let sent = Utc::now();
             let started = std::time::Instant::now();
-            let answer = panel.target.chat_request(&ctx, &request).await;
+            let answer = sender.send(panel.target, &ctx, &transcript, None).await;
             round.timing = Some(RequestSpan {
                 start_ms: sent.timestamp_millis() as f64,
                 latency_ms: started.elapsed().as_secs_f64() * 1000.0,
@@ -324,7 +359,7 @@ pub async fn run_conversation(
             match answer {
                 Ok(reply) => {
                     if let Some(recorder) = panel.target_fixtures {
-                        let value = serde_json::to_value(&request).unwrap_or_default();
+                        let value = request.to_value();
                         recorder.record(FixturePayload {
                             turn_id: derived_uuid(settings.seed, &format!("turn/{label}/{index}")),
                             agent_id: TARGET_SENDER.to_owned(),

@@ -30,7 +30,10 @@ use super::runner::{Conversation, Panel, PanelObserver, SimSettings, SimulatorCh
 use super::transcript::{log_text, transcript_json};
 use crate::rundir::{self, Manifest, RunDirError};
 use crate::suites::concurrency::{self, RequestSpan};
-use crate::target::{Credentials, TargetClient, TargetError, TargetSettings, probe};
+use crate::target::{
+    Api, ApiScope, ChainNeedsResponses, Credentials, HistoryMode, TargetClient, TargetError,
+    TargetSettings, TurnMode, probe_in,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
@@ -45,6 +48,12 @@ pub enum SimError {
     Probe(TargetError),
     #[error("no personas to simulate")]
     NoPersonas,
+    #[error(transparent)]
+    Turns(#[from] ChainNeedsResponses),
+    #[error(
+        "fixtures record Chat Completions requests, which `judge replay` sends again; record with --api chat"
+    )]
+    RecordNeedsChat,
     #[error("{path}: cannot encode as JSON: {source}")]
     Json {
         path: PathBuf,
@@ -111,6 +120,21 @@ impl SimRunConfig {
     }
 }
 
+impl SimRunConfig {
+    /// What makes the configuration unusable before anything is sent; else how the target's
+    /// turns are sent.
+    pub fn check(&self) -> Result<TurnMode, SimError> {
+        if self.personas.is_empty() {
+            return Err(SimError::NoPersonas);
+        }
+        let turns = self.settings.turns()?;
+        if (self.record || self.injection.record) && turns.api != Api::Chat {
+            return Err(SimError::RecordNeedsChat);
+        }
+        Ok(turns)
+    }
+}
+
 pub struct SimOutcome {
     pub dir: PathBuf,
     pub results: SimResults,
@@ -169,23 +193,25 @@ pub async fn run_sim_observed(
     dir: &Path,
     observer: Option<&dyn PanelObserver>,
 ) -> Result<SimOutcome, SimError> {
-    if config.personas.is_empty() {
-        return Err(SimError::NoPersonas);
-    }
+    let turns = config.check()?;
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
     let run_id = rundir::run_id(dir);
     let simulator_name = match &config.simulator {
         SimulatorSpec::Scripted => "scripted",
         SimulatorSpec::Llm { .. } => "llm",
     };
-    let mode = if config.settings.single_turn {
-        format!("sim single-turn ({simulator_name} user)")
+    let shape = if config.settings.single_turn {
+        "single-turn"
     } else {
-        format!("sim multi-turn ({simulator_name} user)")
+        "multi-turn"
+    };
+    let mode = match turns.annotation(HistoryMode::New) {
+        annotation if annotation.is_empty() => format!("sim {shape} ({simulator_name} user)"),
+        annotation => format!("sim {shape} ({simulator_name} user, {annotation})"),
     };
     let mut target = TargetClient::new(config.target.clone(), config.credentials.clone());
     let probe_session = derived_uuid(config.settings.seed, "probe");
-    let capabilities = match probe(&target, &probe_session).await {
+    let capabilities = match probe_in(&target, &probe_session, ApiScope::Only(turns.api)).await {
         Ok(capabilities) => capabilities,
         Err(e) => {
             let error = SimError::Probe(e.clone());
@@ -332,6 +358,8 @@ pub async fn run_sim_observed(
         target_model: capabilities.model.clone(),
         simulator: simulator_name.to_owned(),
         max_turns: config.settings.max_turns(),
+        api: turns.api,
+        history: turns.history,
         summary: summarise(&results),
         conversations: results,
     };
