@@ -6,6 +6,7 @@
 use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::Arc;
 
 use agent_server::memory::embedded::{
     APPLICATION_ID, EmbeddedStore, SCHEMA_VERSION, WAL_AUTOCHECKPOINT_FRAMES,
@@ -129,11 +130,17 @@ async fn data_survives_closing_and_reopening_the_file() {
                 &s,
                 TurnWrite {
                     items: vec![user("I keep bees.", t0())],
-                    facts: vec![NewFact {
-                        embedding: None,
-                        source_turn_ids: vec!["D1:2".to_owned()],
-                        ..fact(Some("hobby"), "I keep bees on the roof.", t0())
-                    }],
+                    facts: vec![
+                        NewFact {
+                            embedding: None,
+                            source_turn_ids: vec!["D1:2".to_owned()],
+                            ..fact(Some("hobby"), "I keep bees on the roof.", t0())
+                        },
+                        NewFact {
+                            embedding: Some(Arc::from(vec![0.6_f32, 0.8])),
+                            ..fact(None, "Our hives sit by the chimney.", t0())
+                        },
+                    ],
                     ..TurnWrite::default()
                 },
             )
@@ -147,11 +154,33 @@ async fn data_survives_closing_and_reopening_the_file() {
         .unwrap();
     let snap = store.snapshot(&s, t0()).await.unwrap();
     assert_eq!(snap.working, [user("I keep bees.", t0())]);
-    assert_eq!(snap.facts.len(), 1);
-    assert_eq!(
-        snap.facts[0].source_turn_ids,
-        ["D1:2"],
-        "provenance survives"
+    assert_eq!(snap.facts.len(), 2);
+    let bees = snap.facts.iter().find(|f| f.key.is_some()).unwrap();
+    assert_eq!(bees.source_turn_ids, ["D1:2"], "provenance survives");
+    // Embeddings too: found by its vector alone (no shared word), with the stored similarity.
+    let by_meaning = store
+        .recall(
+            &s,
+            RecallQuery {
+                now: t0(),
+                terms: Terms::of("apiary"),
+                limit: 5,
+                episode_limit: 0,
+                vector: Some(Arc::from(vec![0.6_f32, 0.8])),
+            },
+        )
+        .await
+        .unwrap();
+    let found: Vec<(&str, Option<f64>)> = by_meaning
+        .facts
+        .iter()
+        .map(|r| (r.fact.text.as_str(), r.why.vector))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].0, "Our hives sit by the chimney.");
+    assert!(
+        found[0].1.is_some_and(|v| (v - 1.0).abs() < 1e-6),
+        "{found:?}"
     );
     // The full-text index came back too, not only the rows.
     assert_eq!(
