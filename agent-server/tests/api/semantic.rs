@@ -92,10 +92,24 @@ async fn an_embeddings_endpoint_finds_it_too_and_one_that_is_down_loses_nothing(
         "{calls:?}"
     );
 
-    // Down: turns are answered (lexically), their items wait for vectors, and both probes say so.
-    endpoint.fault("error", 0.0);
+    // Failing (an error status, slower than the timeout, vectors of the wrong size, down):
+    // turns are answered (lexically), their items wait for vectors, and both probes say so.
     let t = session();
-    tell(&app, &t).await;
+    for (text, (fault, delay)) in std::iter::once(SAID).chain(OTHER).zip([
+        ("error", 0.0),
+        ("slow", 3.0),
+        ("wrong-dimension", 0.0),
+        ("not-json", 0.0),
+    ]) {
+        endpoint.fault(fault, delay);
+        let started = Instant::now();
+        app.ask(&t, text, None).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{fault}: the turn waited"
+        );
+    }
+    endpoint.fault("error", 0.0);
     let items = recalled(&app, &t).await;
     assert!(!found_by_meaning(&items), "{items:?}");
     let ready = app.get("/readyz", &[]).await;
