@@ -25,6 +25,9 @@ use uuid::Uuid;
 use crate::embed::{Embedder, metrics as embed_metrics};
 use crate::memory::{MemoryStore, NewFact};
 
+/// Embeddings of one session's items, by id.
+type Vectors = Vec<(Uuid, Arc<[f32]>)>;
+
 /// How many items the backfill embeds per round.
 const BACKFILL_BATCH: usize = 256;
 
@@ -132,7 +135,7 @@ async fn backfill_round(store: &dyn MemoryStore, embedder: &dyn Embedder) -> Res
     }
     let texts: Vec<String> = pending.items.iter().map(|(_, _, t)| t.clone()).collect();
     let vectors = embedder.embed(texts).await.map_err(|e| e.to_string())?;
-    let mut by_session: BTreeMap<&SessionId, Vec<(Uuid, Arc<[f32]>)>> = BTreeMap::new();
+    let mut by_session: BTreeMap<&SessionId, Vectors> = BTreeMap::new();
     for ((session, id, _), vector) in pending.items.iter().zip(vectors) {
         by_session
             .entry(session)

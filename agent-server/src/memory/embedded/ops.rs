@@ -239,7 +239,7 @@ fn embedding_column(vector: &[f32]) -> Vec<u8> {
 
 /// The inverse of [`embedding_column`]; `None` for a blob that is not whole f32s.
 fn embedding_from_column(blob: &[u8]) -> Option<Arc<[f32]>> {
-    (blob.len() % 4 == 0 && !blob.is_empty()).then(|| {
+    (blob.len().is_multiple_of(4) && !blob.is_empty()).then(|| {
         blob.chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect()
@@ -489,7 +489,7 @@ fn apply_writes(
         change.added.push(StoredRow {
             pk: conn.last_insert_rowid(),
             analyzed: analyses.get(&fact.id).map(|a| Arc::clone(a)),
-            embedding: embedding.map(|v| Arc::clone(v)),
+            embedding: embedding.map(Arc::clone),
             fact,
         });
     }
