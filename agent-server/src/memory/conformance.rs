@@ -1420,6 +1420,11 @@ pub async fn semantic_recall_finds_by_meaning_and_fuses_with_words(store: &dyn M
                 unit(0, 2, 0.6),
             ),
             embedded(fact(None, "Bought a red kayak.", t0()), unit(3, 1, 0.0)),
+            // A subnormal component (a model can produce one) is stored like any other.
+            embedded(
+                fact(None, "Tiny components are kept.", t0()),
+                Arc::from(vec![1.0e-40_f32, 0.0, 0.0, 1.0]),
+            ),
             fact(None, "The meeting notes are on the desk.", t0()),
             embedded(
                 fact(None, "Another model's meeting vector.", t0()),

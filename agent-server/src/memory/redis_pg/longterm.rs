@@ -477,7 +477,9 @@ pub(super) async fn apply_fact_writes(
 
 /// A vector as a Postgres array literal (`{0.1,-0.2}`), which the statements cast to `real[]`:
 /// a list of arrays cannot be sent as one `real[][]` parameter when some are NULL. Rust writes
-/// the shortest text that reads back as the same f32, so the value round-trips exactly.
+/// the shortest text that reads back as the same f32, so the value round-trips exactly, except
+/// subnormal components (below 1.2e-38), which Postgres refuses to read as `real` ("value out of
+/// range: underflow"): they are written as 0, a change far below any similarity that matters.
 fn array_literal(vector: &[f32]) -> String {
     let mut text = String::with_capacity(vector.len() * 12 + 2);
     text.push('{');
@@ -485,6 +487,7 @@ fn array_literal(vector: &[f32]) -> String {
         if i > 0 {
             text.push(',');
         }
+        let x = if x.is_subnormal() { 0.0 } else { *x };
         // `write!` to a String cannot fail.
         let _ = write!(text, "{x}");
     }
@@ -1106,6 +1109,15 @@ fn has_io_source(e: &tokio_postgres::Error) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn array_literals_round_trip_and_flush_subnormals() {
+        let v = [0.1_f32, -0.25, 1.0e-40, f32::MIN_POSITIVE, -3.0e-39];
+        assert_eq!(
+            array_literal(&v),
+            format!("{{0.1,-0.25,0,{},0}}", f32::MIN_POSITIVE)
+        );
+    }
     use crate::memory::NewFact;
     use crate::memory::writes::FactWrites;
     use protocol::control::FactKind;
