@@ -1423,7 +1423,7 @@ pub async fn semantic_recall_finds_by_meaning_and_fuses_with_words(store: &dyn M
             // A subnormal component (a model can produce one) is stored like any other.
             embedded(
                 fact(None, "Tiny components are kept.", t0()),
-                Arc::from(vec![1.0e-40_f32, 0.0, 0.0, 1.0]),
+                Arc::from(vec![1.0e-30_f32, 1.0e-40, 0.0, 1.0]),
             ),
             fact(None, "The meeting notes are on the desk.", t0()),
             embedded(
@@ -1483,6 +1483,11 @@ pub async fn semantic_recall_finds_by_meaning_and_fuses_with_words(store: &dyn M
         ctx.episodes
     );
     assert!(ctx.episodes[0].why.vector.is_some_and(|v| v > 0.9));
+
+    // Products of tiny components underflow f32; recall still answers, ranking as before.
+    let tiny = Arc::from(vec![1.0e-20_f32, 1.0, 0.0, 0.0]);
+    let ctx = recall_by_meaning(store, &s, "Which meeting helped?", tiny).await;
+    assert!(!ctx.facts.is_empty());
 }
 
 /// Items stored without an embedding are listed for the backfill (oldest first) until it gives

@@ -564,12 +564,13 @@ pub(super) async fn set_embeddings(
 /// The statement of [`similar`]: a session's facts (part 2) and episodes (part 3) with an
 /// embedding, each list cut to its `$3` most similar to the query's embedding `$2`. Similarity
 /// is the dot product of unit vectors, computed in Postgres over every embedded item of the
-/// session (stock Postgres has no vector index): a cost that grows with the session.
+/// session (stock Postgres has no vector index): a cost that grows with the session. In double
+/// precision: Postgres raises an error when a product of two `real`s underflows to zero.
 const SIMILAR_SQL: &str = "SELECT part, FACT_COLUMNS_PLACEHOLDER, similarity FROM (
         SELECT CASE WHEN kind = 'episode' THEN 3 ELSE 2 END AS part, f.*,
-               (SELECT sum(a * b) FROM unnest(f.embedding, $2::real[]) AS v(a, b)) AS similarity,
+               (SELECT sum(a::float8 * b) FROM unnest(f.embedding, $2::real[]) AS v(a, b)) AS similarity,
                row_number() OVER (PARTITION BY kind ORDER BY
-                   (SELECT sum(a * b) FROM unnest(f.embedding, $2::real[]) AS v(a, b)) DESC,
+                   (SELECT sum(a::float8 * b) FROM unnest(f.embedding, $2::real[]) AS v(a, b)) DESC,
                    seq DESC) AS pos
         FROM agentwall_facts AS f
         WHERE session_id = $1 AND kind IN ('fact', 'episode') AND embedding IS NOT NULL
@@ -599,8 +600,8 @@ pub(super) async fn similar(
     let (mut facts, mut episodes) = (Vec::new(), Vec::new());
     for row in &rows {
         let part: i32 = row.try_get("part").map_err(corrupt)?;
-        let similarity: Option<f32> = row.try_get("similarity").map_err(corrupt)?;
-        let found = (fact_from_row(row)?, f64::from(similarity.unwrap_or(0.0)));
+        let similarity: Option<f64> = row.try_get("similarity").map_err(corrupt)?;
+        let found = (fact_from_row(row)?, similarity.unwrap_or(0.0));
         if part == 3 {
             episodes.push(found)
         } else {
