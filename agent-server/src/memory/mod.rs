@@ -259,7 +259,8 @@ pub struct RecallWhy {
     pub lexical: f64,
     /// Cosine similarity of the item's embedding with the query's, when both have one.
     pub vector: Option<f64>,
-    /// What recency multiplied the relevance by, in (0, 1] ([`ranking::recency_weight`]).
+    /// What recency multiplied the relevance by, in (0, 1] ([`ranking::recency_weight`]; its
+    /// fourth root when ranks were fused, [`ranking::fuse`]).
     pub recency: f64,
 }
 

@@ -340,7 +340,7 @@ struct Searched<'a> {
 /// The best `limit` items for the query's words and its embedding: the lexical pool and the
 /// pool of the most similar embeddings, fused ([`ranking::fuse`]). Similarity is computed with
 /// every embedded item of the list: a scan that grows with the session (see
-/// docs/results/memory-benchmarks.md for what it costs and where an index would take over).
+/// docs/results/semantic-recall.md for what it costs and where an index would take over).
 fn fused_best(
     searched: Searched<'_>,
     terms: &[String],
