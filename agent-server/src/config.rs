@@ -11,6 +11,7 @@ use anyhow::Context as _;
 
 use crate::llm::prompt::DEFAULT_SYSTEM_PROMPT;
 use crate::llm::upstream::UpstreamConfig;
+use crate::llm::upstream_api::LlmApi;
 use crate::memory::MemoryConfig;
 use crate::memory::embedded::EmbeddedOptions;
 
@@ -134,6 +135,12 @@ pub struct Config {
     #[arg(long, env = "LLM_MODEL", help_heading = "Upstream model")]
     pub llm_model: Option<String>,
 
+    /// The API Responses turns take upstream: the Responses API when the upstream serves it (auto:
+    /// asked once, at the first Responses turn), or Chat Completions (the turn translated). Chat
+    /// Completions turns always go as Chat Completions.
+    #[arg(long, env = "LLM_API", value_enum, default_value_t = LlmApi::Auto, help_heading = "Upstream model")]
+    pub llm_api: LlmApi,
+
     /// Longest wait for the upstream's answer (for a stream: for its first byte, and between two
     /// chunks); past it the client gets 504 (e.g. 30s, 2m).
     #[arg(long, env = "LLM_TIMEOUT", default_value = "60s", value_parser = humantime::parse_duration, help_heading = "Upstream model")]
@@ -205,6 +212,7 @@ impl Config {
             timeout: self.llm_timeout,
             system_prompt,
             trace_content: self.trace_content,
+            api: self.llm_api,
         }))
     }
 }
@@ -268,6 +276,9 @@ mod tests {
             (up.model.as_deref(), up.timeout, up.system_prompt.as_str()),
             (Some("m"), Duration::from_secs(5), "Be a pirate.")
         );
+        assert_eq!(up.api, LlmApi::Auto);
+        let chat = Config::parse_from(["agent-server", "--llm-base-url", "http://x/v1", "--llm-api", "chat"]);
+        assert_eq!(chat.upstream().unwrap().unwrap().api, LlmApi::Chat);
         let missing = Config::parse_from([
             "agent-server",
             "--llm-base-url",
@@ -306,6 +317,7 @@ mod tests {
             "LLM_BASE_URL",
             "LLM_API_KEY",
             "LLM_MODEL",
+            "LLM_API",
             "LLM_TIMEOUT",
             "LLM_SYSTEM_PROMPT_FILE",
             "AGENT_TRACE_CONTENT",

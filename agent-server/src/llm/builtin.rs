@@ -454,6 +454,7 @@ mod tests {
             learned,
             must_say,
             request: &request,
+            responses: None,
         })
     }
 
@@ -596,6 +597,7 @@ mod tests {
             learned: &[],
             must_say: &[],
             request: &request,
+            responses: None,
         };
         let reply = respond(&prompt);
         assert!(reply.contains("teal"), "{reply}");
@@ -666,6 +668,7 @@ mod tests {
                 learned: &[],
                 must_say: &[],
                 request: &request,
+                responses: None,
             })
             .await
             .unwrap();
