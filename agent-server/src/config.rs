@@ -277,7 +277,13 @@ mod tests {
             (Some("m"), Duration::from_secs(5), "Be a pirate.")
         );
         assert_eq!(up.api, LlmApi::Auto);
-        let chat = Config::parse_from(["agent-server", "--llm-base-url", "http://x/v1", "--llm-api", "chat"]);
+        let chat = Config::parse_from([
+            "agent-server",
+            "--llm-base-url",
+            "http://x/v1",
+            "--llm-api",
+            "chat",
+        ]);
         assert_eq!(chat.upstream().unwrap().unwrap().api, LlmApi::Chat);
         let missing = Config::parse_from([
             "agent-server",

@@ -46,8 +46,9 @@ async fn responses_upstream(
 ) -> HttpResponse {
     log.0.lock().unwrap().push(body.0.clone());
     if body.0 == json!({}) {
-        return HttpResponse::BadRequest()
-            .json(json!({"error": {"message": "model is required", "type": "invalid_request_error"}}));
+        return HttpResponse::BadRequest().json(
+            json!({"error": {"message": "model is required", "type": "invalid_request_error"}}),
+        );
     }
     if body["stream"] != true {
         return HttpResponse::Ok().json(json!({"id": "resp_upstream_1", "object": "response",
@@ -77,8 +78,7 @@ fn responses_text_and_call() -> Vec<String> {
             "created_at": 1, "status": "in_progress", "model": "fake", "output": []}}),
         json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "message", "id": "msg_upstream",
             "role": "assistant", "status": "in_progress", "content": []}}),
-        json!({"type": "response.output_text.delta", "item_id": "msg_upstream", "output_index": 0, "content_index": 0, "delta": "Let me "}),
-        json!({"type": "response.output_text.delta", "item_id": "msg_upstream", "output_index": 0, "content_index": 0, "delta": "look."}),
+        json!({"type": "response.output_text.delta", "item_id": "msg_upstream", "output_index": 0, "content_index": 0, "delta": "Let me look."}),
         json!({"type": "response.output_text.done", "item_id": "msg_upstream", "output_index": 0, "content_index": 0, "text": "Let me look."}),
         added,
         json!({"type": "response.function_call_arguments.delta", "item_id": "fc_upstream", "output_index": 1, "delta": "{\"city\":"}),
@@ -231,7 +231,12 @@ impl TestApp {
         self.post_to("/v1/responses", None, body).await
     }
 
-    async fn post_to(&self, path: &str, session: Option<&str>, body: Value) -> (StatusCode, String) {
+    async fn post_to(
+        &self,
+        path: &str,
+        session: Option<&str>,
+        body: Value,
+    ) -> (StatusCode, String) {
         let mut request = self
             .client
             .post(format!("{}{path}", self.address))
@@ -263,6 +268,25 @@ impl TestApp {
             .status()
     }
 }
+
+/// The events of a streamed answer with one text delta, then a function call whose arguments
+/// come in two deltas, whichever API the upstream streamed it in.
+const TEXT_THEN_CALL: [&str; 14] = [
+    "response.created",
+    "response.in_progress",
+    "response.output_item.added",
+    "response.content_part.added",
+    "response.output_text.delta",
+    "response.output_text.done",
+    "response.content_part.done",
+    "response.output_item.done",
+    "response.output_item.added",
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
+    "response.output_item.done",
+    "response.completed",
+];
 
 fn events(raw: &str) -> Vec<Value> {
     raw.lines()
@@ -328,25 +352,7 @@ async fn a_relayed_stream_becomes_semantic_events_and_is_stored_before_it_comple
     assert_eq!(status, StatusCode::OK, "{raw}");
     let events = events(&raw);
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(
-        kinds,
-        [
-            "response.created",
-            "response.in_progress",
-            "response.output_item.added",
-            "response.content_part.added",
-            "response.output_text.delta",
-            "response.output_text.done",
-            "response.content_part.done",
-            "response.output_item.done",
-            "response.output_item.added",
-            "response.function_call_arguments.delta",
-            "response.function_call_arguments.delta",
-            "response.function_call_arguments.done",
-            "response.output_item.done",
-            "response.completed",
-        ]
-    );
+    assert_eq!(kinds, TEXT_THEN_CALL);
     let done = &events.last().unwrap()["response"];
     assert_eq!(done["output"][1]["arguments"], "{\"city\":\"Oslo\"}");
     assert_eq!(done["output"][1]["call_id"], "call_1");
@@ -417,22 +423,36 @@ async fn an_upstream_serving_responses_gets_the_turn_natively_and_none_of_agent_
     assert_ne!(first["output"][0]["id"], "msg_upstream");
     assert_eq!(first["usage"]["input_tokens"], 21);
     assert_eq!(first["usage"]["input_tokens_details"]["cached_tokens"], 5);
-    assert_eq!(first["usage"]["output_tokens_details"]["reasoning_tokens"], 1);
+    assert_eq!(
+        first["usage"]["output_tokens_details"]["reasoning_tokens"],
+        1
+    );
     assert_eq!(first["metadata"], json!({"k": "v"}));
 
     let (status, raw) = app
-        .post_to("/v1/responses", session, json!({"model": "fake", "input": "What colour is it?",
-            "previous_response_id": id}))
+        .post_to(
+            "/v1/responses",
+            session,
+            json!({"model": "fake", "input": "What colour is it?",
+            "previous_response_id": id}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{raw}");
     let second: Value = serde_json::from_str(&raw).unwrap();
     // A turn outside the chain: working memory holds the committed reply text.
     let (status, raw) = app
-        .post_to("/v1/responses", session, json!({"model": "fake", "input": "Anything else?"}))
+        .post_to(
+            "/v1/responses",
+            session,
+            json!({"model": "fake", "input": "Anything else?"}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{raw}");
 
-    assert!(app.log.lock().unwrap().is_empty(), "a Responses turn went to chat");
+    assert!(
+        app.log.lock().unwrap().is_empty(),
+        "a Responses turn went to chat"
+    );
     let seen = app.responses_log.lock().unwrap().clone();
     // The probe once, then the three turns.
     assert_eq!(seen.len(), 4, "{seen:#?}");
@@ -440,33 +460,64 @@ async fn an_upstream_serving_responses_gets_the_turn_natively_and_none_of_agent_
     let (native, chained, unchained) = (&seen[1], &seen[2], &seen[3]);
     assert_eq!(native["store"], false);
     assert_eq!(native["model"], "fake");
-    assert_eq!(native["tools"], json!([{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]));
-    assert_eq!(native["tool_choice"], json!({"type": "function", "name": "get_weather"}));
-    assert_eq!((native["max_output_tokens"].clone(), native["temperature"].clone()), (json!(50), json!(0.25)));
+    assert_eq!(
+        native["tools"],
+        json!([{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}])
+    );
+    assert_eq!(
+        native["tool_choice"],
+        json!({"type": "function", "name": "get_weather"})
+    );
+    assert_eq!(
+        (
+            native["max_output_tokens"].clone(),
+            native["temperature"].clone()
+        ),
+        (json!(50), json!(0.25))
+    );
     assert_eq!(native["metadata"], json!({"k": "v"}));
     assert_eq!(native["text"], json!({"format": {"type": "text"}}));
     assert_eq!(native["vendor_knob"], 7);
     assert!(native.get("stream").is_none(), "{native}");
     // The agent's prompt as instructions; the client's instructions and turn as input items.
     let instructions = native["instructions"].as_str().unwrap();
-    assert!(instructions.contains("long-term memory") && instructions.contains("current date"), "{instructions}");
-    assert_eq!(native["input"], json!([
-        {"type": "message", "role": "system", "content": "Be brief."},
-        {"type": "message", "role": "user", "status": "completed",
-         "content": [{"type": "input_text", "text": "My kayak is green."}]},
-    ]));
+    assert!(
+        instructions.contains("long-term memory") && instructions.contains("current date"),
+        "{instructions}"
+    );
+    assert_eq!(
+        native["input"],
+        json!([
+            {"type": "message", "role": "system", "content": "Be brief."},
+            {"type": "message", "role": "user", "status": "completed",
+             "content": [{"type": "input_text", "text": "My kayak is green."}]},
+        ])
+    );
     // The chain as items: the first turn's input and agent-server's output item, without ids;
     // no instructions of the first request (as at OpenAI, they do not carry over a chain).
     let chained_input = chained["input"].as_array().unwrap();
     let texts: Vec<&str> = chained_input
         .iter()
-        .map(|i| i["content"][0]["text"].as_str().or(i["content"].as_str()).unwrap())
+        .map(|i| {
+            i["content"][0]["text"]
+                .as_str()
+                .or(i["content"].as_str())
+                .unwrap()
+        })
         .collect();
-    assert_eq!(texts, ["My kayak is green.", "Natively from upstream.", "What colour is it?"]);
+    assert_eq!(
+        texts,
+        [
+            "My kayak is green.",
+            "Natively from upstream.",
+            "What colour is it?"
+        ]
+    );
     assert_eq!(chained_input[1]["role"], "assistant");
     let unchained_input = unchained["input"].to_string();
     assert!(
-        unchained_input.contains("Natively from upstream.") && unchained_input.contains("What colour is it?"),
+        unchained_input.contains("Natively from upstream.")
+            && unchained_input.contains("What colour is it?"),
         "working memory is missing: {unchained_input}"
     );
     for body in &seen[1..] {
@@ -480,8 +531,12 @@ async fn an_upstream_serving_responses_gets_the_turn_natively_and_none_of_agent_
 
     // Chat Completions turns still go upstream as chat.
     let (status, raw) = app
-        .post_to("/v1/chat/completions", session, json!({"model": "fake",
-            "messages": [{"role": "user", "content": "Hi"}]}))
+        .post_to(
+            "/v1/chat/completions",
+            session,
+            json!({"model": "fake",
+            "messages": [{"role": "user", "content": "Hi"}]}),
+        )
         .await;
     assert_eq!(status, StatusCode::OK, "{raw}");
     assert_eq!(app.log.lock().unwrap().len(), 1);
@@ -512,41 +567,36 @@ async fn a_native_stream_comes_back_as_agent_server_events_and_is_stored_before_
     assert_eq!(status, StatusCode::OK, "{raw}");
     let events = events(&raw);
     let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
-    assert_eq!(
-        kinds,
-        [
-            "response.created",
-            "response.in_progress",
-            "response.output_item.added",
-            "response.content_part.added",
-            "response.output_text.delta",
-            "response.output_text.delta",
-            "response.output_text.done",
-            "response.content_part.done",
-            "response.output_item.done",
-            "response.output_item.added",
-            "response.function_call_arguments.delta",
-            "response.function_call_arguments.delta",
-            "response.function_call_arguments.done",
-            "response.output_item.done",
-            "response.completed",
-        ]
-    );
+    assert_eq!(kinds, TEXT_THEN_CALL);
     // agent-server's own sequence numbers and ids throughout.
-    let numbers: Vec<i64> = events.iter().map(|e| e["sequence_number"].as_i64().unwrap()).collect();
-    assert_eq!(numbers, (0..15).collect::<Vec<_>>());
-    assert!(!raw.contains("resp_upstream") && !raw.contains("msg_upstream") && !raw.contains("fc_upstream"), "{raw}");
+    let numbers: Vec<i64> = events
+        .iter()
+        .map(|e| e["sequence_number"].as_i64().unwrap())
+        .collect();
+    assert_eq!(numbers, (0..14).collect::<Vec<_>>());
+    assert!(
+        !raw.contains("resp_upstream")
+            && !raw.contains("msg_upstream")
+            && !raw.contains("fc_upstream"),
+        "{raw}"
+    );
     let done = &events.last().unwrap()["response"];
     assert_eq!(done["output_text"], "Let me look.");
     assert_eq!(done["output"][1]["arguments"], "{\"city\":\"Oslo\"}");
     assert_eq!(done["output"][1]["call_id"], "call_up");
     assert_eq!(done["usage"]["output_tokens"], 9);
-    assert_eq!(app.get_status(done["id"].as_str().unwrap()).await, StatusCode::OK);
+    assert_eq!(
+        app.get_status(done["id"].as_str().unwrap()).await,
+        StatusCode::OK
+    );
 
     // `--llm-api responses`: no probe, the streamed request went natively, and nothing to chat.
     let seen = app.responses_log.lock().unwrap().clone();
     assert_eq!(seen.len(), 1, "{seen:#?}");
-    assert_eq!((seen[0]["stream"].clone(), seen[0]["store"].clone()), (json!(true), json!(false)));
+    assert_eq!(
+        (seen[0]["stream"].clone(), seen[0]["store"].clone()),
+        (json!(true), json!(false))
+    );
     assert_eq!(seen[0]["tools"][0]["name"], "get_weather");
     assert_no_agent_server_ids(&seen[0]);
     assert!(app.log.lock().unwrap().is_empty());
@@ -564,7 +614,13 @@ async fn llm_api_chat_translates_even_for_an_upstream_serving_responses() {
     .await;
     let (status, raw) = app.post(json!({"model": "fake", "input": "Hi"})).await;
     assert_eq!(status, StatusCode::OK, "{raw}");
-    assert_eq!(serde_json::from_str::<Value>(&raw).unwrap()["output_text"], "From upstream.");
+    assert_eq!(
+        serde_json::from_str::<Value>(&raw).unwrap()["output_text"],
+        "From upstream."
+    );
     assert_eq!(app.log.lock().unwrap().len(), 1);
-    assert!(app.responses_log.lock().unwrap().is_empty(), "probed or sent natively");
+    assert!(
+        app.responses_log.lock().unwrap().is_empty(),
+        "probed or sent natively"
+    );
 }

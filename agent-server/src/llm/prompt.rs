@@ -94,7 +94,12 @@ pub fn responses_input(
         };
         Item::message(role, text)
     }));
-    if let Some(instructions) = turn.request.instructions.as_deref().filter(|t| !t.is_empty()) {
+    if let Some(instructions) = turn
+        .request
+        .instructions
+        .as_deref()
+        .filter(|t| !t.is_empty())
+    {
         input.push(Item::message("system", instructions));
     }
     input.extend(turn.items.iter().filter_map(|value| {

@@ -114,7 +114,8 @@ impl UpstreamModel {
         })
     }
 
-    /// The request sent upstream: the client's, with the agent's messages and our stream options.
+    /// The Chat Completions request sent upstream: the client's, with the agent's messages and our
+    /// stream options.
     ///
     /// Built field by field rather than by cloning the client's request, whose messages would be
     /// copied only to be replaced; a field added to the protocol type fails to compile here until
@@ -166,7 +167,8 @@ impl UpstreamModel {
         }
     }
 
-    fn span(&self, asked: &Asked<'_>, input: impl FnOnce() -> String) -> Span {
+    fn span(&self, outgoing: &Outgoing) -> Span {
+        let asked = outgoing.asked();
         let model = asked.model;
         let span = tracing::info_span!(
             "chat",
@@ -188,7 +190,7 @@ impl UpstreamModel {
             gen_ai.output.messages = Empty,
             server.address = %self.host,
             server.port = self.port,
-            url.path = %asked.path,
+            url.path = %outgoing.path(),
             http.response.status_code = Empty,
             error.type = Empty,
             openinference.span.kind = "LLM",
@@ -203,7 +205,7 @@ impl UpstreamModel {
             span.record("gen_ai.request.temperature", t);
         }
         if self.config.trace_content {
-            span.record("gen_ai.input.messages", input());
+            span.record("gen_ai.input.messages", outgoing.input());
         }
         span
     }
@@ -250,20 +252,45 @@ impl UpstreamModel {
         Ok(native)
     }
 
+    /// The request `prompt` sends upstream: the one place that decides which API a turn takes
+    /// and builds its request ([`prompt`] lays the prompt out for either).
+    async fn outgoing(&self, prompt: &Prompt<'_>, stream: bool) -> Result<Outgoing, LlmError> {
+        Ok(match self.native(prompt).await? {
+            Some(turn) => Outgoing::Responses(upstream_responses::request(
+                &self.config,
+                prompt,
+                turn,
+                stream,
+            )),
+            None => Outgoing::Chat(self.request(prompt, stream)),
+        })
+    }
+
+    fn url(&self, outgoing: &Outgoing) -> &str {
+        match outgoing {
+            Outgoing::Chat(_) => &self.url,
+            Outgoing::Responses(_) => &self.responses_url,
+        }
+    }
+
     /// A whole answer: the call, its metrics and its span, whichever API it takes.
-    async fn whole(
-        &self,
-        asked: Asked<'_>,
-        body: Bytes,
-        input: impl FnOnce() -> String,
-        parse: fn(&[u8]) -> Result<ChatCompletion, LlmError>,
-    ) -> Result<ChatCompletion, LlmError> {
-        let span = self.span(&asked, input);
-        let call = self.call(asked.url, body, &span);
+    async fn whole(&self, outgoing: Outgoing) -> Result<ChatCompletion, LlmError> {
+        let span = self.span(&outgoing);
+        let call = self.call(self.url(&outgoing), outgoing.body(), &span);
+        let parse = match outgoing {
+            Outgoing::Chat(_) => chat_completion,
+            Outgoing::Responses(_) => upstream_responses::completion,
+        };
         let started = Instant::now();
         // The call's span goes with the local task, which records the response status on it.
         let result = on_this_worker(run_completion(call, parse).instrument(span.clone())).await;
-        observe(&span, asked.api, "json", started, result.as_ref().err());
+        observe(
+            &span,
+            outgoing.api(),
+            "json",
+            started,
+            result.as_ref().err(),
+        );
         let completion = result?;
         record_response(
             &span,
@@ -285,65 +312,85 @@ impl UpstreamModel {
         Ok(completion)
     }
 
-    /// A streamed answer, read by `decoder`, whichever API it takes.
+    /// A streamed answer, read by `decoder`.
     async fn streamed<D: StreamDecoder>(
         &self,
-        asked: Asked<'_>,
-        body: Bytes,
-        input: impl FnOnce() -> String,
+        outgoing: Outgoing,
         decoder: D,
     ) -> Result<ChunkStream, LlmError> {
-        let span = self.span(&asked, input);
-        let call = self.call(asked.url, body, &span);
+        let span = self.span(&outgoing);
+        let call = self.call(self.url(&outgoing), outgoing.body(), &span);
         let (ready_tx, ready_rx) = oneshot::channel();
         let read = Read {
-            api: asked.api,
+            api: outgoing.api(),
             decoder,
             trace_content: self.config.trace_content,
         };
         spawn_stream(call, ready_tx, span, read);
         ready_rx.await.unwrap_or_else(|_| Err(cancelled()))
     }
-
-    fn chat_asked<'a>(&'a self, request: &'a ChatCompletionRequest) -> Asked<'a> {
-        Asked {
-            api: upstream_api::label(false),
-            url: &self.url,
-            path: "/chat/completions",
-            model: request.model.as_deref().unwrap_or_default(),
-            stream: request.is_stream(),
-            max_tokens: request.token_limit(),
-            temperature: request.temperature,
-        }
-    }
-
-    fn responses_asked<'a>(&'a self, request: &'a ResponseCreateRequest) -> Asked<'a> {
-        Asked {
-            api: upstream_api::label(true),
-            url: &self.responses_url,
-            path: "/responses",
-            model: request.model.as_deref().unwrap_or_default(),
-            stream: request.stream == Some(true),
-            max_tokens: request.max_output_tokens,
-            temperature: request.temperature,
-        }
-    }
 }
 
-/// What a call asks, for its span, metrics and transport.
+/// An upstream request, in the API it takes.
+enum Outgoing {
+    Chat(ChatCompletionRequest),
+    Responses(ResponseCreateRequest),
+}
+
+/// What a request asks, for its span.
 struct Asked<'a> {
-    /// `chat` or `responses`, the `api` label of its metrics.
-    api: &'static str,
-    url: &'a str,
-    path: &'static str,
     model: &'a str,
     stream: bool,
     max_tokens: Option<u32>,
     temperature: Option<f64>,
 }
 
-fn to_body(request: &impl serde::Serialize) -> Bytes {
-    Bytes::from(serde_json::to_vec(request).expect("requests serialise"))
+impl Outgoing {
+    /// The `api` label of its metrics.
+    fn api(&self) -> &'static str {
+        upstream_api::label(matches!(self, Outgoing::Responses(_)))
+    }
+
+    fn path(&self) -> &'static str {
+        match self {
+            Outgoing::Chat(_) => "/chat/completions",
+            Outgoing::Responses(_) => "/responses",
+        }
+    }
+
+    fn asked(&self) -> Asked<'_> {
+        match self {
+            Outgoing::Chat(r) => Asked {
+                model: r.model.as_deref().unwrap_or_default(),
+                stream: r.is_stream(),
+                max_tokens: r.token_limit(),
+                temperature: r.temperature,
+            },
+            Outgoing::Responses(r) => Asked {
+                model: r.model.as_deref().unwrap_or_default(),
+                stream: r.stream == Some(true),
+                max_tokens: r.max_output_tokens,
+                temperature: r.temperature,
+            },
+        }
+    }
+
+    fn body(&self) -> Bytes {
+        let body = match self {
+            Outgoing::Chat(r) => serde_json::to_vec(r),
+            Outgoing::Responses(r) => serde_json::to_vec(r),
+        };
+        Bytes::from(body.expect("requests serialise"))
+    }
+
+    /// What the model is given, for `gen_ai.input.messages`.
+    fn input(&self) -> String {
+        match self {
+            Outgoing::Chat(r) => serde_json::to_string(&r.messages),
+            Outgoing::Responses(r) => serde_json::to_string(&(&r.instructions, &r.input)),
+        }
+        .unwrap_or_default()
+    }
 }
 
 #[async_trait]
@@ -380,49 +427,18 @@ impl ChatModel for UpstreamModel {
 #[async_trait]
 impl PassThrough for UpstreamModel {
     async fn completion(&self, prompt: Prompt<'_>) -> Result<ChatCompletion, LlmError> {
-        if let Some(turn) = self.native(&prompt).await? {
-            let request = upstream_responses::request(&self.config, &prompt, turn, false);
-            let input = || serde_json::to_string(&(&request.instructions, &request.input));
-            return self
-                .whole(
-                    self.responses_asked(&request),
-                    to_body(&request),
-                    || input().unwrap_or_default(),
-                    upstream_responses::completion,
-                )
-                .await;
-        }
-        let request = self.request(&prompt, false);
-        self.whole(
-            self.chat_asked(&request),
-            to_body(&request),
-            || serde_json::to_string(&request.messages).unwrap_or_default(),
-            chat_completion,
-        )
-        .await
+        let outgoing = self.outgoing(&prompt, false).await?;
+        self.whole(outgoing).await
     }
 
     async fn stream(&self, prompt: Prompt<'_>) -> Result<ChunkStream, LlmError> {
-        if let Some(turn) = self.native(&prompt).await? {
-            let request = upstream_responses::request(&self.config, &prompt, turn, true);
-            let input = || serde_json::to_string(&(&request.instructions, &request.input));
-            return self
-                .streamed(
-                    self.responses_asked(&request),
-                    to_body(&request),
-                    || input().unwrap_or_default(),
-                    upstream_responses::EventDecoder::default(),
-                )
-                .await;
+        match self.outgoing(&prompt, true).await? {
+            chat @ Outgoing::Chat(_) => self.streamed(chat, ChunkDecoder).await,
+            responses @ Outgoing::Responses(_) => {
+                let decoder = upstream_responses::EventDecoder::default();
+                self.streamed(responses, decoder).await
+            }
         }
-        let request = self.request(&prompt, true);
-        self.streamed(
-            self.chat_asked(&request),
-            to_body(&request),
-            || serde_json::to_string(&request.messages).unwrap_or_default(),
-            ChunkDecoder,
-        )
-        .await
     }
 }
 
@@ -697,8 +713,7 @@ async fn run_probe(call: Call) -> Result<u16, LlmError> {
 /// ([`upstream_responses::EventDecoder`]).
 pub trait StreamDecoder: 'static {
     /// Reads one event's `data`, pushing the chunks it means onto `out`.
-    fn decode(&mut self, data: String, out: &mut Vec<StreamedChunk>)
-    -> Result<Progress, LlmError>;
+    fn decode(&mut self, data: String, out: &mut Vec<StreamedChunk>) -> Result<Progress, LlmError>;
 
     /// Why a body that ended before the last event is not a whole answer.
     fn unfinished(&self) -> &'static str;
@@ -716,11 +731,7 @@ pub enum Progress {
 pub struct ChunkDecoder;
 
 impl StreamDecoder for ChunkDecoder {
-    fn decode(
-        &mut self,
-        data: String,
-        out: &mut Vec<StreamedChunk>,
-    ) -> Result<Progress, LlmError> {
+    fn decode(&mut self, data: String, out: &mut Vec<StreamedChunk>) -> Result<Progress, LlmError> {
         if data == "[DONE]" {
             return Ok(Progress::Last);
         }

@@ -184,11 +184,7 @@ struct Passed {
 }
 
 impl StreamDecoder for EventDecoder {
-    fn decode(
-        &mut self,
-        data: String,
-        out: &mut Vec<StreamedChunk>,
-    ) -> Result<Progress, LlmError> {
+    fn decode(&mut self, data: String, out: &mut Vec<StreamedChunk>) -> Result<Progress, LlmError> {
         if data.is_empty() {
             return Ok(Progress::More);
         }
@@ -214,10 +210,8 @@ impl StreamDecoder for EventDecoder {
             event::OUTPUT_TEXT_DELTA => {
                 self.text(index, event.delta.unwrap_or_default(), out);
             }
-            event::OUTPUT_TEXT_DONE => {
-                if !self.passed(index).content {
-                    self.text(index, event.text.unwrap_or_default(), out);
-                }
+            event::OUTPUT_TEXT_DONE if !self.passed(index).content => {
+                self.text(index, event.text.unwrap_or_default(), out);
             }
             event::OUTPUT_ITEM_ADDED | event::OUTPUT_ITEM_DONE => {
                 if let Some(item) = &event.item {
@@ -227,10 +221,8 @@ impl StreamDecoder for EventDecoder {
             event::FUNCTION_CALL_ARGUMENTS_DELTA => {
                 self.arguments(index, event.delta.unwrap_or_default(), out);
             }
-            event::FUNCTION_CALL_ARGUMENTS_DONE => {
-                if !self.passed(index).content {
-                    self.arguments(index, event.arguments.unwrap_or_default(), out);
-                }
+            event::FUNCTION_CALL_ARGUMENTS_DONE if !self.passed(index).content => {
+                self.arguments(index, event.arguments.unwrap_or_default(), out);
             }
             event::COMPLETED | event::INCOMPLETE => {
                 let Some(response) = event.response else {
@@ -455,7 +447,10 @@ mod tests {
         );
         let usage = chunks.last().unwrap().usage.as_ref().unwrap();
         assert_eq!((usage.prompt_tokens, usage.completion_tokens), (7, 3));
-        assert_eq!(usage.prompt_tokens_details, Some(json!({"cached_tokens": 2})));
+        assert_eq!(
+            usage.prompt_tokens_details,
+            Some(json!({"cached_tokens": 2}))
+        );
         assert!(chunks.iter().all(|c| c.id == "resp_up" && c.created == 5));
     }
 
@@ -475,7 +470,10 @@ mod tests {
         let (chunks, _) = decode_all(&[json!({"type": "response.incomplete", "response": {
             "id": "r", "status": "incomplete", "incomplete_details": {"reason": "max_output_tokens"},
             "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Cut"}]}]}})]);
-        assert_eq!(chunks.last().unwrap().choices[0].finish_reason, Some(FinishReason::Length));
+        assert_eq!(
+            chunks.last().unwrap().choices[0].finish_reason,
+            Some(FinishReason::Length)
+        );
         let mut decoder = EventDecoder::default();
         let failed = json!({"type": "response.failed", "response": {"id": "r", "status": "failed",
             "error": {"code": "server_error", "message": "overloaded"}, "output": []}});
@@ -513,8 +511,12 @@ mod tests {
         assert_eq!(choice.message.tool_calls.as_ref().unwrap()[0].id, "call_1");
         assert_eq!(choice.finish_reason, Some(FinishReason::ToolCalls));
         let usage = completion.usage.unwrap();
-        assert_eq!(usage.completion_tokens_details, Some(json!({"reasoning_tokens": 1})));
-        let failed = json!({"id": "r", "status": "failed", "error": {"message": "no"}, "output": []});
+        assert_eq!(
+            usage.completion_tokens_details,
+            Some(json!({"reasoning_tokens": 1}))
+        );
+        let failed =
+            json!({"id": "r", "status": "failed", "error": {"message": "no"}, "output": []});
         assert!(matches!(
             super::completion(failed.to_string().as_bytes()),
             Err(LlmError::Upstream { reason }) if reason == "no"
