@@ -21,11 +21,15 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+
+mod support;
+
+use support::start;
 
 struct Options {
     seconds: u64,
@@ -81,72 +85,6 @@ fn options() -> Options {
         i += 2;
     }
     o
-}
-
-fn cargo_build_release() -> std::path::PathBuf {
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let root = env!("CARGO_MANIFEST_DIR");
-    let ok = Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "--quiet",
-            "--workspace",
-            "--bin",
-            "agent-server",
-        ])
-        .current_dir(root)
-        .status()
-        .expect("cargo runs")
-        .success();
-    assert!(ok, "release build of agent-server failed");
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| format!("{root}/target").into());
-    target.join("release/agent-server")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start(binary: &std::path::Path, args: &[String]) -> Server {
-    let port = free_port();
-    let child = Command::new(binary)
-        .args(["--addr", &format!("127.0.0.1:{port}")])
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("agent-server starts");
-    let url = format!("http://127.0.0.1:{port}");
-    // Owned by `Server` from here, so it is killed and waited for on every path.
-    let server = Server { child, url };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while Instant::now() < deadline {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return server;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("agent-server did not start");
 }
 
 /// Sum and count of each memory operation's latency histogram (keyed `operation:NAME`) and of
@@ -332,7 +270,7 @@ fn create_database(admin_url: &str, name: &str) -> String {
 
 fn main() {
     let o = options();
-    let binary = cargo_build_release();
+    let binary = support::release_agent_server();
     let baseline = std::env::var_os("AGENTWALL_BENCH_BASELINE").map(std::path::PathBuf::from);
     // The binaries to measure, each with its name suffix: the baseline first, so that a slower
     // start of the machine (caches, CPU frequency) does not favour the change.

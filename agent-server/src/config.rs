@@ -12,6 +12,7 @@ use anyhow::Context as _;
 use crate::embed::{EmbedConfig, EndpointConfig, InProcessConfig};
 use crate::llm::prompt::DEFAULT_SYSTEM_PROMPT;
 use crate::llm::upstream::UpstreamConfig;
+use crate::llm::upstream_api::LlmApi;
 use crate::memory::MemoryConfig;
 use crate::memory::embedded::EmbeddedOptions;
 
@@ -139,6 +140,12 @@ pub struct Config {
     /// Model id to ask the upstream for (default: the `model` of each client request).
     #[arg(long, env = "LLM_MODEL", help_heading = "Upstream model")]
     pub llm_model: Option<String>,
+
+    /// The API Responses turns take upstream: the Responses API when the upstream serves it (auto:
+    /// asked once, at the first Responses turn), or Chat Completions (the turn translated). Chat
+    /// Completions turns always go as Chat Completions.
+    #[arg(long, env = "LLM_API", value_enum, default_value_t = LlmApi::Auto, help_heading = "Upstream model")]
+    pub llm_api: LlmApi,
 
     /// Longest wait for the upstream's answer (for a stream: for its first byte, and between two
     /// chunks); past it the client gets 504 (e.g. 30s, 2m).
@@ -285,6 +292,7 @@ impl Config {
             timeout: self.llm_timeout,
             system_prompt,
             trace_content: self.trace_content,
+            api: self.llm_api,
         }))
     }
 }
@@ -348,6 +356,15 @@ mod tests {
             (up.model.as_deref(), up.timeout, up.system_prompt.as_str()),
             (Some("m"), Duration::from_secs(5), "Be a pirate.")
         );
+        assert_eq!(up.api, LlmApi::Auto);
+        let chat = Config::parse_from([
+            "agent-server",
+            "--llm-base-url",
+            "http://x/v1",
+            "--llm-api",
+            "chat",
+        ]);
+        assert_eq!(chat.upstream().unwrap().unwrap().api, LlmApi::Chat);
         let missing = Config::parse_from([
             "agent-server",
             "--llm-base-url",
@@ -437,6 +454,7 @@ mod tests {
             "LLM_BASE_URL",
             "LLM_API_KEY",
             "LLM_MODEL",
+            "LLM_API",
             "LLM_TIMEOUT",
             "LLM_SYSTEM_PROMPT_FILE",
             "AGENT_TRACE_CONTENT",

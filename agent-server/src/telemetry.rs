@@ -279,8 +279,8 @@ impl Metrics {
         );
         let upstream_duration = histogram(
             "upstream_request_duration_seconds",
-            "Latency of upstream model calls (streams: until the last chunk), by mode and outcome.",
-            &["mode", "outcome"],
+            "Latency of upstream model calls (streams: until the last chunk), by API (chat or responses), mode and outcome.",
+            &["api", "mode", "outcome"],
             &latency,
         );
         let embedding_duration = histogram(

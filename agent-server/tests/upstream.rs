@@ -875,8 +875,9 @@ async fn metrics_count_requests_memory_and_upstream_calls() {
         ) >= 3.0
     );
     assert!(
-        value(r#"agentwall_upstream_request_duration_seconds_count{mode="json",outcome="ok"}"#)
-            >= 3.0
+        value(
+            r#"agentwall_upstream_request_duration_seconds_count{api="chat",mode="json",outcome="ok"}"#
+        ) >= 3.0
     );
     // This very request is in flight while the metrics are rendered.
     assert!(value("agentwall_http_requests_in_flight") >= 1.0);

@@ -1,13 +1,25 @@
-//! A LiteLLM proxy (PyPI `litellm[proxy]`, in .venv made by scripts/python-env.sh) serving one
-//! `mock_response` model offline: a real third-party OpenAI-compatible server for tests.
+//! A LiteLLM proxy (PyPI `litellm[proxy]`, in .venv made by scripts/python-env.sh) serving a
+//! `mock_response` model offline: a real third-party OpenAI-compatible server for tests, on both
+//! Chat Completions and the Responses API.
+//!
+//! LiteLLM answers a `mock_response` model's Responses requests only unstreamed: a streamed one
+//! fails inside the proxy (HTTP 500, "'async for' requires an object with __aiter__ method, got
+//! ResponsesAPIResponse", LiteLLM 1.83). [`BRIDGED_MODEL`] streams the same mock reply over the
+//! Responses API: LiteLLM serves it by translating to Chat Completions, which it sends to its own
+//! mock model, whose chat streams work.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The name of the proxy's one model.
+/// The name of the proxy's `mock_response` model.
 pub const MODEL: &str = "mock-gpt";
+
+/// A model whose Responses requests LiteLLM turns into Chat Completions requests to [`MODEL`] (on
+/// this same proxy): LiteLLM's own Responses API code, streamed events included, with the mock
+/// reply.
+pub const BRIDGED_MODEL: &str = "bridged-gpt";
 
 /// The Python of .venv (or `AGENTWALL_PYTHON`).
 pub fn python() -> PathBuf {
@@ -38,16 +50,20 @@ impl LiteLlm {
             "{} is missing: run scripts/python-env.sh (tests/python/requirements.txt has litellm[proxy])",
             litellm.display()
         );
+        let port = super::free_port();
         let config = dir.join("litellm.yaml");
+        // `custom_openai` has no Responses API of its own in LiteLLM, so LiteLLM translates.
         std::fs::write(
             &config,
             format!(
                 "model_list:\n  - model_name: {MODEL}\n    litellm_params:\n      model: openai/mock-gpt\n      \
-                 api_key: sk-not-used\n      mock_response: \"{mock_reply}\"\nlitellm_settings:\n  telemetry: false\n"
+                 api_key: sk-not-used\n      mock_response: \"{mock_reply}\"\n  \
+                 - model_name: {BRIDGED_MODEL}\n    litellm_params:\n      model: custom_openai/{MODEL}\n      \
+                 api_base: http://127.0.0.1:{port}/v1\n      api_key: sk-not-used\n\
+                 litellm_settings:\n  telemetry: false\n"
             ),
         )
         .unwrap();
-        let port = super::free_port();
         let log = dir.join("litellm.log");
         let child = Command::new(&litellm)
             .args([

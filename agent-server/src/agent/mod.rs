@@ -37,7 +37,7 @@ use protocol::control::{FactKind, FactSource};
 use protocol::openai::{ChatCompletion, ChatCompletionRequest, ChatMessage};
 
 use crate::llm::upstream::reply_text;
-use crate::llm::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt};
+use crate::llm::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt, ResponsesTurn};
 use crate::memory::ranking::Terms;
 use crate::memory::{
     EpisodeData, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
@@ -103,6 +103,9 @@ pub struct TurnInput {
     /// Messages before the new turn: the client's context, used but not stored.
     pub history: Vec<ChatMessage>,
     pub request: ChatCompletionRequest,
+    /// A Responses API turn in that API's terms, for an upstream model that serves it; `None` for
+    /// a chat turn, and wherever the model would not use it.
+    pub responses: Option<ResponsesTurn>,
     /// The request continues a turn already stored: messages (tool results, an assistant message)
     /// follow the last user message. Nothing is learned from the user text again, standing items
     /// are not evaluated again, and only the reply is stored.
@@ -169,6 +172,7 @@ impl PreparedTurn {
             learned: &self.acknowledgements,
             must_say: &self.agenda.must_say,
             request: &self.input.request,
+            responses: self.input.responses.as_ref(),
         }
     }
 }
@@ -722,6 +726,7 @@ mod tests {
                 user_text: "My kayak is green.".to_owned(),
                 history: Vec::new(),
                 request: request.clone(),
+                responses: None,
                 continuation: false,
                 memory: TurnMemory::default(),
             };

@@ -98,6 +98,7 @@ pub async fn chat_completions(
             user_text,
             history,
             request,
+            responses: None,
             continuation,
             memory,
         })

@@ -456,6 +456,7 @@ mod tests {
             learned,
             must_say,
             request: &request,
+            responses: None,
         })
     }
 
@@ -598,6 +599,7 @@ mod tests {
             learned: &[],
             must_say: &[],
             request: &request,
+            responses: None,
         };
         let reply = respond(&prompt);
         assert!(reply.contains("teal"), "{reply}");
@@ -668,6 +670,7 @@ mod tests {
                 learned: &[],
                 must_say: &[],
                 request: &request,
+                responses: None,
             })
             .await
             .unwrap();

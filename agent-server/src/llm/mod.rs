@@ -3,20 +3,27 @@
 //! any [`ChatModel`] answers it: the offline [`builtin`] model, or an [`upstream`] OpenAI-compatible
 //! one. An upstream model also answers in OpenAI's own shapes ([`PassThrough`]) so that streams,
 //! tool calls and usage reach the client as the upstream sent them.
+//!
+//! A Responses API turn also carries the client's own request and items ([`ResponsesTurn`]), so
+//! that an upstream serving that API gets them as they are ([`upstream_api`]).
 
 pub mod actions;
 pub mod builtin;
 pub mod prompt;
 pub mod upstream;
+pub mod upstream_api;
+pub mod upstream_responses;
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use protocol::openai::responses::ResponseCreateRequest;
 use protocol::openai::{
     ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage, FinishReason,
     ToolCall, Usage,
 };
+use serde_json::Value;
 
 use crate::agent::standing::Obligation;
 use crate::memory::MemoryContext;
@@ -37,7 +44,21 @@ pub struct Prompt<'a> {
     /// What standing rules and reminders require the reply to say, in order.
     pub must_say: &'a [Obligation],
     /// The client's request, for generation parameters (max tokens, temperature, tools, ...).
+    /// A Responses API request arrives here translated to Chat Completions.
     pub request: &'a ChatCompletionRequest,
+    /// The Responses API request as the client sent it, when the turn came through that API.
+    pub responses: Option<&'a ResponsesTurn>,
+}
+
+/// A Responses API turn in that API's own terms, for an upstream that serves it: the client's
+/// request (its tools, tool_choice, metadata and unknown fields go upstream unchanged) and the
+/// turn's items, those of the chain or conversation it continues first, as agent-server resolved
+/// them from its own state (`previous_response_id` and `conversation` never leave it).
+#[derive(Debug, Clone)]
+pub struct ResponsesTurn {
+    pub request: ResponseCreateRequest,
+    /// Checked and normalised items, oldest first (`http::responses::input`).
+    pub items: Vec<Value>,
 }
 
 /// One thing learned this turn, for the reply to acknowledge.

@@ -2,6 +2,9 @@
 //! LiteLLM, ...). The agent's [`Prompt`] becomes the request's messages ([`super::prompt`]); every
 //! other field of the client's request (tools, tool_choice, temperature, max_tokens, seed, unknown
 //! fields) goes along unchanged, and the upstream's completions and chunks come back unchanged.
+//! A Responses turn goes to `/responses` instead when the upstream serves it
+//! ([`super::upstream_api`]), built and read back by [`super::upstream_responses`]; both APIs
+//! share the transport, deadlines and error mapping here.
 //!
 //! awc is `!Send` and needs the actix runtime, while [`ChatModel`] futures must be `Send`. So each
 //! call runs as a local task on the current actix worker ([`actix_rt::spawn`]) with that worker's
@@ -24,6 +27,7 @@ use awc::http::header::RETRY_AFTER;
 use bytes::Bytes;
 use eventsource_stream::Eventsource as _;
 use futures_util::{Stream, StreamExt as _};
+use protocol::openai::responses::ResponseCreateRequest;
 use protocol::openai::{
     ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage, FinishReason, Usage,
 };
@@ -31,8 +35,10 @@ use tokio::sync::{mpsc, oneshot};
 use tracing::field::Empty;
 use tracing::{Instrument as _, Span};
 
+use super::upstream_api::{self, ApiChoice, LlmApi};
 use super::{
-    ChatModel, ChunkStream, LlmError, ModelReply, PassThrough, Prompt, StreamedChunk, prompt,
+    ChatModel, ChunkStream, LlmError, ModelReply, PassThrough, Prompt, ResponsesTurn,
+    StreamedChunk, prompt, upstream_responses,
 };
 use crate::task;
 use crate::telemetry::{metrics, propagation};
@@ -57,12 +63,18 @@ pub struct UpstreamConfig {
     pub system_prompt: String,
     /// Put message text on spans (`gen_ai.input.messages`, `gen_ai.output.messages`).
     pub trace_content: bool,
+    /// The API Responses turns take (`--llm-api`).
+    pub api: LlmApi,
 }
 
 pub struct UpstreamModel {
     config: UpstreamConfig,
     /// `<base_url>/chat/completions`.
     url: String,
+    /// `<base_url>/responses`.
+    responses_url: String,
+    /// Whether Responses turns go to `responses_url`.
+    api: ApiChoice,
     /// Model id reported by `/v1/models`.
     name: String,
     host: String,
@@ -71,7 +83,9 @@ pub struct UpstreamModel {
 
 impl UpstreamModel {
     pub fn new(config: UpstreamConfig) -> anyhow::Result<Self> {
-        let url = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        let base = config.base_url.trim_end_matches('/');
+        let url = format!("{base}/chat/completions");
+        let responses_url = format!("{base}/responses");
         let uri: awc::http::Uri = url.parse().map_err(|e| {
             anyhow::anyhow!("--llm-base-url {:?} is not a URL: {e}", config.base_url)
         })?;
@@ -90,15 +104,18 @@ impl UpstreamModel {
             .clone()
             .unwrap_or_else(|| "agentwall-upstream".to_owned());
         Ok(Self {
+            api: ApiChoice::new(config.api),
             config,
             url,
+            responses_url,
             name,
             host,
             port,
         })
     }
 
-    /// The request sent upstream: the client's, with the agent's messages and our stream options.
+    /// The Chat Completions request sent upstream: the client's, with the agent's messages and our
+    /// stream options.
     ///
     /// Built field by field rather than by cloning the client's request, whose messages would be
     /// copied only to be replaced; a field added to the protocol type fails to compile here until
@@ -150,8 +167,9 @@ impl UpstreamModel {
         }
     }
 
-    fn span(&self, request: &ChatCompletionRequest) -> Span {
-        let model = request.model.as_deref().unwrap_or_default();
+    fn span(&self, outgoing: &Outgoing) -> Span {
+        let asked = outgoing.asked();
+        let model = asked.model;
         let span = tracing::info_span!(
             "chat",
             otel.name = %format!("chat {model}"),
@@ -160,7 +178,7 @@ impl UpstreamModel {
             gen_ai.operation.name = "chat",
             gen_ai.provider.name = "openai",
             gen_ai.request.model = %model,
-            gen_ai.request.stream = request.is_stream(),
+            gen_ai.request.stream = asked.stream,
             gen_ai.request.max_tokens = Empty,
             gen_ai.request.temperature = Empty,
             gen_ai.response.id = Empty,
@@ -172,6 +190,7 @@ impl UpstreamModel {
             gen_ai.output.messages = Empty,
             server.address = %self.host,
             server.port = self.port,
+            url.path = %outgoing.path(),
             http.response.status_code = Empty,
             error.type = Empty,
             openinference.span.kind = "LLM",
@@ -179,24 +198,21 @@ impl UpstreamModel {
             llm.token_count.prompt = Empty,
             llm.token_count.completion = Empty,
         );
-        if let Some(limit) = request.token_limit() {
+        if let Some(limit) = asked.max_tokens {
             span.record("gen_ai.request.max_tokens", limit);
         }
-        if let Some(t) = request.temperature {
+        if let Some(t) = asked.temperature {
             span.record("gen_ai.request.temperature", t);
         }
         if self.config.trace_content {
-            span.record(
-                "gen_ai.input.messages",
-                serde_json::to_string(&request.messages).unwrap_or_default(),
-            );
+            span.record("gen_ai.input.messages", outgoing.input());
         }
         span
     }
 
     /// Everything the local task needs, owned. The `traceparent` comes from the model-call span, so
     /// the upstream's own spans (if it traces) continue the caller's trace under this call.
-    fn call(&self, request: &ChatCompletionRequest, span: &Span) -> Call {
+    fn call(&self, url: &str, body: Bytes, span: &Span) -> Call {
         let mut headers = HashMap::new();
         let cx = propagation::outgoing(span);
         opentelemetry::global::get_text_map_propagator(|p| p.inject_context(&cx, &mut headers));
@@ -204,11 +220,176 @@ impl UpstreamModel {
             headers.insert("authorization".to_owned(), format!("Bearer {key}"));
         }
         Call {
-            url: self.url.clone(),
-            body: Bytes::from(serde_json::to_vec(request).expect("requests serialise")),
+            url: url.to_owned(),
+            body,
             headers,
             timeout: self.config.timeout,
         }
+    }
+
+    /// The turn's Responses request when it goes upstream as one: a Responses turn, to an
+    /// upstream that serves that API (under `auto`, asked once, at the first such turn).
+    async fn native<'a>(&self, prompt: &Prompt<'a>) -> Result<Option<&'a ResponsesTurn>, LlmError> {
+        let Some(turn) = prompt.responses else {
+            return Ok(None);
+        };
+        let native = self.api.native(|| self.probe()).await?;
+        Ok(native.then_some(turn))
+    }
+
+    /// Asks the upstream whether it serves `/responses`: an empty request, which a server with
+    /// the route refuses (400 or 422) without generating anything.
+    async fn probe(&self) -> Result<bool, LlmError> {
+        let span = tracing::info_span!("probe", url.full = %self.responses_url);
+        let call = self.call(&self.responses_url, Bytes::from_static(b"{}"), &span);
+        let status = on_this_worker(run_probe(call).instrument(span)).await?;
+        let native = !upstream_api::route_missing(status);
+        if native {
+            tracing::info!(url = %self.responses_url, status, "the upstream serves the Responses API: Responses turns go to it as Responses requests");
+        } else {
+            tracing::info!(url = %self.responses_url, status, "the upstream does not serve the Responses API: Responses turns are translated to Chat Completions");
+        }
+        Ok(native)
+    }
+
+    /// The request `prompt` sends upstream: the one place that decides which API a turn takes
+    /// and builds its request ([`prompt`] lays the prompt out for either).
+    async fn outgoing(&self, prompt: &Prompt<'_>, stream: bool) -> Result<Outgoing, LlmError> {
+        Ok(match self.native(prompt).await? {
+            Some(turn) => Outgoing::Responses(upstream_responses::request(
+                &self.config,
+                prompt,
+                turn,
+                stream,
+            )),
+            None => Outgoing::Chat(self.request(prompt, stream)),
+        })
+    }
+
+    fn url(&self, outgoing: &Outgoing) -> &str {
+        match outgoing {
+            Outgoing::Chat(_) => &self.url,
+            Outgoing::Responses(_) => &self.responses_url,
+        }
+    }
+
+    /// A whole answer: the call, its metrics and its span, whichever API it takes.
+    async fn whole(&self, outgoing: Outgoing) -> Result<ChatCompletion, LlmError> {
+        let span = self.span(&outgoing);
+        let call = self.call(self.url(&outgoing), outgoing.body(), &span);
+        let parse = match outgoing {
+            Outgoing::Chat(_) => chat_completion,
+            Outgoing::Responses(_) => upstream_responses::completion,
+        };
+        let started = Instant::now();
+        // The call's span goes with the local task, which records the response status on it.
+        let result = on_this_worker(run_completion(call, parse).instrument(span.clone())).await;
+        observe(
+            &span,
+            outgoing.api(),
+            "json",
+            started,
+            result.as_ref().err(),
+        );
+        let completion = result?;
+        record_response(
+            &span,
+            &completion.id,
+            &completion.model,
+            completion.usage.as_ref(),
+            completion
+                .choices
+                .iter()
+                .filter_map(|c| c.finish_reason.as_ref()),
+        );
+        if self.config.trace_content {
+            let messages: Vec<_> = completion.choices.iter().map(|c| &c.message).collect();
+            span.record(
+                "gen_ai.output.messages",
+                serde_json::to_string(&messages).unwrap_or_default(),
+            );
+        }
+        Ok(completion)
+    }
+
+    /// A streamed answer, read by `decoder`.
+    async fn streamed<D: StreamDecoder>(
+        &self,
+        outgoing: Outgoing,
+        decoder: D,
+    ) -> Result<ChunkStream, LlmError> {
+        let span = self.span(&outgoing);
+        let call = self.call(self.url(&outgoing), outgoing.body(), &span);
+        let (ready_tx, ready_rx) = oneshot::channel();
+        let read = Read {
+            api: outgoing.api(),
+            decoder,
+            trace_content: self.config.trace_content,
+        };
+        spawn_stream(call, ready_tx, span, read);
+        ready_rx.await.unwrap_or_else(|_| Err(cancelled()))
+    }
+}
+
+/// An upstream request, in the API it takes.
+enum Outgoing {
+    Chat(ChatCompletionRequest),
+    Responses(ResponseCreateRequest),
+}
+
+/// What a request asks, for its span.
+struct Asked<'a> {
+    model: &'a str,
+    stream: bool,
+    max_tokens: Option<u32>,
+    temperature: Option<f64>,
+}
+
+impl Outgoing {
+    /// The `api` label of its metrics.
+    fn api(&self) -> &'static str {
+        upstream_api::label(matches!(self, Outgoing::Responses(_)))
+    }
+
+    fn path(&self) -> &'static str {
+        match self {
+            Outgoing::Chat(_) => "/chat/completions",
+            Outgoing::Responses(_) => "/responses",
+        }
+    }
+
+    fn asked(&self) -> Asked<'_> {
+        match self {
+            Outgoing::Chat(r) => Asked {
+                model: r.model.as_deref().unwrap_or_default(),
+                stream: r.is_stream(),
+                max_tokens: r.token_limit(),
+                temperature: r.temperature,
+            },
+            Outgoing::Responses(r) => Asked {
+                model: r.model.as_deref().unwrap_or_default(),
+                stream: r.stream == Some(true),
+                max_tokens: r.max_output_tokens,
+                temperature: r.temperature,
+            },
+        }
+    }
+
+    fn body(&self) -> Bytes {
+        let body = match self {
+            Outgoing::Chat(r) => serde_json::to_vec(r),
+            Outgoing::Responses(r) => serde_json::to_vec(r),
+        };
+        Bytes::from(body.expect("requests serialise"))
+    }
+
+    /// What the model is given, for `gen_ai.input.messages`.
+    fn input(&self) -> String {
+        match self {
+            Outgoing::Chat(r) => serde_json::to_string(&r.messages),
+            Outgoing::Responses(r) => serde_json::to_string(&(&r.instructions, &r.input)),
+        }
+        .unwrap_or_default()
     }
 }
 
@@ -246,41 +427,18 @@ impl ChatModel for UpstreamModel {
 #[async_trait]
 impl PassThrough for UpstreamModel {
     async fn completion(&self, prompt: Prompt<'_>) -> Result<ChatCompletion, LlmError> {
-        let request = self.request(&prompt, false);
-        let span = self.span(&request);
-        let call = self.call(&request, &span);
-        let started = Instant::now();
-        // The call's span goes with the local task, which records the response status on it.
-        let result = on_this_worker(run_completion(call).instrument(span.clone())).await;
-        observe(&span, "json", started, result.as_ref().err());
-        let completion = result?;
-        record_response(
-            &span,
-            &completion.id,
-            &completion.model,
-            completion.usage.as_ref(),
-            completion
-                .choices
-                .iter()
-                .filter_map(|c| c.finish_reason.as_ref()),
-        );
-        if self.config.trace_content {
-            let messages: Vec<_> = completion.choices.iter().map(|c| &c.message).collect();
-            span.record(
-                "gen_ai.output.messages",
-                serde_json::to_string(&messages).unwrap_or_default(),
-            );
-        }
-        Ok(completion)
+        let outgoing = self.outgoing(&prompt, false).await?;
+        self.whole(outgoing).await
     }
 
     async fn stream(&self, prompt: Prompt<'_>) -> Result<ChunkStream, LlmError> {
-        let request = self.request(&prompt, true);
-        let span = self.span(&request);
-        let call = self.call(&request, &span);
-        let (ready_tx, ready_rx) = oneshot::channel();
-        spawn_stream(call, ready_tx, span, self.config.trace_content);
-        ready_rx.await.unwrap_or_else(|_| Err(cancelled()))
+        match self.outgoing(&prompt, true).await? {
+            chat @ Outgoing::Chat(_) => self.streamed(chat, ChunkDecoder).await,
+            responses @ Outgoing::Responses(_) => {
+                let decoder = upstream_responses::EventDecoder::default();
+                self.streamed(responses, decoder).await
+            }
+        }
     }
 }
 
@@ -495,7 +653,10 @@ pub(crate) fn clip(text: &str) -> String {
     clipped
 }
 
-async fn run_completion(call: Call) -> Result<ChatCompletion, LlmError> {
+async fn run_completion(
+    call: Call,
+    parse: fn(&[u8]) -> Result<ChatCompletion, LlmError>,
+) -> Result<ChatCompletion, LlmError> {
     let deadline = Instant::now() + call.timeout;
     let mut response = send(&call, deadline).await?;
     Span::current().record("http.response.status_code", response.status().as_u16());
@@ -517,8 +678,13 @@ async fn run_completion(call: Call) -> Result<ChatCompletion, LlmError> {
         }
         Ok(Ok(body)) => body,
     };
+    parse(&body)
+}
+
+/// A whole Chat Completions answer.
+fn chat_completion(body: &[u8]) -> Result<ChatCompletion, LlmError> {
     let completion: ChatCompletion =
-        serde_json::from_slice(&body).map_err(|e| LlmError::BadResponse {
+        serde_json::from_slice(body).map_err(|e| LlmError::BadResponse {
             reason: format!(
                 "{e}; the body starts with {:?}",
                 clip(&String::from_utf8_lossy(&body[..body.len().min(200)]))
@@ -532,30 +698,92 @@ async fn run_completion(call: Call) -> Result<ChatCompletion, LlmError> {
     Ok(completion)
 }
 
-fn spawn_stream(
+/// The status the upstream answers a probe with. Its body is read (bounded), so that the
+/// connection goes back to the pool.
+async fn run_probe(call: Call) -> Result<u16, LlmError> {
+    let deadline = Instant::now() + call.timeout;
+    let mut response = send(&call, deadline).await?;
+    let status = response.status().as_u16();
+    let _ = tokio::time::timeout_at(deadline.into(), response.body().limit(64 * 1024)).await;
+    Ok(status)
+}
+
+/// How the events of a streamed answer are read: Chat Completions chunks as they are
+/// ([`ChunkDecoder`]), or Responses events turned into chunks
+/// ([`upstream_responses::EventDecoder`]).
+pub trait StreamDecoder: 'static {
+    /// Reads one event's `data`, pushing the chunks it means onto `out`.
+    fn decode(&mut self, data: String, out: &mut Vec<StreamedChunk>) -> Result<Progress, LlmError>;
+
+    /// Why a body that ended before the last event is not a whole answer.
+    fn unfinished(&self) -> &'static str;
+}
+
+/// Whether a stream goes on after an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    More,
+    /// That was the last event: what follows is drained, not read.
+    Last,
+}
+
+/// Chat Completions chunks, passed on as the upstream sent them.
+pub struct ChunkDecoder;
+
+impl StreamDecoder for ChunkDecoder {
+    fn decode(&mut self, data: String, out: &mut Vec<StreamedChunk>) -> Result<Progress, LlmError> {
+        if data == "[DONE]" {
+            return Ok(Progress::Last);
+        }
+        if !data.is_empty() {
+            let chunk = parse_chunk(&data)?;
+            out.push(StreamedChunk { chunk, data });
+        }
+        Ok(Progress::More)
+    }
+
+    fn unfinished(&self) -> &'static str {
+        "the event stream ended before its last chunk (no finish_reason, no [DONE])"
+    }
+}
+
+/// How a stream's local task reads it.
+struct Read<D> {
+    /// The `api` label of its metrics.
+    api: &'static str,
+    decoder: D,
+    trace_content: bool,
+}
+
+fn spawn_stream<D: StreamDecoder>(
     call: Call,
     ready: oneshot::Sender<Result<ChunkStream, LlmError>>,
     span: Span,
-    trace_content: bool,
+    read: Read<D>,
 ) {
-    task::local_in_request(run_stream(call, ready, span.clone(), trace_content).instrument(span));
+    task::local_in_request(run_stream(call, ready, span.clone(), read).instrument(span));
 }
 
 /// The local task of a streamed call: sends the request, reports the outcome of the response
-/// head on `ready`, then forwards every chunk until the upstream's `[DONE]` (or the end of its
+/// head on `ready`, then forwards every chunk until the decoder's last event (or the end of the
 /// body), an error, or the receiver going away.
-async fn run_stream(
+async fn run_stream<D: StreamDecoder>(
     call: Call,
     ready: oneshot::Sender<Result<ChunkStream, LlmError>>,
     span: Span,
-    trace_content: bool,
+    read: Read<D>,
 ) {
+    let Read {
+        api,
+        mut decoder,
+        trace_content,
+    } = read;
     let started = Instant::now();
     let deadline = started + call.timeout;
     let mut response = match send(&call, deadline).await {
         Ok(r) => r,
         Err(e) => {
-            observe(&span, "stream", started, Some(&e));
+            observe(&span, api, "stream", started, Some(&e));
             let _ = ready.send(Err(e));
             return;
         }
@@ -563,7 +791,7 @@ async fn run_stream(
     span.record("http.response.status_code", response.status().as_u16());
     if !response.status().is_success() {
         let e = status_error(&mut response, deadline).await;
-        observe(&span, "stream", started, Some(&e));
+        observe(&span, api, "stream", started, Some(&e));
         let _ = ready.send(Err(e));
         return;
     }
@@ -574,45 +802,49 @@ async fn run_stream(
     let mut events = response.eventsource();
     let mut seen = Seen::default();
     let mut failure = None;
+    // The chunks of one event; reused, as this runs for every token of every streamed turn.
+    let mut chunks = Vec::new();
     loop {
-        let item = match tokio::time::timeout(call.timeout, events.next()).await {
+        let progress = match tokio::time::timeout(call.timeout, events.next()).await {
             Err(_) => Err(LlmError::Timeout {
                 after: call.timeout,
             }),
-            // A body that ends without `[DONE]` is complete only if a finish reason came: else
-            // the upstream broke off, and the truncated reply must not be stored as a whole one.
+            // A body that ends without its last event is complete only if a finish reason came:
+            // else the upstream broke off, and the truncated reply must not be stored as a whole.
             Ok(None) if !seen.finish.is_empty() => break,
             Ok(None) => Err(LlmError::BadResponse {
-                reason:
-                    "the event stream ended before its last chunk (no finish_reason, no [DONE])"
-                        .to_owned(),
+                reason: decoder.unfinished().to_owned(),
             }),
             Ok(Some(Err(e))) => Err(LlmError::BadResponse {
                 reason: format!("the event stream broke off: {e}"),
             }),
-            Ok(Some(Ok(event))) => {
-                let data = trimmed(event.data);
-                if data == "[DONE]" {
-                    drain(&mut events).await;
-                    break;
-                }
-                if data.is_empty() {
-                    continue;
-                }
-                parse_chunk(&data).map(|chunk| StreamedChunk { chunk, data })
-            }
+            Ok(Some(Ok(event))) => decoder.decode(trimmed(event.data), &mut chunks),
         };
-        match &item {
-            Ok(streamed) => seen.observe(&streamed.chunk, trace_content),
-            Err(e) => failure = Some(e.clone()),
+        let mut gone = false;
+        for streamed in chunks.drain(..) {
+            seen.observe(&streamed.chunk, trace_content);
+            if tx.send(Ok(streamed)).await.is_err() {
+                gone = true;
+                break;
+            }
         }
-        if tx.send(item).await.is_err() || failure.is_some() {
-            // The client went away, or the stream failed: stop reading; dropping the response
-            // closes the upstream connection.
-            break;
+        match progress {
+            _ if gone => break,
+            Ok(Progress::More) => {}
+            Ok(Progress::Last) => {
+                drain(&mut events).await;
+                break;
+            }
+            Err(e) => {
+                failure = Some(e.clone());
+                // The client went away, or the stream failed: stop reading; dropping the
+                // response closes the upstream connection.
+                let _ = tx.send(Err(e)).await;
+                break;
+            }
         }
     }
-    observe(&span, "stream", started, failure.as_ref());
+    observe(&span, api, "stream", started, failure.as_ref());
     record_response(
         &span,
         &seen.id,
@@ -735,11 +967,17 @@ fn record_response<'a>(
 }
 
 /// Records the call's latency and outcome (metrics and span status).
-fn observe(span: &Span, mode: &'static str, started: Instant, error: Option<&LlmError>) {
+fn observe(
+    span: &Span,
+    api: &'static str,
+    mode: &'static str,
+    started: Instant,
+    error: Option<&LlmError>,
+) {
     let outcome = error.map_or("ok", LlmError::kind);
     metrics()
         .upstream_duration
-        .with_label_values(&[mode, outcome])
+        .with_label_values(&[api, mode, outcome])
         .observe(started.elapsed().as_secs_f64());
     if let Some(e) = error {
         span.record("otel.status_code", "error");
@@ -845,9 +1083,11 @@ mod tests {
             timeout: Duration::from_secs(1),
             system_prompt: String::new(),
             trace_content: false,
+            api: LlmApi::Auto,
         };
         let model = UpstreamModel::new(config("http://127.0.0.1:4000/v1/")).unwrap();
         assert_eq!(model.url, "http://127.0.0.1:4000/v1/chat/completions");
+        assert_eq!(model.responses_url, "http://127.0.0.1:4000/v1/responses");
         assert_eq!((model.host.as_str(), model.port), ("127.0.0.1", 4000));
         let tls = UpstreamModel::new(config("https://api.openai.com/v1")).unwrap();
         assert_eq!((tls.host.as_str(), tls.port), ("api.openai.com", 443));

@@ -4,9 +4,11 @@
 //! The turn is the same as a chat turn (recall, extraction, the model, commit), so this is the
 //! one place the two APIs differ on the way in. Carried: `instructions` (a system message first),
 //! messages with text parts, `function_call` and `function_call_output` items, function `tools`,
-//! `tool_choice`, `temperature`, `top_p`, `max_output_tokens`, `user`. Not carried to the model:
-//! `metadata`, `text`, `reasoning`, `include`, `truncation`, `parallel_tool_calls` (kept on the
-//! response object only); tools other than functions and non-text content are refused (400).
+//! `tool_choice`, `temperature`, `top_p`, `max_output_tokens`, `user`. Not carried by this
+//! translation: `metadata`, `text`, `reasoning`, `include`, `truncation`, `parallel_tool_calls`
+//! and other unknown fields (kept on the response object only; an upstream that serves the
+//! Responses API gets them, `crate::llm::upstream_responses`); tools other than functions and
+//! non-text content are refused (400).
 
 use protocol::openai::responses::{
     Item, ItemContent, ResponseCreateRequest, ResponseInput, item_type,

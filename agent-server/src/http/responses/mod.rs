@@ -5,7 +5,10 @@
 //! those of the chain or conversation it continues, are translated to chat messages ([`input`]),
 //! and what the turn produced is encoded as a response object ([`output`]) or as semantic events
 //! ([`stream`]). The state is this server's own: a `previous_response_id` or `conversation` is
-//! resolved here from the [`ResponseStore`], never forwarded to an upstream model.
+//! resolved here from the [`ResponseStore`], never forwarded to an upstream model. An upstream
+//! model that serves the Responses API gets the turn's items in that API's own terms too
+//! ([`ResponsesTurn`]); its answer comes back as a completion or chunks like any upstream's, and
+//! is encoded here with this server's own ids and sequence numbers.
 //!
 //! A stored response is written after the turn is committed and before the response (or its
 //! terminal event) goes out, so an acknowledged response can be retrieved and chained after a
@@ -40,6 +43,7 @@ use super::context::turn_memory;
 use super::session::{self, Caller, Claims, ok_in};
 use crate::agent::{StreamEvent, TurnInput, TurnOutput, TurnStream};
 use crate::error::ApiError;
+use crate::llm::ResponsesTurn;
 use crate::memory::MemoryError;
 use crate::memory::responses::{ResponseStore, StoredResponse, conversation_additions};
 use input::new_id;
@@ -115,6 +119,17 @@ pub async fn create(
     }
     let (user_text, history) = split_new_turn(&chat)?;
     let continuation = chat.messages.last().is_some_and(|m| m.role != Role::User);
+    // An upstream model that serves this API takes the turn in its terms (the builtin model
+    // answers the chat translation, so it is not kept for it).
+    let responses = state
+        .agent
+        .model()
+        .pass_through()
+        .is_some()
+        .then(|| ResponsesTurn {
+            request: request.clone(),
+            items,
+        });
 
     let head = Head {
         id: new_id("resp"),
@@ -152,6 +167,7 @@ pub async fn create(
             user_text,
             history,
             request: chat,
+            responses,
             continuation,
             memory,
         })
