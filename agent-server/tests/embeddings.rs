@@ -313,7 +313,7 @@ async fn fails(embedder: &Arc<dyn Embedder>) -> (EmbedError, Duration) {
 }
 
 #[actix_web::test]
-async fn endpoint_faults_are_typed_errors_that_readyz_and_metrics_show_while_turns_go_on() {
+async fn endpoint_faults_are_typed_errors_that_readyz_and_metrics_show() {
     let _metrics = metrics_lock().await;
     let server = EmbeddingsServer::start(None);
     let base_url = server.base_url();
@@ -400,17 +400,9 @@ async fn endpoint_faults_are_typed_errors_that_readyz_and_metrics_show_while_tur
         assert_eq!(health["consecutive_failures"], failures_so_far as u64 + 1);
         assert_eq!(health["last_error"], err.to_string());
     }
-    let reply = awc::Client::default()
-        .post(format!("{address}/v1/chat/completions"))
-        .insert_header(("x-session-id", "embed-faults"))
-        .send_json(&serde_json::json!({"messages": [{"role": "user", "content": "My favourite colour is teal."}]}))
-        .await
-        .unwrap();
-    assert_eq!(
-        reply.status().as_u16(),
-        200,
-        "a turn is answered while embeddings fail"
-    );
+    // No turn is sent here: a turn embeds too (and wakes the backfill), which would add to the
+    // counts below. That turns are answered while the endpoint fails, and that nothing is lost,
+    // is tests/api/semantic.rs's.
 
     // The memory layer's count of items waiting for an embedding.
     metrics::set_pending(5);
