@@ -8,7 +8,10 @@
 //! - `chained`: Responses turns that continue a `previous_response_id` chain of `--depth`
 //!   responses (10 by default): before the measured time, each session gets a chain that deep;
 //!   every measured turn then names that chain's last response, so each one reads the whole chain
-//!   and stores one more response beside it (a branch), and the depth stays the same throughout.
+//!   and stores one more response beside it (a branch), and the depth stays the same throughout;
+//! - `resent`: the same turns with the chain's items sent in `input` instead of named by id (as
+//!   `--history full` does): the same history for the agent to read, without the stored-response
+//!   read, so `chained` against `resent` is what reading the chain costs.
 //!
 //! ```text
 //! cargo bench --bench responses_turns                       # 64 connections, 8 s, 3 rounds
@@ -44,10 +47,17 @@ enum Mode {
     Responses,
     Unstored,
     Chained,
+    Resent,
 }
 
 impl Mode {
-    const ALL: [Mode; 4] = [Mode::Chat, Mode::Responses, Mode::Unstored, Mode::Chained];
+    const ALL: [Mode; 5] = [
+        Mode::Chat,
+        Mode::Responses,
+        Mode::Unstored,
+        Mode::Chained,
+        Mode::Resent,
+    ];
 
     fn name(self) -> &'static str {
         match self {
@@ -55,6 +65,7 @@ impl Mode {
             Mode::Responses => "responses",
             Mode::Unstored => "unstored",
             Mode::Chained => "chained",
+            Mode::Resent => "resent",
         }
     }
 }
@@ -91,7 +102,7 @@ fn options() -> Options {
             "--modes" => {
                 let names = args
                     .get(i + 1)
-                    .expect("--modes chat,responses,unstored,chained");
+                    .expect("--modes chat,responses,unstored,chained,resent");
                 o.modes = names
                     .split(',')
                     .map(|name| {
@@ -104,7 +115,7 @@ fn options() -> Options {
             }
             "--help" => {
                 println!(
-                    "responses_turns [--seconds 8] [--concurrency 64] [--rounds 3] [--depth 10] [--data-root DIR] [--modes chat,responses,unstored,chained]"
+                    "responses_turns [--seconds 8] [--concurrency 64] [--rounds 3] [--depth 10] [--data-root DIR] [--modes chat,responses,unstored,chained,resent]"
                 );
                 std::process::exit(0);
             }
@@ -130,8 +141,16 @@ fn text(k: u64) -> String {
     }
 }
 
-/// One turn: its path and body; `tip` is the chain a chained turn continues.
-fn turn(mode: Mode, text: &str, tip: Option<&str>) -> (&'static str, String) {
+/// What a session's turns continue: a chain's last response (`chained`), or its items (`resent`).
+#[derive(Debug, Clone, Default)]
+struct Prior {
+    tip: Option<String>,
+    items: Vec<Value>,
+}
+
+/// One turn: its path and body, continuing `prior` (see [`Prior`]).
+fn turn(mode: Mode, text: &str, prior: &Prior) -> (&'static str, String) {
+    let tip = prior.tip.as_deref();
     let body = match mode {
         Mode::Chat => {
             json!({"model": "agentwall-builtin", "messages": [{"role": "user", "content": text}]})
@@ -140,6 +159,11 @@ fn turn(mode: Mode, text: &str, tip: Option<&str>) -> (&'static str, String) {
         Mode::Unstored => json!({"model": "agentwall-builtin", "input": text, "store": false}),
         Mode::Chained => {
             json!({"model": "agentwall-builtin", "input": text, "previous_response_id": tip})
+        }
+        Mode::Resent => {
+            let mut input = prior.items.clone();
+            input.push(json!({"role": "user", "content": text}));
+            json!({"model": "agentwall-builtin", "input": input})
         }
     };
     let path = if mode == Mode::Chat {
@@ -180,23 +204,30 @@ async fn post(
     }
 }
 
-/// A chain of `depth` responses in `session`; its last response's id.
-async fn chain(client: &awc::Client, url: &str, session: &str, depth: usize) -> String {
-    let mut tip: Option<String> = None;
+/// A chain of `depth` responses in `session`: its last response's id, and its items as
+/// messages (each turn's text and reply).
+async fn chain(client: &awc::Client, url: &str, session: &str, depth: usize) -> Prior {
+    let mut prior = Prior::default();
     for k in 0..depth as u64 {
-        let mode = if tip.is_some() {
+        let mode = if prior.tip.is_some() {
             Mode::Chained
         } else {
             Mode::Responses
         };
-        let (path, body) = turn(mode, &text(k), tip.as_deref());
+        let (path, body) = turn(mode, &text(k), &prior);
         let body = post(client, url, session, path, body)
             .await
             .unwrap_or_else(|e| panic!("building a chain failed: {e}"));
         let response: Value = serde_json::from_slice(&body).unwrap();
-        tip = Some(response["id"].as_str().unwrap().to_owned());
+        prior.tip = Some(response["id"].as_str().unwrap().to_owned());
+        prior
+            .items
+            .push(json!({"role": "user", "content": text(k)}));
+        prior
+            .items
+            .push(json!({"role": "assistant", "content": response["output_text"]}));
     }
-    tip.unwrap()
+    prior
 }
 
 struct Measured {
@@ -216,7 +247,7 @@ fn run(server: &support::Server, mode: Mode, o: &Options, tag: &str) -> Measured
             .connector(awc::Connector::new().limit(o.concurrency.max(1) * 2))
             .finish();
         // Sessions, and for `chained` their chains' tips, before the clock starts.
-        let sessions: Vec<Vec<(String, Option<String>)>> = {
+        let sessions: Vec<Vec<(String, Prior)>> = {
             let mut setup = Vec::new();
             for task in 0..o.concurrency {
                 let (client, url) = (client.clone(), url.to_owned());
@@ -226,12 +257,15 @@ fn run(server: &support::Server, mode: Mode, o: &Options, tag: &str) -> Measured
                     let mut mine = Vec::new();
                     for s in 0..SESSIONS_PER_TASK {
                         let session = format!("bench-{tag}-{task}-{s}");
-                        let tip = if mode == Mode::Chained {
-                            Some(chain(&client, &url, &session, depth).await)
-                        } else {
-                            None
+                        let prior = match mode {
+                            Mode::Chained => chain(&client, &url, &session, depth).await,
+                            Mode::Resent => Prior {
+                                tip: None,
+                                ..chain(&client, &url, &session, depth).await
+                            },
+                            _ => Prior::default(),
                         };
-                        mine.push((session, tip));
+                        mine.push((session, prior));
                     }
                     mine
                 }));
@@ -258,8 +292,8 @@ fn run(server: &support::Server, mode: Mode, o: &Options, tag: &str) -> Measured
             tasks.push(actix_rt::spawn(async move {
                 let mut k = 0u64;
                 while Instant::now() < end {
-                    let (session, tip) = &mine[k as usize % mine.len()];
-                    let (path, body) = turn(mode, &text(k), tip.as_deref());
+                    let (session, prior) = &mine[k as usize % mine.len()];
+                    let (path, body) = turn(mode, &text(k), prior);
                     let sent = Instant::now();
                     let result = post(&client, &url, session, path, body).await;
                     if sent >= measure_from && Instant::now() <= end {
@@ -397,12 +431,15 @@ fn main() {
         let get = |mode| medians.get(&(*name, mode)).copied().unwrap_or(0.0);
         let (chat, responses) = (get(Mode::Chat), get(Mode::Responses));
         let (unstored, chained) = (get(Mode::Unstored), get(Mode::Chained));
+        let resent = get(Mode::Resent);
         println!(
-            "{name}: responses/chat {:.3}, unstored/chat {:.3}, chained/responses {:.3} (chained {:.1} % slower than unchained)",
+            "{name}: responses/chat {:.3}, unstored/chat {:.3}, chained/responses {:.3} (chained {:.1} % slower than unchained), chained/resent {:.3} (reading the chain: {:.1} %)",
             responses / chat,
             unstored / chat,
             chained / responses,
-            (1.0 - chained / responses) * 100.0
+            (1.0 - chained / responses) * 100.0,
+            chained / resent,
+            (1.0 - chained / resent) * 100.0
         );
     }
     if binaries.len() == 2 {

@@ -124,9 +124,10 @@ pub struct LexicalIndex {
     /// more keeps its (empty) entry until the index is dropped; a session's vocabulary is small.
     /// Hashed with [`TextHasher`], since terms are user text.
     vocabulary: HashMap<Box<str>, u32, TextHasher>,
-    /// Per term number, the documents holding it with the term's frequency in each. Fx hashing
-    /// for ids, which the store assigns (no flooding risk) and which are hashed on every recall.
-    postings: Vec<FxHashMap<DocId, u32>>,
+    /// Per term number, the documents holding it, each with the term's frequency in it and its
+    /// length (kept here too so that scoring looks up nothing else). Fx hashing for ids, which
+    /// the store assigns (no flooding risk) and which are hashed on every recall.
+    postings: Vec<FxHashMap<DocId, (u32, u32)>>,
     docs: FxHashMap<DocId, Doc>,
     /// Sum of the lengths of all documents, for the average length BM25 normalises by.
     total_len: u64,
@@ -162,7 +163,7 @@ impl LexicalIndex {
                     next
                 }
             };
-            self.postings[term as usize].insert(id, *count);
+            self.postings[term as usize].insert(id, (*count, text.len));
             terms.push(term);
         }
         self.total_len += u64::from(text.len);
@@ -193,22 +194,27 @@ impl LexicalIndex {
         }
         let documents = self.docs.len() as f64;
         let average_len = (self.total_len as f64 / documents).max(1.0);
-        let mut scores: FxHashMap<DocId, f64> = FxHashMap::default();
-        for word in query_terms {
-            let Some(term) = with_stem(word, |stem| self.vocabulary.get(stem).copied()) else {
-                continue;
-            };
-            // Two query words with one stem ("running", "runs") each add their score, as two
-            // phrases of an FTS5 OR query do.
-            let holders = &self.postings[term as usize];
-            if holders.is_empty() {
-                continue;
-            }
+        // Two query words with one stem ("running", "runs") each add their score, as two
+        // phrases of an FTS5 OR query do.
+        let holders: Vec<&FxHashMap<DocId, (u32, u32)>> = query_terms
+            .iter()
+            .filter_map(|word| with_stem(word, |stem| self.vocabulary.get(stem).copied()))
+            .map(|term| &self.postings[term as usize])
+            .filter(|holders| !holders.is_empty())
+            .collect();
+        // Sized once for the documents that can match, rather than grown on the way.
+        let most = holders
+            .iter()
+            .map(|h| h.len())
+            .sum::<usize>()
+            .min(self.docs.len());
+        let mut scores: FxHashMap<DocId, f64> =
+            FxHashMap::with_capacity_and_hasher(most, Default::default());
+        for holders in holders {
             let hits = holders.len() as f64;
             let idf = ((documents - hits + 0.5) / (hits + 0.5)).ln().max(MIN_IDF);
-            for (id, &count) in holders {
+            for (id, &(count, len)) in holders {
                 let tf = f64::from(count);
-                let len = self.docs.get(id).map_or(0, |doc| doc.len);
                 let norm = K1 * (1.0 - B + B * f64::from(len) / average_len);
                 *scores.entry(*id).or_default() += idf * tf * (K1 + 1.0) / (tf + norm);
             }

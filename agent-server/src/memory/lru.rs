@@ -48,6 +48,19 @@ impl<E> WeightedLru<E> {
         Some(entry)
     }
 
+    /// Drops every entry for which `keep` is false.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&E) -> bool) {
+        let gone: Vec<String> = self
+            .sessions
+            .iter()
+            .filter(|(_, (entry, _))| !keep(entry))
+            .map(|(key, _)| key.clone())
+            .collect();
+        for key in gone {
+            self.take(&key);
+        }
+    }
+
     /// Keeps `entry` of `weight` as the session's, the most recently used, and evicts the least
     /// recently used until the budget holds.
     pub(crate) fn put(&mut self, session: &str, entry: E, weight: usize) {
@@ -122,5 +135,11 @@ mod tests {
         lru.put("d", 'd', 3);
         lru.put("d", 'e', 5);
         assert_eq!((lru.peek("d"), lru.usage()), (Some(&'e'), (1, 5)));
+        lru.put("f", 'f', 2);
+        lru.retain(|entry| *entry != 'e');
+        assert_eq!(
+            (lru.peek("d"), lru.peek("f"), lru.usage()),
+            (None, Some(&'f'), (1, 2))
+        );
     }
 }

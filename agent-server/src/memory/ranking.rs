@@ -135,17 +135,26 @@ pub fn lexical_recall(
     now: DateTime<Utc>,
     half_life: Duration,
 ) -> Recalled {
+    let (score, why) = lexical_score(&fact, lexical, now, half_life);
+    Recalled { score, why, fact }
+}
+
+/// The score and its parts that [`lexical_recall`] gives `fact`, without taking the fact: a
+/// backend ranking borrowed facts copies only those it keeps.
+pub fn lexical_score(
+    fact: &Fact,
+    lexical: f64,
+    now: DateTime<Utc>,
+    half_life: Duration,
+) -> (f64, RecallWhy) {
     // The recall score: lexical relevance (non-negative, larger is better) times recency.
-    let recency = recency_weight(&fact, now, half_life);
-    Recalled {
-        score: lexical.max(0.0) * recency,
-        why: RecallWhy {
-            lexical,
-            vector: None,
-            recency,
-        },
-        fact,
-    }
+    let recency = recency_weight(fact, now, half_life);
+    let why = RecallWhy {
+        lexical,
+        vector: None,
+        recency,
+    };
+    (lexical.max(0.0) * recency, why)
 }
 
 /// Reciprocal rank fusion's constant: an item ranked `r`-th (from 1) by one signal gets

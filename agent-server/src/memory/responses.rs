@@ -16,6 +16,8 @@
 //! Stores never check who asks: ids are unguessable, and the HTTP layer decides whether a session
 //! may see what an id names (docs/agent-server.md, threat model).
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use protocol::SessionId;
@@ -46,6 +48,12 @@ impl StoredResponse {
     pub fn output(&self) -> Vec<Value> {
         self.body["output"].as_array().cloned().unwrap_or_default()
     }
+
+    /// Its input items, then its output items: what it adds to a conversation or a chain.
+    pub fn items(&self) -> impl Iterator<Item = &Value> {
+        let output = self.body["output"].as_array().map(Vec::as_slice);
+        self.input.iter().chain(output.unwrap_or_default())
+    }
 }
 
 /// One conversation (its items are read apart).
@@ -68,7 +76,8 @@ pub trait ResponseStore: Send + Sync + 'static {
 
     /// The chain ending at `id`, oldest first (`id` last), at most [`MAX_CHAIN`] long; empty when
     /// `id` is not stored. A response whose predecessor was deleted starts the chain.
-    async fn chain(&self, id: &str) -> Result<Vec<StoredResponse>, MemoryError>;
+    /// Shared rather than copied: a chain is read on every turn that continues it.
+    async fn chain(&self, id: &str) -> Result<Vec<Arc<StoredResponse>>, MemoryError>;
 
     /// Whether there was such a response.
     async fn delete_response(&self, id: &str) -> Result<bool, MemoryError>;
@@ -103,9 +112,7 @@ pub trait ResponseStore: Send + Sync + 'static {
 
 /// The items a response adds to its conversation: its input, then its output.
 pub fn conversation_additions(response: &StoredResponse) -> Vec<Value> {
-    let mut items = response.input.clone();
-    items.extend(response.output());
-    items
+    response.items().cloned().collect()
 }
 
 #[cfg(test)]
@@ -151,7 +158,7 @@ pub(crate) mod contract {
         let chain = store.chain("r3").await.unwrap();
         let ids: Vec<&str> = chain.iter().map(|r| r.id.as_str()).collect();
         assert_eq!(ids, ["r1", "r2", "r3"]);
-        assert_eq!(chain[2], response("r3", "s1", Some("r2"), None));
+        assert_eq!(*chain[2], response("r3", "s1", Some("r2"), None));
         assert!(store.chain("nope").await.unwrap().is_empty());
 
         // A deleted link starts the chain after it.
@@ -163,7 +170,7 @@ pub(crate) mod contract {
             .await
             .unwrap()
             .into_iter()
-            .map(|r| r.id)
+            .map(|r| r.id.clone())
             .collect();
         assert_eq!(ids, ["r3"]);
 

@@ -17,6 +17,7 @@ use protocol::openai::{
     ChatCompletionRequest, ChatMessage, FunctionCall, FunctionDefinition, Role, Tool, ToolCall,
     ToolChoice,
 };
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
@@ -164,14 +165,19 @@ pub fn new_id(prefix: &str) -> String {
 
 /// Every `function_call_output` of `new` answers a `function_call` of `prior` or of `new`
 /// before it: an output without its call cannot be given to a model.
-pub fn check_outputs_answer_calls(prior: &[Value], new: &[Value]) -> Result<(), ApiError> {
+pub fn check_outputs_answer_calls(prior: &[&Value], new: &[Value]) -> Result<(), ApiError> {
     let is_call = |v: &Value, id: &str| v["type"] == item_type::FUNCTION_CALL && v["call_id"] == id;
     for (i, item) in new.iter().enumerate() {
         if item["type"] != item_type::FUNCTION_CALL_OUTPUT {
             continue;
         }
         let id = item["call_id"].as_str().unwrap_or_default();
-        if !prior.iter().chain(&new[..i]).any(|v| is_call(v, id)) {
+        if !prior
+            .iter()
+            .copied()
+            .chain(&new[..i])
+            .any(|v| is_call(v, id))
+        {
             return Err(ApiError::invalid(
                 format!(
                     "input[{i}] is a function_call_output for call_id {id:?}, but no function_call with that call_id precedes it (in input, or in the previous response or conversation)"
@@ -185,13 +191,17 @@ pub fn check_outputs_answer_calls(prior: &[Value], new: &[Value]) -> Result<(), 
 
 /// Items as Chat Completions messages: consecutive function calls become one assistant message
 /// with `tool_calls`, outputs become `tool` messages.
-pub fn messages(instructions: Option<&str>, items: &[Value]) -> Vec<ChatMessage> {
+pub fn messages<'a>(
+    instructions: Option<&str>,
+    items: impl IntoIterator<Item = &'a Value>,
+) -> Vec<ChatMessage> {
     let mut messages = Vec::new();
     if let Some(text) = instructions.filter(|t| !t.is_empty()) {
         messages.push(ChatMessage::system(text));
     }
     for value in items {
-        let Ok(item) = serde_json::from_value::<Item>(value.clone()) else {
+        // Read in place (`&Value` is a deserializer): no copy of the item first.
+        let Ok(item) = Item::deserialize(value) else {
             continue;
         };
         match item.kind.as_deref() {
@@ -359,10 +369,7 @@ mod tests {
             json!({"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"});
         let output = json!({"type": "function_call_output", "call_id": "c1", "output": "42"});
         assert!(check_outputs_answer_calls(&[], std::slice::from_ref(&output)).is_err());
-        assert!(
-            check_outputs_answer_calls(std::slice::from_ref(&call), std::slice::from_ref(&output))
-                .is_ok()
-        );
+        assert!(check_outputs_answer_calls(&[&call], std::slice::from_ref(&output)).is_ok());
         assert!(check_outputs_answer_calls(&[], &[call, output]).is_ok());
     }
 

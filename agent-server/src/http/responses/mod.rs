@@ -81,7 +81,8 @@ pub async fn create(
     let new_items = input::new_items(&request)?;
     let conversation = conversation_of(&request)?;
     let (bound, prior) = continued(&state, &request, conversation.as_deref()).await?;
-    input::check_outputs_answer_calls(&prior, &new_items)?;
+    let prior_items: Vec<&Value> = prior.items().collect();
+    input::check_outputs_answer_calls(&prior_items, &new_items)?;
     let store = request.store.unwrap_or(true);
     let user = ["user", "safety_identifier"]
         .iter()
@@ -96,11 +97,11 @@ pub async fn create(
         },
     )?;
 
-    let mut items = prior;
-    items.extend(new_items.iter().cloned());
+    // Borrowed from the stored chain: a continued turn copies no item it does not send on.
+    let items: Vec<&Value> = prior_items.into_iter().chain(&new_items).collect();
     let mut chat = input::chat_request(
         &request,
-        input::messages(request.instructions.as_deref(), &items),
+        input::messages(request.instructions.as_deref(), items.iter().copied()),
     )?;
     if request.stream == Some(true) {
         // The relay passes usage on only when asked; the terminal event carries it.
@@ -128,7 +129,7 @@ pub async fn create(
         .is_some()
         .then(|| ResponsesTurn {
             request: request.clone(),
-            items,
+            items: items.iter().copied().cloned().collect(),
         });
 
     let head = Head {
@@ -235,12 +236,30 @@ fn conversation_of(request: &ResponseCreateRequest) -> Result<Option<String>, Ap
     Ok(Some(conversation))
 }
 
-/// The session of the chain or conversation a request continues, and its items, oldest first.
+/// What a request continues: a `previous_response_id` chain (oldest first, shared with the
+/// response store) or a conversation's items; nothing for a new exchange.
+#[derive(Default)]
+struct Prior {
+    chain: Vec<Arc<StoredResponse>>,
+    conversation: Vec<Value>,
+}
+
+impl Prior {
+    /// Its items, oldest first.
+    fn items(&self) -> impl Iterator<Item = &Value> {
+        self.chain
+            .iter()
+            .flat_map(|response| response.items())
+            .chain(&self.conversation)
+    }
+}
+
+/// The session of the chain or conversation a request continues, and what it continues.
 async fn continued(
     state: &AppState,
     request: &ResponseCreateRequest,
     conversation: Option<&str>,
-) -> Result<(Option<SessionId>, Vec<Value>), ApiError> {
+) -> Result<(Option<SessionId>, Prior), ApiError> {
     if let Some(previous) = &request.previous_response_id {
         let chain = state.responses.chain(previous).await?;
         // A header naming another session is told apart from an unknown id (409, not 400):
@@ -252,11 +271,13 @@ async fn continued(
             ));
         };
         let bound = last.session.clone();
-        let items = chain
-            .iter()
-            .flat_map(conversation_additions)
-            .collect::<Vec<_>>();
-        return Ok((Some(bound), items));
+        return Ok((
+            Some(bound),
+            Prior {
+                chain,
+                ..Prior::default()
+            },
+        ));
     }
     if let Some(id) = conversation {
         let found = state.responses.conversation(id).await?;
@@ -267,10 +288,16 @@ async fn continued(
                 id: id.to_owned(),
             });
         };
-        let items = state.responses.conversation_items(id).await?;
-        return Ok((Some(found.session), items));
+        let conversation = state.responses.conversation_items(id).await?;
+        return Ok((
+            Some(found.session),
+            Prior {
+                conversation,
+                ..Prior::default()
+            },
+        ));
     }
-    Ok((None, Vec::new()))
+    Ok((None, Prior::default()))
 }
 
 /// Stores a finished response (when `store`), or adds it to its conversation.

@@ -30,7 +30,8 @@ use crate::memory::lexical::{Analyzed, LexicalIndex};
 use crate::memory::lru::{self, WeightedLru};
 use crate::memory::writes::FactUpdate;
 use crate::memory::{
-    Fact, MemoryConfig, MemoryContext, RecallQuery, Recalled, WorkingItem, WorkingMemory, ranking,
+    Fact, MemoryConfig, MemoryContext, RecallQuery, RecallWhy, Recalled, WorkingItem,
+    WorkingMemory, ranking,
 };
 
 /// A session's committed memory, in memory.
@@ -313,20 +314,28 @@ fn lexical_best(
         candidates.select_nth_unstable_by(pool, by_lexical);
         candidates.truncate(pool);
     }
-    let mut recalled: Vec<Recalled> = candidates
+    // Ranked borrowed: only the `limit` kept are copied out of the session.
+    let mut ranked: Vec<(&Fact, f64, RecallWhy)> = candidates
         .into_iter()
         .map(|(fact, lexical)| {
-            ranking::lexical_recall(fact.clone(), lexical, now, config.recency_half_life)
+            let (score, why) = ranking::lexical_score(fact, lexical, now, config.recency_half_life);
+            (fact, score, why)
         })
         .collect();
-    recalled.sort_by(|a, b| {
-        b.score
-            .total_cmp(&a.score)
-            .then_with(|| b.fact.observed_at.cmp(&a.fact.observed_at))
-            .then_with(|| a.fact.id.cmp(&b.fact.id))
+    ranked.sort_by(|a, b| {
+        b.1.total_cmp(&a.1)
+            .then_with(|| b.0.observed_at.cmp(&a.0.observed_at))
+            .then_with(|| a.0.id.cmp(&b.0.id))
     });
-    recalled.truncate(limit);
-    recalled
+    ranked
+        .into_iter()
+        .take(limit)
+        .map(|(fact, score, why)| Recalled {
+            fact: fact.clone(),
+            score,
+            why,
+        })
+        .collect()
 }
 
 /// One list of a session's items (its facts, or its episodes) as recall searches it.

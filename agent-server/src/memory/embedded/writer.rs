@@ -222,15 +222,8 @@ impl<T: Send> Job for Pending<T> {
 /// The writer thread: batch, commit, answer, until every [`Writer`] handle is dropped.
 fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, context: WriterContext) {
     let mut cursors = SessionCursors::default();
-    while let Ok(first) = queue.recv() {
+    while let Some(mut batch) = next_batch(&queue) {
         let started = std::time::Instant::now();
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
-        }
         let outcome = catch_unwind(AssertUnwindSafe(|| {
             commit_batch(&mut conn, &mut batch, &mut cursors)
         }))
@@ -255,6 +248,20 @@ fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, context: Write
         }
         metrics().observe_batch(DEPENDENCY, "write", size, started.elapsed());
     }
+}
+
+/// The next batch of a group-committing writer: waits for one job, then takes every job already
+/// queued behind it, up to [`MAX_BATCH`]. `None` once every sender is gone and the queue is empty.
+pub(super) fn next_batch<J>(queue: &mpsc::Receiver<J>) -> Option<Vec<J>> {
+    let first = queue.recv().ok()?;
+    let mut batch = vec![first];
+    while batch.len() < MAX_BATCH {
+        match queue.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(_) => break,
+        }
+    }
+    Some(batch)
 }
 
 /// Applies `batch` in order in one transaction and commits it: jobs sharing the transaction

@@ -6,6 +6,7 @@
 //! tables are created idempotently under an advisory lock, so servers starting together agree.
 //! Statements are bounded by the pool's `statement_timeout` (`--backend-timeout`).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -177,7 +178,7 @@ impl ResponseStore for PostgresResponses {
         row.as_ref().map(decode_response).transpose()
     }
 
-    async fn chain(&self, id: &str) -> Result<Vec<StoredResponse>, MemoryError> {
+    async fn chain(&self, id: &str) -> Result<Vec<Arc<StoredResponse>>, MemoryError> {
         let client = self.client().await?;
         let limit = i64::try_from(MAX_CHAIN).unwrap_or(i64::MAX);
         let rows = client
@@ -196,7 +197,9 @@ impl ResponseStore for PostgresResponses {
             )
             .await
             .map_err(pg_error)?;
-        rows.iter().map(decode_response).collect()
+        rows.iter()
+            .map(|row| decode_response(row).map(Arc::new))
+            .collect()
     }
 
     async fn delete_response(&self, id: &str) -> Result<bool, MemoryError> {

@@ -2,11 +2,16 @@
 //! (`responses.sqlite3` in `--data-dir`), with the memory file's durability (WAL,
 //! `synchronous = FULL`).
 //!
-//! A file of its own because the memory file has one writer thread tuned for turns (group
-//! commit); responses are written once per response and read by id, which pooled connections
-//! with SQLite's own locking serve well.
+//! A file of its own, so that a turn's memory and its response object are committed by two
+//! writers in parallel. Writes go through this file's own group-committing writer
+//! (`writer.rs`); reads use pooled connections, and `previous_response_id` chains of recently
+//! stored responses come from memory (`cache.rs`).
+
+mod cache;
+mod writer;
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,6 +21,8 @@ use deadpool_sqlite::{Pool, Runtime};
 use protocol::SessionId;
 use serde_json::Value;
 
+use self::cache::ResponseCache;
+use self::writer::{CacheEffect, ResponsesWriter};
 use super::{interact_error, pool_error, sqlite_error};
 use crate::memory::MemoryError;
 use crate::memory::responses::{
@@ -51,7 +58,10 @@ CREATE TABLE IF NOT EXISTS conversation_items (
 ";
 
 pub struct EmbeddedResponses {
+    /// For reads.
     pool: Pool,
+    writer: ResponsesWriter,
+    cache: Arc<ResponseCache>,
 }
 
 impl EmbeddedResponses {
@@ -76,11 +86,16 @@ impl EmbeddedResponses {
                 dependency: DEPENDENCY,
                 reason: format!("cannot build the responses connection pool: {e}"),
             })?;
-        let store = Self { pool };
-        store
-            .run(|conn| conn.execute_batch(SCHEMA).map_err(sqlite_error))
-            .await?;
-        Ok(store)
+        let conn = Connection::open(path).map_err(sqlite_error)?;
+        configure(&conn).map_err(sqlite_error)?;
+        conn.execute_batch(SCHEMA).map_err(sqlite_error)?;
+        let cache = Arc::new(ResponseCache::new(cache::DEFAULT_BUDGET));
+        let writer = ResponsesWriter::spawn(conn, cache.clone())?;
+        Ok(Self {
+            pool,
+            writer,
+            cache,
+        })
     }
 
     /// Runs `f` on a configured pooled connection, on a blocking thread.
@@ -171,7 +186,7 @@ fn decode_response(row: ResponseRow) -> Result<StoredResponse, MemoryError> {
     })
 }
 
-fn append(tx: &rusqlite::Transaction<'_>, id: &str, items: &[Value]) -> Result<(), MemoryError> {
+fn append(tx: &Connection, id: &str, items: &[Value]) -> Result<(), MemoryError> {
     let next: i64 = tx
         .query_row(
             "SELECT COALESCE(MAX(position) + 1, 0) FROM conversation_items WHERE conversation_id = ?1",
@@ -205,26 +220,29 @@ impl ResponseStore for EmbeddedResponses {
             to_json(&response.body)?,
         );
         let additions = conversation_additions(response);
-        self.run(move |conn| {
-            let tx = conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        let size = row.5.len() + row.6.len();
+        let cached = Arc::new(response.clone());
+        self.writer
+            .write(move |tx| {
+                tx.execute(
+                    &format!(
+                        "INSERT INTO responses ({RESPONSE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+                    ),
+                    params![row.0, row.1, row.2, row.3, row.4, row.5, row.6],
+                )
                 .map_err(sqlite_error)?;
-            tx.execute(
-                &format!(
-                    "INSERT INTO responses ({RESPONSE_COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
-                ),
-                params![row.0, row.1, row.2, row.3, row.4, row.5, row.6],
-            )
-            .map_err(sqlite_error)?;
-            if let Some(conversation) = &row.3 {
-                append(&tx, conversation, &additions)?;
-            }
-            tx.commit().map_err(sqlite_error)
-        })
-        .await
+                if let Some(conversation) = &row.3 {
+                    append(tx, conversation, &additions)?;
+                }
+                Ok(((), CacheEffect::Put(cached, size)))
+            })
+            .await
     }
 
     async fn response(&self, id: &str) -> Result<Option<StoredResponse>, MemoryError> {
+        if let Some(cached) = self.cache.get(id) {
+            return Ok(Some(StoredResponse::clone(&cached)));
+        }
         let id = id.to_owned();
         let row = self
             .run(move |conn| {
@@ -240,7 +258,10 @@ impl ResponseStore for EmbeddedResponses {
         row.map(decode_response).transpose()
     }
 
-    async fn chain(&self, id: &str) -> Result<Vec<StoredResponse>, MemoryError> {
+    async fn chain(&self, id: &str) -> Result<Vec<Arc<StoredResponse>>, MemoryError> {
+        if let Some(chain) = self.cache.chain(id) {
+            return Ok(chain);
+        }
         let id = id.to_owned();
         let rows = self
             .run(move |conn| {
@@ -264,17 +285,21 @@ impl ResponseStore for EmbeddedResponses {
                     .map_err(sqlite_error)
             })
             .await?;
-        rows.into_iter().map(decode_response).collect()
+        rows.into_iter()
+            .map(|row| decode_response(row).map(Arc::new))
+            .collect()
     }
 
     async fn delete_response(&self, id: &str) -> Result<bool, MemoryError> {
         let id = id.to_owned();
-        self.run(move |conn| {
-            conn.execute("DELETE FROM responses WHERE id = ?1", [id])
-                .map(|n| n > 0)
-                .map_err(sqlite_error)
-        })
-        .await
+        self.writer
+            .write(move |tx| {
+                let deleted = tx
+                    .execute("DELETE FROM responses WHERE id = ?1", [&id])
+                    .map_err(sqlite_error)?;
+                Ok((deleted > 0, CacheEffect::Remove(id)))
+            })
+            .await
     }
 
     async fn put_conversation(
@@ -289,19 +314,17 @@ impl ResponseStore for EmbeddedResponses {
             to_json(&conversation.metadata)?,
         );
         let items = items.to_vec();
-        self.run(move |conn| {
-            let tx = conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        self.writer
+            .write(move |tx| {
+                tx.execute(
+                    "INSERT INTO conversations (id, session, created_at, metadata) VALUES (?1, ?2, ?3, ?4)",
+                    params![row.0, row.1, row.2, row.3],
+                )
                 .map_err(sqlite_error)?;
-            tx.execute(
-                "INSERT INTO conversations (id, session, created_at, metadata) VALUES (?1, ?2, ?3, ?4)",
-                params![row.0, row.1, row.2, row.3],
-            )
-            .map_err(sqlite_error)?;
-            append(&tx, &row.0, &items)?;
-            tx.commit().map_err(sqlite_error)
-        })
-        .await
+                append(tx, &row.0, &items)?;
+                Ok(((), CacheEffect::None))
+            })
+            .await
     }
 
     async fn conversation(&self, id: &str) -> Result<Option<Conversation>, MemoryError> {
@@ -337,33 +360,34 @@ impl ResponseStore for EmbeddedResponses {
 
     async fn update_conversation(&self, id: &str, metadata: &Value) -> Result<bool, MemoryError> {
         let (id, metadata) = (id.to_owned(), to_json(metadata)?);
-        self.run(move |conn| {
-            conn.execute(
-                "UPDATE conversations SET metadata = ?2 WHERE id = ?1",
-                params![id, metadata],
-            )
-            .map(|n| n > 0)
-            .map_err(sqlite_error)
-        })
-        .await
+        self.writer
+            .write(move |tx| {
+                let updated = tx
+                    .execute(
+                        "UPDATE conversations SET metadata = ?2 WHERE id = ?1",
+                        params![id, metadata],
+                    )
+                    .map_err(sqlite_error)?;
+                Ok((updated > 0, CacheEffect::None))
+            })
+            .await
     }
 
     async fn delete_conversation(&self, id: &str) -> Result<bool, MemoryError> {
         let id = id.to_owned();
-        self.run(move |conn| {
-            let tx = conn.transaction().map_err(sqlite_error)?;
-            tx.execute(
-                "DELETE FROM conversation_items WHERE conversation_id = ?1",
-                [&id],
-            )
-            .map_err(sqlite_error)?;
-            let n = tx
-                .execute("DELETE FROM conversations WHERE id = ?1", [&id])
+        self.writer
+            .write(move |tx| {
+                tx.execute(
+                    "DELETE FROM conversation_items WHERE conversation_id = ?1",
+                    [&id],
+                )
                 .map_err(sqlite_error)?;
-            tx.commit().map_err(sqlite_error)?;
-            Ok(n > 0)
-        })
-        .await
+                let deleted = tx
+                    .execute("DELETE FROM conversations WHERE id = ?1", [&id])
+                    .map_err(sqlite_error)?;
+                Ok((deleted > 0, CacheEffect::None))
+            })
+            .await
     }
 
     async fn conversation_items(&self, id: &str) -> Result<Vec<Value>, MemoryError> {
@@ -387,52 +411,52 @@ impl ResponseStore for EmbeddedResponses {
 
     async fn append_items(&self, id: &str, items: &[Value]) -> Result<(), MemoryError> {
         let (id, items) = (id.to_owned(), items.to_vec());
-        self.run(move |conn| {
-            let tx = conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
-                .map_err(sqlite_error)?;
-            append(&tx, &id, &items)?;
-            tx.commit().map_err(sqlite_error)
-        })
-        .await
+        self.writer
+            .write(move |tx| {
+                append(tx, &id, &items)?;
+                Ok(((), CacheEffect::None))
+            })
+            .await
     }
 
     async fn delete_item(&self, id: &str, item: &str) -> Result<bool, MemoryError> {
         let (id, item) = (id.to_owned(), item.to_owned());
-        self.run(move |conn| {
-            conn.execute(
-                "DELETE FROM conversation_items
-                  WHERE conversation_id = ?1 AND json_extract(item, '$.id') = ?2",
-                params![id, item],
-            )
-            .map(|n| n > 0)
-            .map_err(sqlite_error)
-        })
-        .await
+        self.writer
+            .write(move |tx| {
+                let deleted = tx
+                    .execute(
+                        "DELETE FROM conversation_items
+                          WHERE conversation_id = ?1 AND json_extract(item, '$.id') = ?2",
+                        params![id, item],
+                    )
+                    .map_err(sqlite_error)?;
+                Ok((deleted > 0, CacheEffect::None))
+            })
+            .await
     }
 
     async fn reset(&self, session: &SessionId) -> Result<(u64, u64), MemoryError> {
-        let name = session.as_str().to_owned();
-        self.run(move |conn| {
-            let tx = conn
-                .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        let (name, session) = (session.as_str().to_owned(), session.clone());
+        self.writer
+            .write(move |tx| {
+                let responses = tx
+                    .execute("DELETE FROM responses WHERE session = ?1", [&name])
+                    .map_err(sqlite_error)?;
+                tx.execute(
+                    "DELETE FROM conversation_items WHERE conversation_id IN
+                       (SELECT id FROM conversations WHERE session = ?1)",
+                    [&name],
+                )
                 .map_err(sqlite_error)?;
-            let responses = tx
-                .execute("DELETE FROM responses WHERE session = ?1", [&name])
-                .map_err(sqlite_error)?;
-            tx.execute(
-                "DELETE FROM conversation_items WHERE conversation_id IN
-                   (SELECT id FROM conversations WHERE session = ?1)",
-                [&name],
-            )
-            .map_err(sqlite_error)?;
-            let conversations = tx
-                .execute("DELETE FROM conversations WHERE session = ?1", [&name])
-                .map_err(sqlite_error)?;
-            tx.commit().map_err(sqlite_error)?;
-            Ok((responses as u64, conversations as u64))
-        })
-        .await
+                let conversations = tx
+                    .execute("DELETE FROM conversations WHERE session = ?1", [&name])
+                    .map_err(sqlite_error)?;
+                Ok((
+                    (responses as u64, conversations as u64),
+                    CacheEffect::Reset(session),
+                ))
+            })
+            .await
     }
 }
 
