@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
 use protocol::control::FactKind;
+use rustc_hash::FxHashMap;
 use uuid::Uuid;
 
 use crate::memory::lexical::{Analyzed, LexicalIndex};
@@ -45,15 +46,16 @@ pub(super) struct SessionMemory {
     /// otherwise.
     working_keys: Vec<(i64, i64)>,
     working: Arc<Vec<Arc<WorkingItem>>>,
-    /// Facts of kind `fact`, by row id; `index` holds their text.
-    facts: HashMap<i64, Fact>,
+    /// Facts of kind `fact`, by row id; `index` holds their text. Fx hashing, as in the lexical
+    /// index: row ids are the store's own (no flooding risk), and recall looks up every match.
+    facts: FxHashMap<i64, Fact>,
     index: LexicalIndex,
     /// Episodes, by row id; `episode_index` holds their text. Apart from the facts, so that each
     /// list's BM25 statistics are its own and a turn's recalled facts keep their ranking.
-    episodes: HashMap<i64, Fact>,
+    episodes: FxHashMap<i64, Fact>,
     episode_index: LexicalIndex,
     /// Embeddings of facts and episodes, by row id; an item without one is found lexically only.
-    vectors: HashMap<i64, Arc<[f32]>>,
+    vectors: FxHashMap<i64, Arc<[f32]>>,
     /// Rules and reminders by `(observed_at in µs, row id)`, the order recall returns them in.
     standing: BTreeMap<(i64, i64), Fact>,
     /// Where each fact of any kind is, for deletes by id.
@@ -257,7 +259,7 @@ impl SessionMemory {
         let working = WorkingMemory::shared(self.working.clone(), first_live..keys.len());
 
         let best =
-            |index: &LexicalIndex, items: &HashMap<i64, Fact>, limit: usize| match &query.vector {
+            |index: &LexicalIndex, items: &FxHashMap<i64, Fact>, limit: usize| match &query.vector {
                 None => lexical_best(index, items, terms, limit, config, now),
                 Some(vector) => fused_best(
                     Searched {
@@ -290,7 +292,7 @@ impl SessionMemory {
 /// recency ([`ranking::lexical_recall`]).
 fn lexical_best(
     index: &LexicalIndex,
-    items: &HashMap<i64, Fact>,
+    items: &FxHashMap<i64, Fact>,
     terms: &[String],
     limit: usize,
     config: &MemoryConfig,
@@ -341,9 +343,9 @@ fn lexical_best(
 /// One list of a session's items (its facts, or its episodes) as recall searches it.
 struct Searched<'a> {
     index: &'a LexicalIndex,
-    items: &'a HashMap<i64, Fact>,
+    items: &'a FxHashMap<i64, Fact>,
     /// The session's embeddings (of both lists), by row id.
-    vectors: &'a HashMap<i64, Arc<[f32]>>,
+    vectors: &'a FxHashMap<i64, Arc<[f32]>>,
 }
 
 /// The best `limit` items for the query's words and its embedding: the lexical pool and the
