@@ -258,22 +258,23 @@ impl SessionMemory {
             newest + keys[newest..].partition_point(|(at, _)| cutoff.is_some_and(|c| *at <= c));
         let working = WorkingMemory::shared(self.working.clone(), first_live..keys.len());
 
-        let best =
-            |index: &LexicalIndex, items: &FxHashMap<i64, Fact>, limit: usize| match &query.vector {
-                None => lexical_best(index, items, terms, limit, config, now),
-                Some(vector) => fused_best(
-                    Searched {
-                        index,
-                        items,
-                        vectors: &self.vectors,
-                    },
-                    terms,
-                    vector,
-                    limit,
-                    config,
-                    now,
-                ),
-            };
+        let best = |index: &LexicalIndex, items: &FxHashMap<i64, Fact>, limit: usize| match &query
+            .vector
+        {
+            None => lexical_best(index, items, terms, limit, config, now),
+            Some(vector) => fused_best(
+                Searched {
+                    index,
+                    items,
+                    vectors: &self.vectors,
+                },
+                terms,
+                vector,
+                limit,
+                config,
+                now,
+            ),
+        };
         let facts = best(&self.index, &self.facts, query.limit);
         let episodes = best(&self.episode_index, &self.episodes, query.episode_limit);
 
