@@ -474,4 +474,50 @@ mod tests {
         let reopened = EmbeddedResponses::open(&path).await.unwrap();
         assert!(reopened.response("o1").await.unwrap().is_some());
     }
+
+    fn stored(id: &str, text: &str) -> StoredResponse {
+        StoredResponse {
+            id: id.to_owned(),
+            session: SessionId::parse("s1").unwrap(),
+            previous_id: None,
+            conversation: None,
+            created_at: DateTime::from_timestamp(1_700_000_000, 0).unwrap(),
+            input: vec![serde_json::json!({"id": "in", "content": text})],
+            body: serde_json::json!({"id": id, "output": []}),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_write_fails_alone_and_the_cache_holds_only_what_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("responses.sqlite3");
+        let store = EmbeddedResponses::open(&path).await.unwrap();
+        // Queued together, so they normally share a batch; the outcome must not depend on it.
+        let writes = [
+            stored("r1", "first"),
+            stored("r1", "second"),
+            stored("r2", "other"),
+        ];
+        let (first, again, other) = tokio::join!(
+            store.put_response(&writes[0]),
+            store.put_response(&writes[1]),
+            store.put_response(&writes[2]),
+        );
+        first.unwrap();
+        assert!(again.is_err(), "a second response with the same id");
+        other.unwrap();
+        let kept = store.response("r1").await.unwrap().unwrap();
+        assert_eq!(
+            kept.input[0]["content"], "first",
+            "the cache kept what committed"
+        );
+        drop(store);
+        let reopened = EmbeddedResponses::open(&path).await.unwrap();
+        assert_eq!(
+            reopened.response("r1").await.unwrap().unwrap(),
+            stored("r1", "first"),
+            "the file agrees"
+        );
+        assert!(reopened.response("r2").await.unwrap().is_some());
+    }
 }
