@@ -44,11 +44,6 @@ pub struct StoredResponse {
 }
 
 impl StoredResponse {
-    /// The response's output items.
-    pub fn output(&self) -> Vec<Value> {
-        self.body["output"].as_array().cloned().unwrap_or_default()
-    }
-
     /// Its input items, then its output items: what it adds to a conversation or a chain.
     pub fn items(&self) -> impl Iterator<Item = &Value> {
         let output = self.body["output"].as_array().map(Vec::as_slice);
