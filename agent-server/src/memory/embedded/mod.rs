@@ -131,14 +131,7 @@ impl EmbeddedStore {
                 reason: format!("{path:?} is not a file path; the embedded store needs one"),
             });
         }
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| MemoryError::Unavailable {
-                    dependency: DEPENDENCY,
-                    reason: format!("cannot create directory {}: {e}", parent.display()),
-                })?;
-        }
+        create_parent_dir(path).await?;
 
         let pool = deadpool_sqlite::Config::new(path)
             .builder(Runtime::Tokio1)
@@ -410,6 +403,19 @@ fn sqlite_error(error: rusqlite::Error) -> MemoryError {
             reason,
         },
     }
+}
+
+/// Creates the directory a database file goes in, if it is missing.
+async fn create_parent_dir(path: &Path) -> Result<(), MemoryError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|e| MemoryError::Unavailable {
+                dependency: DEPENDENCY,
+                reason: format!("cannot create directory {}: {e}", parent.display()),
+            })?;
+    }
+    Ok(())
 }
 
 fn pool_error(error: PoolError) -> MemoryError {

@@ -82,14 +82,17 @@ pub(super) struct WriterContext {
     pub _lock: File,
 }
 
-/// Handle to the writer thread. Dropping it lets the thread finish the queued jobs, and waits for
-/// it to exit (which releases the file lock).
-pub(super) struct Writer {
-    jobs: Option<mpsc::Sender<Box<dyn Job>>>,
+/// A writer thread and the queue into it: what the memory file's writer and the responses
+/// file's (`responses/writer.rs`) share. Dropping it closes the queue, lets the thread finish the
+/// jobs already queued, and waits for it to exit (which, for the memory file, releases its lock).
+pub(super) struct WriterThread<J> {
+    /// What the thread is, for errors ("the database writer").
+    what: &'static str,
+    jobs: Option<mpsc::Sender<J>>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl Drop for Writer {
+impl<J> Drop for WriterThread<J> {
     fn drop(&mut self) {
         drop(self.jobs.take());
         if let Some(thread) = self.thread.take() {
@@ -99,21 +102,56 @@ impl Drop for Writer {
     }
 }
 
-impl Writer {
-    /// Starts the writer thread on `conn`, which must be configured and migrated already.
-    pub(super) fn spawn(conn: Connection, context: WriterContext) -> Result<Self, MemoryError> {
+impl<J: Send + 'static> WriterThread<J> {
+    /// Starts a thread named `name` (`what` it is, in errors) that runs `run` on the queue until
+    /// every job is taken and the handle is dropped.
+    pub(super) fn spawn(
+        name: &str,
+        what: &'static str,
+        run: impl FnOnce(mpsc::Receiver<J>) + Send + 'static,
+    ) -> Result<Self, MemoryError> {
         let (jobs, queue) = mpsc::channel();
         let thread = std::thread::Builder::new()
-            .name("embedded-writer".to_owned())
-            .spawn(move || run(conn, queue, context))
+            .name(name.to_owned())
+            .spawn(move || run(queue))
             .map_err(|e| MemoryError::Backend {
                 dependency: DEPENDENCY,
-                reason: format!("cannot start the writer thread: {e}"),
+                reason: format!("cannot start the {what} thread: {e}"),
             })?;
         Ok(Self {
+            what,
             jobs: Some(jobs),
             thread: Some(thread),
         })
+    }
+
+    /// Queues `job`; an error when the thread has stopped.
+    pub(super) fn send(&self, job: J) -> Result<(), MemoryError> {
+        let jobs = self.jobs.as_ref().ok_or_else(|| self.stopped())?;
+        jobs.send(job).map_err(|_| self.stopped())
+    }
+
+    /// The error of a job the thread will never answer.
+    pub(super) fn stopped(&self) -> MemoryError {
+        MemoryError::Unavailable {
+            dependency: DEPENDENCY,
+            reason: format!("the {} has stopped", self.what),
+        }
+    }
+}
+
+/// Handle to the memory file's writer thread.
+pub(super) struct Writer {
+    thread: WriterThread<Box<dyn Job>>,
+}
+
+impl Writer {
+    /// Starts the writer thread on `conn`, which must be configured and migrated already.
+    pub(super) fn spawn(conn: Connection, context: WriterContext) -> Result<Self, MemoryError> {
+        let thread = WriterThread::spawn("embedded-writer", "database writer", move |queue| {
+            run(conn, queue, context)
+        })?;
+        Ok(Self { thread })
     }
 
     /// Queues `work` and waits until its batch has committed (or failed), and its effect is in
@@ -131,18 +169,10 @@ impl Writer {
             result: None,
             reply,
         };
-        let jobs = self.jobs.as_ref().ok_or_else(stopped_error)?;
-        jobs.send(Box::new(job)).map_err(|_| stopped_error())?;
+        self.thread.send(Box::new(job))?;
         // A dropped sender means the thread died without answering (it never does short of a
         // panic escaping `catch_unwind`); that is an error, never a success.
-        answer.await.map_err(|_| stopped_error())?
-    }
-}
-
-fn stopped_error() -> MemoryError {
-    MemoryError::Unavailable {
-        dependency: DEPENDENCY,
-        reason: "the database writer has stopped".to_owned(),
+        answer.await.map_err(|_| self.thread.stopped())?
     }
 }
 

@@ -23,13 +23,11 @@ use serde_json::Value;
 
 use self::cache::ResponseCache;
 use self::writer::{CacheEffect, ResponsesWriter};
-use super::{interact_error, pool_error, sqlite_error};
+use super::{DEPENDENCY, create_parent_dir, interact_error, pool_error, sqlite_error};
 use crate::memory::MemoryError;
 use crate::memory::responses::{
     Conversation, MAX_CHAIN, ResponseStore, StoredResponse, conversation_additions,
 };
-
-const DEPENDENCY: &str = "embedded";
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS responses (
@@ -67,14 +65,7 @@ pub struct EmbeddedResponses {
 impl EmbeddedResponses {
     /// Opens (creating it) the responses file at `path`.
     pub async fn open(path: &Path) -> Result<Self, MemoryError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| MemoryError::Unavailable {
-                    dependency: DEPENDENCY,
-                    reason: format!("cannot create directory {}: {e}", parent.display()),
-                })?;
-        }
+        create_parent_dir(path).await?;
         let pool = deadpool_sqlite::Config::new(path)
             .builder(Runtime::Tokio1)
             .unwrap_or_else(|never| match never {})

@@ -11,13 +11,12 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, mpsc};
-use std::thread::JoinHandle;
 
 use deadpool_sqlite::rusqlite::{Connection, Transaction, TransactionBehavior};
 use protocol::SessionId;
 use tokio::sync::oneshot;
 
-use super::super::writer::next_batch;
+use super::super::writer::{WriterThread, next_batch};
 use super::super::{DEPENDENCY, sqlite_error};
 use super::cache::ResponseCache;
 use crate::memory::MemoryError;
@@ -37,37 +36,18 @@ pub(super) enum CacheEffect {
 /// A write's statements: its result and its cache effect. Runs once, in its own savepoint.
 type Work<T> = Box<dyn FnOnce(&Connection) -> Result<(T, CacheEffect), MemoryError> + Send>;
 
-/// Handle to the writer thread. Dropping it lets the thread finish the queued writes and waits
-/// for it.
+/// Handle to the responses file's writer thread.
 pub(super) struct ResponsesWriter {
-    jobs: Option<mpsc::Sender<Box<dyn Job>>>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for ResponsesWriter {
-    fn drop(&mut self) {
-        drop(self.jobs.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
+    thread: WriterThread<Box<dyn Job>>,
 }
 
 impl ResponsesWriter {
     /// Starts the writer on `conn`, configured and with the schema in place.
     pub(super) fn spawn(conn: Connection, cache: Arc<ResponseCache>) -> Result<Self, MemoryError> {
-        let (jobs, queue) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("responses-writer".to_owned())
-            .spawn(move || run(conn, queue, cache))
-            .map_err(|e| MemoryError::Backend {
-                dependency: DEPENDENCY,
-                reason: format!("cannot start the responses writer thread: {e}"),
-            })?;
-        Ok(Self {
-            jobs: Some(jobs),
-            thread: Some(thread),
-        })
+        let thread = WriterThread::spawn("responses-writer", "responses writer", move |queue| {
+            run(conn, queue, cache)
+        })?;
+        Ok(Self { thread })
     }
 
     /// Queues `work` and waits until its batch committed (or failed) and its effect is cached.
@@ -82,16 +62,8 @@ impl ResponsesWriter {
             result: None,
             reply,
         };
-        let jobs = self.jobs.as_ref().ok_or_else(stopped_error)?;
-        jobs.send(Box::new(job)).map_err(|_| stopped_error())?;
-        answer.await.map_err(|_| stopped_error())?
-    }
-}
-
-fn stopped_error() -> MemoryError {
-    MemoryError::Unavailable {
-        dependency: DEPENDENCY,
-        reason: "the responses writer has stopped".to_owned(),
+        self.thread.send(Box::new(job))?;
+        answer.await.map_err(|_| self.thread.stopped())?
     }
 }
 
