@@ -65,7 +65,8 @@ pub struct Conversation {
 pub trait ResponseStore: Send + Sync + 'static {
     /// Stores a response; when it names a conversation, appends its input and output items to
     /// it, in the same transaction.
-    async fn put_response(&self, response: &StoredResponse) -> Result<(), MemoryError>;
+    /// Takes the response whole: a backend that caches what it stores keeps this one.
+    async fn put_response(&self, response: Arc<StoredResponse>) -> Result<(), MemoryError>;
 
     async fn response(&self, id: &str) -> Result<Option<StoredResponse>, MemoryError>;
 
@@ -139,15 +140,15 @@ pub(crate) mod contract {
     pub async fn run(store: &dyn ResponseStore) {
         // Chains, oldest first.
         store
-            .put_response(&response("r1", "s1", None, None))
+            .put_response(Arc::new(response("r1", "s1", None, None)))
             .await
             .unwrap();
         store
-            .put_response(&response("r2", "s1", Some("r1"), None))
+            .put_response(Arc::new(response("r2", "s1", Some("r1"), None)))
             .await
             .unwrap();
         store
-            .put_response(&response("r3", "s1", Some("r2"), None))
+            .put_response(Arc::new(response("r3", "s1", Some("r2"), None)))
             .await
             .unwrap();
         let chain = store.chain("r3").await.unwrap();
@@ -182,7 +183,7 @@ pub(crate) mod contract {
             .unwrap();
         assert_eq!(store.conversation("c1").await.unwrap(), Some(conversation));
         store
-            .put_response(&response("r4", "s1", None, Some("c1")))
+            .put_response(Arc::new(response("r4", "s1", None, Some("c1"))))
             .await
             .unwrap();
         store
@@ -211,7 +212,7 @@ pub(crate) mod contract {
 
         // Reset takes one session's state and nothing else.
         store
-            .put_response(&response("o1", "s2", None, None))
+            .put_response(Arc::new(response("o1", "s2", None, None)))
             .await
             .unwrap();
         assert_eq!(

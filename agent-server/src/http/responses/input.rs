@@ -17,7 +17,6 @@ use protocol::openai::{
     ChatCompletionRequest, ChatMessage, FunctionCall, FunctionDefinition, Role, Tool, ToolCall,
     ToolChoice,
 };
-use serde::Deserialize as _;
 use serde_json::{Value, json};
 
 use crate::error::ApiError;
@@ -191,6 +190,12 @@ pub fn check_outputs_answer_calls(prior: &[&Value], new: &[Value]) -> Result<(),
 
 /// Items as Chat Completions messages: consecutive function calls become one assistant message
 /// with `tool_calls`, outputs become `tool` messages.
+///
+/// Items are read in place, field by field, not deserialised into [`Item`]s: every item here was
+/// checked on its way in ([`normalise`]) or written by this server, so parsing it again checks
+/// nothing, and `Item`'s flattened `extra` and untagged content make serde buffer and copy every
+/// field first. On a turn continuing a chain of ten responses that parse was a fifth of the
+/// request's CPU time (docs/results/responses-api.md). A value that is not an object is skipped.
 pub fn messages<'a>(
     instructions: Option<&str>,
     items: impl IntoIterator<Item = &'a Value>,
@@ -199,19 +204,20 @@ pub fn messages<'a>(
     if let Some(text) = instructions.filter(|t| !t.is_empty()) {
         messages.push(ChatMessage::system(text));
     }
-    for value in items {
-        // Read in place (`&Value` is a deserializer): no copy of the item first.
-        let Ok(item) = Item::deserialize(value) else {
+    for item in items {
+        if !item.is_object() {
             continue;
-        };
-        match item.kind.as_deref() {
+        }
+        let field = |name: &str| item.get(name).and_then(Value::as_str);
+        let owned = |name: &str| field(name).map(str::to_owned);
+        match field("type") {
             Some(item_type::FUNCTION_CALL) => {
                 let call = ToolCall {
-                    id: item.call_id.clone().unwrap_or_default(),
+                    id: owned("call_id").unwrap_or_default(),
                     kind: "function".into(),
                     function: FunctionCall {
-                        name: item.name.clone().unwrap_or_default(),
-                        arguments: item.arguments.clone().unwrap_or_default(),
+                        name: owned("name").unwrap_or_default(),
+                        arguments: owned("arguments").unwrap_or_default(),
                     },
                 };
                 match messages.last_mut() {
@@ -227,26 +233,45 @@ pub fn messages<'a>(
                 }
             }
             Some(item_type::FUNCTION_CALL_OUTPUT) => {
-                let output = match &item.output {
+                let output = match item.get("output") {
                     Some(Value::String(s)) => s.clone(),
-                    Some(other) => other.to_string(),
-                    None => String::new(),
+                    Some(other) if !other.is_null() => other.to_string(),
+                    _ => String::new(),
                 };
                 let mut message = ChatMessage::text(Role::Tool, output);
-                message.tool_call_id = item.call_id.clone();
+                message.tool_call_id = owned("call_id");
                 messages.push(message);
             }
             _ => {
-                let role = match item.role.as_deref() {
+                let role = match field("role") {
                     Some("assistant") => Role::Assistant,
                     Some("system" | "developer") => Role::System,
                     _ => Role::User,
                 };
-                messages.push(ChatMessage::text(role, item.text().unwrap_or_default()));
+                messages.push(ChatMessage::text(
+                    role,
+                    content_text(item).unwrap_or_default(),
+                ));
             }
         }
     }
     messages
+}
+
+/// A message item's text, read in place: [`Item::text`]'s rule (the content string, or its parts'
+/// texts joined; `None` when there is none) over the item's JSON.
+fn content_text(item: &Value) -> Option<String> {
+    match item.get("content")? {
+        Value::String(text) => Some(text.clone()),
+        Value::Array(parts) => {
+            let texts: Vec<&str> = parts
+                .iter()
+                .filter_map(|part| part.get("text")?.as_str())
+                .collect();
+            (!texts.is_empty()).then(|| texts.concat())
+        }
+        _ => None,
+    }
 }
 
 /// The chat request the agent runs: `messages`, with the request's generation parameters.
@@ -389,5 +414,43 @@ mod tests {
         );
         assert_eq!(messages[2].tool_calls.as_ref().unwrap().len(), 2);
         assert_eq!(messages[3].tool_call_id.as_deref(), Some("a"));
+    }
+
+    /// Reading items in place follows the typed rule: a message's text is what [`Item::text`]
+    /// gives for the same JSON, and outputs and calls carry the same fields.
+    #[test]
+    fn items_read_in_place_say_what_the_typed_items_say() {
+        use serde::Deserialize as _;
+        let items = [
+            json!({"type": "message", "role": "assistant", "status": "completed", "id": "msg_1",
+                   "content": [{"type": "output_text", "text": "Hi", "annotations": []},
+                               {"type": "output_text", "text": " there", "annotations": []}]}),
+            json!({"type": "message", "role": "developer", "content": "be brief"}),
+            json!({"type": "message", "role": "user", "content": [{"type": "refusal"}]}),
+            json!({"role": "user", "content": [{"type": "input_text", "text": "q"}], "extra": 1}),
+            json!({"type": "function_call_output", "call_id": "c", "output": {"n": 42}}),
+            json!({"type": "function_call_output", "call_id": "c", "output": null}),
+        ];
+        let read = messages(None, &items);
+        assert_eq!(read.len(), items.len());
+        for (value, message) in items.iter().zip(&read) {
+            let typed = Item::deserialize(value).unwrap();
+            let expected = match typed.kind.as_deref() {
+                Some(item_type::FUNCTION_CALL_OUTPUT) => typed
+                    .output
+                    .map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_owned))
+                    .unwrap_or_default(),
+                _ => typed.text().unwrap_or_default(),
+            };
+            assert_eq!(
+                message.text_content().unwrap_or_default(),
+                expected,
+                "{value}"
+            );
+        }
+        assert_eq!(read[0].role, Role::Assistant);
+        assert_eq!(read[1].role, Role::System);
+        assert_eq!(read[4].tool_call_id.as_deref(), Some("c"));
+        assert!(messages(None, &[json!("not an item"), json!(7)]).is_empty());
     }
 }

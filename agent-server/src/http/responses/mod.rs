@@ -327,7 +327,7 @@ impl Saver {
             body: body.clone(),
         };
         if self.store {
-            self.responses.put_response(&response).await
+            self.responses.put_response(Arc::new(response)).await
         } else if let Some(conversation) = &self.conversation {
             self.responses
                 .append_items(conversation, &conversation_additions(&response))

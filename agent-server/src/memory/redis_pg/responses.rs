@@ -140,7 +140,7 @@ async fn append(
 
 #[async_trait]
 impl ResponseStore for PostgresResponses {
-    async fn put_response(&self, response: &StoredResponse) -> Result<(), MemoryError> {
+    async fn put_response(&self, response: Arc<StoredResponse>) -> Result<(), MemoryError> {
         let mut client = self.client().await?;
         let tx = client.transaction().await.map_err(pg_error)?;
         let input = Value::Array(response.input.clone());
@@ -161,7 +161,7 @@ impl ResponseStore for PostgresResponses {
         .await
         .map_err(pg_error)?;
         if let Some(conversation) = &response.conversation {
-            append(&tx, conversation, &conversation_additions(response)).await?;
+            append(&tx, conversation, &conversation_additions(&response)).await?;
         }
         tx.commit().await.map_err(pg_error)
     }

@@ -200,7 +200,7 @@ fn append(tx: &Connection, id: &str, items: &[Value]) -> Result<(), MemoryError>
 
 #[async_trait]
 impl ResponseStore for EmbeddedResponses {
-    async fn put_response(&self, response: &StoredResponse) -> Result<(), MemoryError> {
+    async fn put_response(&self, response: Arc<StoredResponse>) -> Result<(), MemoryError> {
         let row = (
             response.id.clone(),
             response.session.as_str().to_owned(),
@@ -210,9 +210,8 @@ impl ResponseStore for EmbeddedResponses {
             to_json(&response.input)?,
             to_json(&response.body)?,
         );
-        let additions = conversation_additions(response);
+        let additions = conversation_additions(&response);
         let size = row.5.len() + row.6.len();
-        let cached = Arc::new(response.clone());
         self.writer
             .write(move |tx| {
                 tx.execute(
@@ -225,7 +224,7 @@ impl ResponseStore for EmbeddedResponses {
                 if let Some(conversation) = &row.3 {
                     append(tx, conversation, &additions)?;
                 }
-                Ok(((), CacheEffect::Put(cached, size)))
+                Ok(((), CacheEffect::Put(Arc::clone(&response), size)))
             })
             .await
     }
@@ -490,9 +489,9 @@ mod tests {
             stored("r2", "other"),
         ];
         let (first, again, other) = tokio::join!(
-            store.put_response(&writes[0]),
-            store.put_response(&writes[1]),
-            store.put_response(&writes[2]),
+            store.put_response(Arc::new(writes[0].clone())),
+            store.put_response(Arc::new(writes[1].clone())),
+            store.put_response(Arc::new(writes[2].clone())),
         );
         first.unwrap();
         assert!(again.is_err(), "a second response with the same id");
