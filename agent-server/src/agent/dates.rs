@@ -58,10 +58,17 @@ pub fn describe_datetime(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M UTC (%A, %-d %B %Y)").to_string()
 }
 
+/// Whether `text` holds a relative time expression ("tomorrow", "in 3 days"), which
+/// [`absolutize`] would rewrite: without one, what is read from a text does not depend on when.
+/// The pattern is unanchored, so a text without one has none in any of its parts either.
+pub fn mentions_relative_time(text: &str) -> bool {
+    RELATIVE.is_match(text)
+}
+
 /// Rewrites relative time expressions in `text` as absolute dates seen from `now`. Returns `None`
 /// when there is nothing relative in the text.
 pub fn absolutize(text: &str, now: DateTime<Utc>) -> Option<String> {
-    if !RELATIVE.is_match(text) {
+    if !mentions_relative_time(text) {
         return None;
     }
     let out = RELATIVE.replace_all(text, |c: &Captures| {

@@ -6,8 +6,11 @@
 //! question from memory, or else an acknowledgement of what was learned.
 
 use std::borrow::Cow;
+use std::num::NonZeroUsize;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use async_trait::async_trait;
+use lru::LruCache;
 use protocol::openai::{FinishReason, Role, ToolCall, Usage};
 
 use super::actions::{Catalogue, Style, app_turn};
@@ -36,6 +39,12 @@ impl BuiltinModel {
 impl ChatModel for BuiltinModel {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    /// It answers from facts, working memory and the conversation ([`Knowledge`]), never from
+    /// episodes.
+    fn reads_episodes(&self) -> bool {
+        false
     }
 
     async fn complete(&self, prompt: Prompt<'_>) -> Result<ModelReply, LlmError> {
@@ -231,6 +240,73 @@ fn small_talk(text: &str) -> String {
     }
 }
 
+/// What one user text says, as [`Knowledge`] reads it: the facts extracted from it (key and
+/// text) in order, and the statements nothing was extracted from.
+#[derive(Debug, PartialEq)]
+struct Said {
+    facts: Vec<(Option<String>, String)>,
+    leftovers: Vec<String>,
+}
+
+/// Texts up to this long are remembered with what they say ([`Said::of`]).
+const REMEMBERED_TEXT_BYTES: usize = 2048;
+
+/// How many texts are remembered: at most about 4096 × 2 KiB and what they say.
+const REMEMBERED_TEXTS: usize = 4096;
+
+/// What recent texts say, by text. Only texts without a relative time expression are kept: what
+/// is read from them is the same at any time.
+static SAID: LazyLock<Mutex<LruCache<Box<str>, Arc<Said>>>> = LazyLock::new(|| {
+    Mutex::new(LruCache::new(
+        NonZeroUsize::new(REMEMBERED_TEXTS).expect("not zero"),
+    ))
+});
+
+impl Said {
+    /// What `text` says at `now`: extracted ([`Said::read`]), or remembered from an earlier
+    /// answer. A question is answered from every user message of the conversation and of working
+    /// memory, so without this each turn of a conversation extracts from all of its history again
+    /// (most of what a turn continuing a ten-response chain added, docs/results/responses-api.md).
+    fn of(text: &str, now: chrono::DateTime<chrono::Utc>) -> Arc<Said> {
+        let rememberable = text.len() <= REMEMBERED_TEXT_BYTES
+            && !crate::agent::dates::mentions_relative_time(text);
+        if !rememberable {
+            return Arc::new(Self::read(text, now));
+        }
+        let lock = || {
+            SAID.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(said) = lock().get(text) {
+            return Arc::clone(said);
+        }
+        let said = Arc::new(Self::read(text, now));
+        lock().put(text.into(), Arc::clone(&said));
+        said
+    }
+
+    /// Extracts what `text` says at `now`.
+    fn read(text: &str, now: chrono::DateTime<chrono::Utc>) -> Self {
+        let extraction = FactExtractor.extract_turn(text, now);
+        let facts = extraction
+            .learned
+            .into_iter()
+            .filter_map(|learned| match learned {
+                crate::agent::extract::Learned::Item(f)
+                    if f.kind == protocol::control::FactKind::Fact =>
+                {
+                    Some((f.key, f.text))
+                }
+                _ => None,
+            })
+            .collect();
+        Self {
+            facts,
+            leftovers: extraction.leftovers,
+        }
+    }
+}
+
 /// What the model can answer from: recalled facts, plus statements from working memory and the
 /// client's history that the extractor kept nothing from (keyed statements are answered from
 /// long-term memory, where only their current value lives).
@@ -281,16 +357,12 @@ impl<'p> Knowledge<'p> {
             .join(" ");
         let current = Some(current).filter(|c| !c.trim().is_empty());
         for text in working.chain(user_history).chain(current) {
-            let extraction = FactExtractor.extract_turn(&text, prompt.now);
-            for learned in extraction.learned {
-                if let crate::agent::extract::Learned::Item(f) = learned
-                    && f.kind == protocol::control::FactKind::Fact
-                {
-                    history_facts.retain(|(k, _)| f.key.is_none() || k != &f.key);
-                    history_facts.push((f.key, f.text));
-                }
+            let said = Said::of(&text, prompt.now);
+            for (key, text) in &said.facts {
+                history_facts.retain(|(k, _)| key.is_none() || k != key);
+                history_facts.push((key.clone(), text.clone()));
             }
-            history_facts.extend(extraction.leftovers.into_iter().map(|s| (None, s)));
+            history_facts.extend(said.leftovers.iter().map(|s| (None, s.clone())));
         }
         let statements = history_facts
             .into_iter()
@@ -399,10 +471,12 @@ fn proper_names(text: &str) -> Vec<String> {
 
 /// "lives" matches "live", "colours" matches "colour": a crude stem, enough for recall wording.
 fn same_word(a: &str, b: &str) -> bool {
-    let stem = |w: &str| -> String {
-        let w = w.trim_end_matches("ing").trim_end_matches("ed");
-        w.trim_end_matches('s').to_owned()
-    };
+    // Borrowed, not copied: this runs for every word pair of every candidate an answer weighs.
+    fn stem(w: &str) -> &str {
+        w.trim_end_matches("ing")
+            .trim_end_matches("ed")
+            .trim_end_matches('s')
+    }
     a == b || stem(a) == stem(b)
 }
 
@@ -553,6 +627,28 @@ mod tests {
             ),
             DONT_KNOW
         );
+    }
+
+    /// A text is remembered with what it says only when that does not depend on the time: one
+    /// with a relative date is read again at each time.
+    #[test]
+    fn what_a_text_says_is_remembered_only_when_it_does_not_depend_on_the_time() {
+        let later = now() + chrono::Duration::days(3);
+        let timeless = "My favourite colour is teal. I like long walks.";
+        assert_eq!(*Said::of(timeless, now()), Said::read(timeless, later));
+        assert!(
+            Arc::ptr_eq(&Said::of(timeless, now()), &Said::of(timeless, later)),
+            "remembered"
+        );
+        let dated = "My dentist appointment is tomorrow.";
+        assert_ne!(Said::read(dated, now()), Said::read(dated, later));
+        assert_eq!(*Said::of(dated, later), Said::read(dated, later));
+        assert_eq!(*Said::of(dated, now()), Said::read(dated, now()));
+        let long = "My favourite colour is teal. ".repeat(100);
+        assert!(!Arc::ptr_eq(
+            &Said::of(&long, now()),
+            &Said::of(&long, now())
+        ));
     }
 
     #[test]

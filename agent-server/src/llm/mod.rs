@@ -139,6 +139,13 @@ pub trait ChatModel: Send + Sync + 'static {
     fn pass_through(&self) -> Option<&dyn PassThrough> {
         None
     }
+
+    /// Whether the model reads the episodes recalled for its prompt ([`Prompt::memory`]). A turn
+    /// for a model that does not skips recalling them: ranking a session's every episode against
+    /// the turn's words is most of a recall's cost, and nobody would read the result.
+    fn reads_episodes(&self) -> bool {
+        true
+    }
 }
 
 /// A model that speaks OpenAI's chat API itself: its completions and chunks go to the client as
