@@ -38,7 +38,7 @@ use protocol::openai::{ChatCompletion, ChatCompletionRequest, ChatMessage};
 
 use crate::llm::upstream::reply_text;
 use crate::llm::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt, ResponsesTurn};
-use crate::memory::ranking::Terms;
+use crate::memory::ranking::{self, Terms};
 use crate::memory::{
     EpisodeData, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
     StoredFact, TurnRole, TurnWrite, WorkingItem,
@@ -345,7 +345,11 @@ impl Agent {
                 now: input.now,
                 terms: user_terms.clone(),
                 limit: self.recall_limit,
-                episode_limit: self.episode_limit(self.recall_limit),
+                episode_limit: if self.model.reads_episodes() {
+                    self.episode_limit(self.recall_limit)
+                } else {
+                    0
+                },
                 vector: query_vector.clone(),
             };
             let started = Instant::now();
@@ -523,9 +527,8 @@ impl Agent {
 
     /// What a turn of `session` at `now` would recall for `text`: its ranked facts and episodes
     /// together, best first, at most `limit` (the recall of [`Agent::prepare`], without the
-    /// turn). Facts and episodes are ranked apart (see [`MemoryContext`]); their scores come from
-    /// one formula ([`crate::memory::ranking`]), so merging the two lists by score gives one
-    /// ranking. Nothing with memory off.
+    /// turn). Facts and episodes are ranked apart (see [`MemoryContext`]), then as one list by
+    /// the same rule ([`ranking::merge_lists`]). Nothing with memory off.
     pub async fn recall(
         &self,
         session: &SessionId,
@@ -547,12 +550,10 @@ impl Agent {
         let result = self.store.recall(session, query).await;
         self.observe("recall", started, result.is_ok());
         let context = result?;
-        let mut recalled = context.facts;
-        recalled.extend(context.episodes);
-        // Stable: a fact and an episode with the same score keep the fact first.
-        recalled.sort_by(|a, b| b.score.total_cmp(&a.score));
-        recalled.truncate(limit);
-        Ok(recalled)
+        Ok(ranking::merge_lists(
+            [context.facts, context.episodes],
+            limit,
+        ))
     }
 
     fn observe(&self, operation: &str, started: Instant, ok: bool) {
@@ -660,17 +661,20 @@ mod tests {
     use crate::llm::builtin::BuiltinModel;
     use crate::memory::embedded::EmbeddedStore;
 
+    /// An embedded store in `dir`, configured as in tests.
+    async fn open_store(dir: &std::path::Path) -> EmbeddedStore {
+        let config = crate::config::Config::for_tests(dir);
+        EmbeddedStore::open(&dir.join("memory.sqlite3"), config.memory_config())
+            .await
+            .unwrap()
+    }
+
     #[test]
     fn dropping_the_agent_outside_a_runtime_does_not_abort() {
         let dir = tempfile::tempdir().unwrap();
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let agent = runtime.block_on(async {
-            let config = crate::config::Config::for_tests(dir.path());
-            let path = dir.path().join("memory.sqlite3");
-            let store = EmbeddedStore::open(&path, config.memory_config())
-                .await
-                .unwrap();
-            let store: Arc<dyn MemoryStore> = Arc::new(store);
+            let store: Arc<dyn MemoryStore> = Arc::new(open_store(dir.path()).await);
             // A pooled connection now exists; closing it needs the runtime.
             let _ = store.health().await;
             Agent::new(
@@ -681,6 +685,77 @@ mod tests {
         });
         drop(runtime);
         drop(agent);
+    }
+
+    /// A model that records how many episodes each prompt it answers holds.
+    struct EpisodeCounter {
+        reads_episodes: bool,
+        seen: std::sync::Mutex<Vec<usize>>,
+    }
+
+    #[async_trait::async_trait]
+    impl ChatModel for EpisodeCounter {
+        fn name(&self) -> &str {
+            "episode-counter"
+        }
+
+        async fn complete(&self, prompt: Prompt<'_>) -> Result<ModelReply, LlmError> {
+            self.seen.lock().unwrap().push(prompt.memory.episodes.len());
+            Ok(ModelReply {
+                text: "ok".to_owned(),
+                tool_calls: Vec::new(),
+                usage: protocol::openai::Usage::new(1, 1),
+                finish_reason: protocol::openai::FinishReason::Stop,
+            })
+        }
+
+        fn reads_episodes(&self) -> bool {
+            self.reads_episodes
+        }
+    }
+
+    /// Episodes are recalled for a model that reads them, and not for one that does not (the
+    /// builtin model), whose turns then skip ranking the session's every episode.
+    #[tokio::test]
+    async fn a_turn_recalls_episodes_only_for_a_model_that_reads_them() {
+        assert!(!BuiltinModel::new("builtin").reads_episodes());
+        for reads_episodes in [true, false] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = open_store(dir.path()).await;
+            let model = Arc::new(EpisodeCounter {
+                reads_episodes,
+                seen: Default::default(),
+            });
+            let agent = Arc::new(Agent::new(
+                Arc::new(store),
+                Arc::clone(&model) as Arc<dyn ChatModel>,
+                AgentOptions::default(),
+            ));
+            for text in [
+                "We hiked up Mount Tam on Sunday.",
+                "Which mountain did we hike?",
+            ] {
+                let request: ChatCompletionRequest = serde_json::from_value(serde_json::json!({
+                    "model": "m",
+                    "messages": [{"role": "user", "content": text}]
+                }))
+                .unwrap();
+                let input = TurnInput {
+                    session: SessionId::parse("episodes-read").unwrap(),
+                    now: Utc::now(),
+                    user_text: text.to_owned(),
+                    history: Vec::new(),
+                    request,
+                    responses: None,
+                    continuation: false,
+                    memory: TurnMemory::default(),
+                };
+                agent.turn(input).await.unwrap();
+            }
+            let seen = model.seen.lock().unwrap().clone();
+            let expected = if reads_episodes { [0, 1] } else { [0, 0] };
+            assert_eq!(seen, expected, "reads_episodes {reads_episodes}");
+        }
     }
 
     /// The step spans are DEBUG: a subscriber at INFO, as logs are by default, never builds them;
@@ -696,11 +771,7 @@ mod tests {
         use crate::telemetry::testing::Recorded;
 
         let dir = tempfile::tempdir().unwrap();
-        let config = crate::config::Config::for_tests(dir.path());
-        let path = dir.path().join("memory.sqlite3");
-        let store = EmbeddedStore::open(&path, config.memory_config())
-            .await
-            .unwrap();
+        let store = open_store(dir.path()).await;
         let agent = Arc::new(Agent::new(
             Arc::new(store),
             Arc::new(BuiltinModel::new("builtin")),

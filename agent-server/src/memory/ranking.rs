@@ -229,50 +229,86 @@ pub fn fuse(
     limit: usize,
 ) -> Vec<Recalled> {
     // Found by meaning only when similar enough (MIN_SIMILARITY); found by neither: dropped.
-    let similar_enough = |c: &Candidate| c.vector.filter(|v| *v >= MIN_SIMILARITY);
-    candidates.retain(|c| c.lexical.is_some() || similar_enough(c).is_some());
-    let ranks = |signal: fn(&Candidate) -> Option<f64>| -> Vec<Option<usize>> {
-        let mut order: Vec<(usize, f64)> = candidates
+    candidates.retain(|c| c.lexical.is_some() || similar_enough(c.vector).is_some());
+    let recalled = candidates
+        .into_iter()
+        .map(|c| Recalled {
+            score: 0.0,
+            why: RecallWhy {
+                lexical: c.lexical.unwrap_or(0.0),
+                vector: c.vector,
+                recency: recency_weight(&c.fact, now, half_life).powf(0.25),
+            },
+            fact: c.fact,
+        })
+        .collect();
+    fused_ranking(recalled, limit)
+}
+
+/// Ranks recalled items from several lists (a session's facts and its episodes, each recalled
+/// on its own) as one list, best `limit` first, by the rule that ranked each list: fused again
+/// over all of them when the lists were fused ([`fuse`]: some item has a similarity), else by
+/// score.
+///
+/// Why fuse again: a fused score depends only on an item's ranks within its own list, so each
+/// list's first item scores the same whatever its relevance, and merging the lists by score
+/// would interleave them. On LoCoMo that put a keyed fact, which rarely holds the evidence, in
+/// every other place of the top 8 (docs/results/memory-benchmarks.md). Ranked over the union, an
+/// item places by how its lexical relevance and similarity compare with every other item's.
+/// Lexical scores of two lists are compared as they are, as the unfused merge compares them.
+pub fn merge_lists(lists: impl IntoIterator<Item = Vec<Recalled>>, limit: usize) -> Vec<Recalled> {
+    let mut recalled: Vec<Recalled> = lists.into_iter().flatten().collect();
+    if recalled.iter().any(|r| r.why.vector.is_some()) {
+        return fused_ranking(recalled, limit);
+    }
+    // Stable: of two items with the same score, the one of the earlier list first.
+    recalled.sort_by(|a, b| b.score.total_cmp(&a.score));
+    recalled.truncate(limit);
+    recalled
+}
+
+/// A similarity that counts as found by meaning ([`MIN_SIMILARITY`]).
+fn similar_enough(vector: Option<f64>) -> Option<f64> {
+    vector.filter(|v| *v >= MIN_SIMILARITY)
+}
+
+/// Scores `recalled` by reciprocal rank fusion of its lexical and its vector ranking (the latter
+/// at [`VECTOR_WEIGHT`]) times each item's `why.recency`, and keeps the best `limit`. An item
+/// whose `why.lexical` is 0 was not found lexically.
+fn fused_ranking(recalled: Vec<Recalled>, limit: usize) -> Vec<Recalled> {
+    let newer_first = |a: &Fact, b: &Fact| b.observed_at.cmp(&a.observed_at).then(a.id.cmp(&b.id));
+    let ranks = |signal: &dyn Fn(&Recalled) -> Option<f64>| -> Vec<Option<usize>> {
+        let mut order: Vec<(usize, f64)> = recalled
             .iter()
             .enumerate()
-            .filter_map(|(i, c)| signal(c).map(|s| (i, s)))
+            .filter_map(|(i, r)| signal(r).map(|s| (i, s)))
             .collect();
         order.sort_by(|a, b| {
-            b.1.total_cmp(&a.1).then_with(|| {
-                let (a, b) = (&candidates[a.0].fact, &candidates[b.0].fact);
-                b.observed_at.cmp(&a.observed_at).then(a.id.cmp(&b.id))
-            })
+            b.1.total_cmp(&a.1)
+                .then_with(|| newer_first(&recalled[a.0].fact, &recalled[b.0].fact))
         });
-        let mut ranks = vec![None; candidates.len()];
+        let mut ranks = vec![None; recalled.len()];
         for (rank, (i, _)) in order.into_iter().enumerate() {
             ranks[i] = Some(rank + 1);
         }
         ranks
     };
-    let lexical_ranks = ranks(|c| c.lexical);
-    let vector_ranks = ranks(|c| c.vector.filter(|v| *v >= MIN_SIMILARITY));
+    let lexical_ranks = ranks(&|r| Some(r.why.lexical).filter(|l| *l > 0.0));
+    let vector_ranks = ranks(&|r| similar_enough(r.why.vector));
     let rrf = |rank: Option<usize>| rank.map_or(0.0, |r| 1.0 / (RRF_K + r as f64));
-    let mut recalled: Vec<Recalled> = candidates
+    let mut recalled: Vec<Recalled> = recalled
         .into_iter()
         .enumerate()
-        .map(|(i, c)| {
-            let recency = recency_weight(&c.fact, now, half_life).powf(0.25);
-            Recalled {
-                score: (rrf(lexical_ranks[i]) + VECTOR_WEIGHT * rrf(vector_ranks[i])) * recency,
-                why: RecallWhy {
-                    lexical: c.lexical.unwrap_or(0.0),
-                    vector: c.vector,
-                    recency,
-                },
-                fact: c.fact,
-            }
+        .map(|(i, mut r)| {
+            r.score =
+                (rrf(lexical_ranks[i]) + VECTOR_WEIGHT * rrf(vector_ranks[i])) * r.why.recency;
+            r
         })
         .collect();
     recalled.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
-            .then_with(|| b.fact.observed_at.cmp(&a.fact.observed_at))
-            .then_with(|| a.fact.id.cmp(&b.fact.id))
+            .then_with(|| newer_first(&a.fact, &b.fact))
     });
     recalled.truncate(limit);
     recalled
@@ -334,6 +370,91 @@ mod tests {
         assert!((f(1) - 0.5).abs() < 1e-9);
         assert!((f(3) - 0.125).abs() < 1e-9);
         assert!((f(-5) - 1.0).abs() < 1e-9);
+    }
+
+    fn item(kind: FactKind, text: &str, lexical: Option<f64>, vector: Option<f64>) -> Candidate {
+        Candidate {
+            fact: Fact {
+                id: uuid::Uuid::now_v7(),
+                kind,
+                key: None,
+                text: text.to_owned(),
+                data: None,
+                observed_at: DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
+                    .unwrap()
+                    .to_utc(),
+                importance: 0.5,
+                source: protocol::control::FactSource::Extracted,
+                source_turn_ids: Vec::new(),
+            },
+            lexical,
+            vector,
+        }
+    }
+
+    fn texts(recalled: &[Recalled]) -> Vec<&str> {
+        recalled.iter().map(|r| r.fact.text.as_str()).collect()
+    }
+
+    /// Each list fused alone gives its first item the same score, however weak; merged, the
+    /// lists are ranked as one, so a fact that matches less and is less similar than three
+    /// episodes comes after them.
+    #[test]
+    fn fused_lists_are_merged_by_their_ranks_over_both() {
+        let now = DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let day = Duration::from_secs(86_400);
+        let facts = fuse(
+            vec![item(FactKind::Fact, "weak fact", Some(0.5), Some(0.25))],
+            now,
+            day,
+            3,
+        );
+        let episodes = fuse(
+            vec![
+                item(FactKind::Episode, "e1", Some(5.0), Some(0.6)),
+                item(FactKind::Episode, "e2", Some(4.0), Some(0.5)),
+                item(FactKind::Episode, "e3", Some(3.0), Some(0.4)),
+            ],
+            now,
+            day,
+            3,
+        );
+        assert_eq!(
+            facts[0].score, episodes[0].score,
+            "alone, each list's first scores alike"
+        );
+        assert_eq!(
+            texts(&merge_lists([facts, episodes], 3)),
+            ["e1", "e2", "e3"]
+        );
+    }
+
+    /// Unfused lists (no similarity anywhere) merge by score; of equal scores, the first list's.
+    #[test]
+    fn unfused_lists_are_merged_by_score() {
+        let score = |r: Recalled, s: f64| Recalled { score: s, ..r };
+        let now = DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
+            .unwrap()
+            .to_utc();
+        let day = Duration::from_secs(86_400);
+        let as_recalled = |c: Candidate| lexical_recall(c.fact, c.lexical.unwrap_or(0.0), now, day);
+        let facts = vec![score(
+            as_recalled(item(FactKind::Fact, "f", Some(2.0), None)),
+            2.0,
+        )];
+        let episodes = vec![
+            score(
+                as_recalled(item(FactKind::Episode, "e1", Some(3.0), None)),
+                3.0,
+            ),
+            score(
+                as_recalled(item(FactKind::Episode, "e2", Some(2.0), None)),
+                2.0,
+            ),
+        ];
+        assert_eq!(texts(&merge_lists([facts, episodes], 2)), ["e1", "f"]);
     }
 
     /// What [`for_each_term`] computes, written the plain way, to check its shortcuts against.
