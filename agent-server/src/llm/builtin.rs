@@ -268,20 +268,21 @@ impl Said {
     /// memory, so without this each turn of a conversation extracts from all of its history again
     /// (most of what a turn continuing a ten-response chain added, docs/results/responses-api.md).
     fn of(text: &str, now: chrono::DateTime<chrono::Utc>) -> Arc<Said> {
-        let rememberable = text.len() <= REMEMBERED_TEXT_BYTES
-            && !crate::agent::dates::mentions_relative_time(text);
-        if !rememberable {
+        if text.len() > REMEMBERED_TEXT_BYTES {
             return Arc::new(Self::read(text, now));
         }
         let lock = || {
             SAID.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
+        // Only texts that hold no relative date are ever kept, so a remembered one is good now.
         if let Some(said) = lock().get(text) {
             return Arc::clone(said);
         }
         let said = Arc::new(Self::read(text, now));
-        lock().put(text.into(), Arc::clone(&said));
+        if !crate::agent::dates::mentions_relative_time(text) {
+            lock().put(text.into(), Arc::clone(&said));
+        }
         said
     }
 

@@ -264,11 +264,11 @@ fn content_text(item: &Value) -> Option<String> {
     match item.get("content")? {
         Value::String(text) => Some(text.clone()),
         Value::Array(parts) => {
-            let texts: Vec<&str> = parts
-                .iter()
-                .filter_map(|part| part.get("text")?.as_str())
-                .collect();
-            (!texts.is_empty()).then(|| texts.concat())
+            let mut texts = parts.iter().filter_map(|part| part.get("text")?.as_str());
+            // Usually one part: copied once, without a list of parts first.
+            let mut text = texts.next()?.to_owned();
+            texts.for_each(|more| text.push_str(more));
+            Some(text)
         }
         _ => None,
     }
