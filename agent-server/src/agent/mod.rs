@@ -546,12 +546,15 @@ impl Agent {
             episode_limit: self.episode_limit(limit),
             vector: self.query_vector(text).await,
         };
+        // With a query vector both backends fuse each list ([`ranking::fuse`]).
+        let fused = query.vector.is_some();
         let started = Instant::now();
         let result = self.store.recall(session, query).await;
         self.observe("recall", started, result.is_ok());
         let context = result?;
         Ok(ranking::merge_lists(
             [context.facts, context.episodes],
+            fused,
             limit,
         ))
     }

@@ -247,8 +247,8 @@ pub fn fuse(
 
 /// Ranks recalled items from several lists (a session's facts and its episodes, each recalled
 /// on its own) as one list, best `limit` first, by the rule that ranked each list: fused again
-/// over all of them when the lists were fused ([`fuse`]: some item has a similarity), else by
-/// score.
+/// over all of them when the lists were `fused` ([`fuse`]; a query with a vector, even where no
+/// item has one), else by score.
 ///
 /// Why fuse again: a fused score depends only on an item's ranks within its own list, so each
 /// list's first item scores the same whatever its relevance, and merging the lists by score
@@ -256,9 +256,13 @@ pub fn fuse(
 /// every other place of the top 8 (docs/results/memory-benchmarks.md). Ranked over the union, an
 /// item places by how its lexical relevance and similarity compare with every other item's.
 /// Lexical scores of two lists are compared as they are, as the unfused merge compares them.
-pub fn merge_lists(lists: impl IntoIterator<Item = Vec<Recalled>>, limit: usize) -> Vec<Recalled> {
+pub fn merge_lists(
+    lists: impl IntoIterator<Item = Vec<Recalled>>,
+    fused: bool,
+    limit: usize,
+) -> Vec<Recalled> {
     let mut recalled: Vec<Recalled> = lists.into_iter().flatten().collect();
-    if recalled.iter().any(|r| r.why.vector.is_some()) {
+    if fused {
         return fused_ranking(recalled, limit);
     }
     // Stable: of two items with the same score, the one of the earlier list first.
@@ -426,7 +430,26 @@ mod tests {
             "alone, each list's first scores alike"
         );
         assert_eq!(
-            texts(&merge_lists([facts, episodes], 3)),
+            texts(&merge_lists([facts.clone(), episodes.clone()], true, 3)),
+            ["e1", "e2", "e3"]
+        );
+        // Fused lists of items without embeddings (the embedder was down when they were
+        // stored) are merged by their lexical ranks over both, too.
+        let without_vectors = |list: &[Recalled]| -> Vec<Recalled> {
+            list.iter()
+                .cloned()
+                .map(|mut r| {
+                    r.why.vector = None;
+                    r
+                })
+                .collect()
+        };
+        assert_eq!(
+            texts(&merge_lists(
+                [without_vectors(&facts), without_vectors(&episodes)],
+                true,
+                3
+            )),
             ["e1", "e2", "e3"]
         );
     }
@@ -454,7 +477,10 @@ mod tests {
                 2.0,
             ),
         ];
-        assert_eq!(texts(&merge_lists([facts, episodes], 2)), ["e1", "f"]);
+        assert_eq!(
+            texts(&merge_lists([facts, episodes], false, 2)),
+            ["e1", "f"]
+        );
     }
 
     /// What [`for_each_term`] computes, written the plain way, to check its shortcuts against.
