@@ -345,11 +345,7 @@ impl Agent {
                 now: input.now,
                 terms: user_terms.clone(),
                 limit: self.recall_limit,
-                episode_limit: if self.model.reads_episodes() {
-                    self.episode_limit(self.recall_limit)
-                } else {
-                    0
-                },
+                episode_limit: self.turn_episode_limit(),
                 vector: query_vector.clone(),
             };
             let started = Instant::now();
@@ -523,6 +519,15 @@ impl Agent {
     /// How many episodes a recall of `limit` facts also asks for.
     fn episode_limit(&self, limit: usize) -> usize {
         if self.episodes { limit } else { 0 }
+    }
+
+    /// How many episodes a turn recalls for its prompt: none for a model that does not read them.
+    fn turn_episode_limit(&self) -> usize {
+        if self.model.reads_episodes() {
+            self.episode_limit(self.recall_limit)
+        } else {
+            0
+        }
     }
 
     /// What a turn of `session` at `now` would recall for `text`: its ranked facts and episodes

@@ -363,11 +363,16 @@ mod tests {
         assert!(STOPWORDS.windows(2).all(|w| w[0] < w[1]));
     }
 
+    /// The tests' clock: items are observed at it, and recalled at it unless a test says.
+    fn june_first() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
+            .unwrap()
+            .to_utc()
+    }
+
     #[test]
     fn recency_halves_each_half_life() {
-        let now = DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
-            .unwrap()
-            .to_utc();
+        let now = june_first();
         let day = Duration::from_secs(86_400);
         let f = |days: i64| recency_factor(now - chrono::Duration::days(days), now, day);
         assert!((f(0) - 1.0).abs() < 1e-9);
@@ -384,9 +389,7 @@ mod tests {
                 key: None,
                 text: text.to_owned(),
                 data: None,
-                observed_at: DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
-                    .unwrap()
-                    .to_utc(),
+                observed_at: june_first(),
                 importance: 0.5,
                 source: protocol::control::FactSource::Extracted,
                 source_turn_ids: Vec::new(),
@@ -405,9 +408,7 @@ mod tests {
     /// episodes comes after them.
     #[test]
     fn fused_lists_are_merged_by_their_ranks_over_both() {
-        let now = DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
-            .unwrap()
-            .to_utc();
+        let now = june_first();
         let day = Duration::from_secs(86_400);
         let facts = fuse(
             vec![item(FactKind::Fact, "weak fact", Some(0.5), Some(0.25))],
@@ -458,9 +459,7 @@ mod tests {
     #[test]
     fn unfused_lists_are_merged_by_score() {
         let score = |r: Recalled, s: f64| Recalled { score: s, ..r };
-        let now = DateTime::parse_from_rfc3339("2026-06-01T00:00:00Z")
-            .unwrap()
-            .to_utc();
+        let now = june_first();
         let day = Duration::from_secs(86_400);
         let as_recalled = |c: Candidate| lexical_recall(c.fact, c.lexical.unwrap_or(0.0), now, day);
         let facts = vec![score(
