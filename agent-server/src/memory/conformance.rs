@@ -33,7 +33,8 @@ pub fn config() -> MemoryConfig {
 /// `with_vectors: $make` runs every check again with semantic recall on, through
 /// [`WithVectors`]: each fact and episode written gets an embedding and each recall a query
 /// embedding, so ranking fuses words and vectors. The two checks that set their own vectors
-/// (and the one that needs items left unembedded) run only in the plain form.
+/// (and the one that needs items left unembedded), and the one of lexical scores alone, run only
+/// in the plain form.
 #[macro_export]
 macro_rules! memory_conformance_tests {
     (with_vectors: $make:expr) => {
@@ -45,6 +46,7 @@ macro_rules! memory_conformance_tests {
         $crate::memory_conformance_tests!(@tests $make;
             semantic_recall_finds_by_meaning_and_fuses_with_words,
             unembedded_items_wait_for_the_backfill_and_take_its_vectors,
+            lexical_scores_are_bm25_over_the_session,
         );
     };
     (@common $make:expr) => {
@@ -1364,6 +1366,76 @@ pub async fn a_reset_removes_episodes_and_standing_reads_skip_them(store: &dyn M
     assert_eq!(counts.facts, 20);
     let ctx = recall_episodes(store, &s, t0(), "walked", 50).await;
     assert!(ctx.episodes.is_empty());
+}
+
+/// Lexical relevance is Okapi BM25 over the session's own items of one list, with the formula and
+/// constants of the embedded store's index ([`LexicalIndex`] is the reference here): rarer words
+/// and shorter texts score higher, a word in half the items or more counts a little, and neither
+/// another session's items nor the other list change a score. Every text matches the query and
+/// none holds a stopword: Postgres leaves stopwords out of a text's length and averages lengths
+/// over the matches only (`redis_pg::longterm::bm25_ranked`), which agree with the session-wide
+/// figures only then.
+pub async fn lexical_scores_are_bm25_over_the_session(store: &dyn MemoryStore) {
+    let s = session();
+    let texts = [
+        "apple apple pie crust",
+        "banana apple split",
+        "cherry tart pie",
+        "pie",
+        "plum pie pie crumble recipe",
+    ];
+    let query = "apple pie recipes";
+    let mut items: Vec<NewFact> = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let at = t0() + minutes(i as i64);
+        items.push(fact(None, text, at));
+        items.push(episode(TurnRole::User, None, text, at));
+    }
+    commit_facts(store, &s, items).await;
+    // Another session's item: it may not move a score.
+    commit_facts(
+        store,
+        &session(),
+        vec![fact(None, "apple apple apple recipe", t0())],
+    )
+    .await;
+
+    let mut index = super::lexical::LexicalIndex::default();
+    for (id, text) in texts.iter().enumerate() {
+        index.insert(id as i64, text);
+    }
+    let terms = Terms::of(query);
+    let expected: std::collections::BTreeMap<&str, f64> = index
+        .search(&terms)
+        .into_iter()
+        .map(|(id, score)| (texts[id as usize], score))
+        .collect();
+    assert_eq!(expected.len(), texts.len(), "every text matches");
+
+    let ctx = recall_episodes(store, &s, t0() + minutes(10), query, 10).await;
+    for (list, recalled) in [("facts", &ctx.facts), ("episodes", &ctx.episodes)] {
+        let got: std::collections::BTreeMap<&str, f64> = recalled
+            .iter()
+            .map(|r| (r.fact.text.as_str(), r.why.lexical))
+            .collect();
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "{list}"
+        );
+        for (text, score) in &expected {
+            // Postgres sums in double precision in another order: equal to well within 1e-9.
+            assert!(
+                (got[text] - score).abs() < 1e-9 * score.max(1.0),
+                "{list}: {text:?} scored {} against BM25's {score}",
+                got[text]
+            );
+        }
+    }
+    // The formula's consequences, stated on their own: the one text with "recipe" (the rarest
+    // query word) comes first; "apple" and "pie" are in most texts and count a little only.
+    assert_eq!(ctx.facts[0].fact.text, "plum pie pie crumble recipe");
+    assert_eq!(ctx.episodes[0].fact.text, "plum pie pie crumble recipe");
 }
 
 /// A unit vector along axis `i` of 4, tilted towards axis `j` by `tilt` (normalised).

@@ -21,12 +21,12 @@ use rustc_hash::FxHashMap;
 use super::distinct::{FirstSeen, TextHasher};
 
 /// BM25 term-frequency saturation, as FTS5's `bm25()` uses by default.
-const K1: f64 = 1.2;
+pub(crate) const K1: f64 = 1.2;
 /// BM25 length normalisation, as FTS5's `bm25()` uses by default.
-const B: f64 = 0.75;
+pub(crate) const B: f64 = 0.75;
 /// FTS5 floors a non-positive IDF (a term in more than half the documents) at this value, so a
 /// very common term still counts a little instead of subtracting.
-const MIN_IDF: f64 = 1e-6;
+pub(crate) const MIN_IDF: f64 = 1e-6;
 
 static ENGLISH: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 

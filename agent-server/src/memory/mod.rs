@@ -255,7 +255,7 @@ pub struct Recalled {
 /// The parts of a recalled item's score, as `/control/memory/recall` shows them.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct RecallWhy {
-    /// Lexical relevance (BM25 or `ts_rank`); 0 when only the vector found it.
+    /// Lexical relevance (BM25, [`lexical`]); 0 when only the vector found it.
     pub lexical: f64,
     /// Cosine similarity of the item's embedding with the query's, when both have one.
     pub vector: Option<f64>,

@@ -1,6 +1,8 @@
 //! Ranking shared by every backend: which words of a query count, and how lexical relevance and
-//! recency combine. Backends compute lexical relevance with their own engine (the embedded
-//! store's in-memory BM25 in [`lexical`](super::lexical), Postgres `ts_rank`) and all combine it here, so ordering rules are the same everywhere.
+//! recency combine. Backends compute lexical relevance, Okapi BM25 over the session's items, with
+//! their own engine (the embedded store's in-memory index in [`lexical`](super::lexical),
+//! Postgres's full-text match scored in SQL) and all combine it here, so ordering rules are the
+//! same everywhere.
 
 use std::ops::Deref;
 use std::sync::{Arc, LazyLock};
@@ -215,7 +217,7 @@ pub const VECTOR_WEIGHT: f64 = 0.5;
 /// vector ranking (the latter at [`VECTOR_WEIGHT`]), times the fourth root of recency; best
 /// `limit` first.
 ///
-/// Why rank fusion rather than a weighted sum of scores: BM25 (or `ts_rank`) and cosine live on
+/// Why rank fusion rather than a weighted sum of scores: BM25 and cosine live on
 /// scales that differ per session and per query (BM25 grows with the query's length and the
 /// session's statistics), so no fixed weight suits them all, while ranks are comparable as they
 /// are. Why the fourth root: fused scores span a narrow range (first and thirtieth rank differ

@@ -33,9 +33,83 @@ async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
     assert_eq!(
         versions,
-        [1, 2, 3, 4, 5, 6, 7],
+        [1, 2, 3, 4, 5, 6, 7, 8],
         "each migration recorded exactly once"
     );
+}
+
+/// A database a version-7 server wrote, with episodes, is migrated on start: migration 8 counts
+/// each session's episodes (BM25's document count), and the triggers keep counting from there.
+#[tokio::test]
+async fn a_version_7_database_gets_its_episodes_counted() {
+    let db = TestDb::create().await;
+    let client = db.client().await;
+    let migrations = [
+        include_str!("../../src/memory/redis_pg/migrations/0001_init.sql"),
+        include_str!("../../src/memory/redis_pg/migrations/0002_drop_tsv_gin.sql"),
+        include_str!("../../src/memory/redis_pg/migrations/0003_session_scoped_indexes.sql"),
+        include_str!("../../src/memory/redis_pg/migrations/0004_restate_in_place.sql"),
+        include_str!("../../src/memory/redis_pg/migrations/0005_count_kind_changes_by_row.sql"),
+        include_str!("../../src/memory/redis_pg/migrations/0006_source_turn_ids.sql"),
+        include_str!("../../src/memory/redis_pg/migrations/0007_episodes_and_embeddings.sql"),
+    ];
+    client
+        .batch_execute(
+            "CREATE TABLE agentwall_schema_migrations (
+                 version integer PRIMARY KEY, name text NOT NULL,
+                 applied_at timestamptz NOT NULL DEFAULT now());",
+        )
+        .await
+        .unwrap();
+    for (version, sql) in (1..).zip(migrations) {
+        client.batch_execute(sql).await.unwrap();
+        client
+            .execute(
+                "INSERT INTO agentwall_schema_migrations (version, name) VALUES ($1, 'old')",
+                &[&version],
+            )
+            .await
+            .unwrap();
+    }
+    let insert = |text: &'static str| {
+        format!(
+            "INSERT INTO agentwall_facts (id, session_id, kind, body, observed_at, importance, source)
+             VALUES ('{}', 'counted-session', 'episode', '{text}', '2030-01-01T09:00:00Z', 0.5,
+                     'extracted');",
+            Uuid::new_v4()
+        )
+    };
+    client
+        .batch_execute(&format!(
+            "INSERT INTO agentwall_sessions (session_id) VALUES ('counted-session');
+             {} {}",
+            insert("We painted the lighthouse."),
+            insert("The boat is red.")
+        ))
+        .await
+        .unwrap();
+    let store = RedisPostgresStore::connect(
+        config(&redis_url(), &db.url, &unique_prefix()),
+        conformance::config(),
+    )
+    .await
+    .expect("a version-7 database is migrated");
+    let count = || async {
+        client
+            .query_one(
+                "SELECT episode_count FROM agentwall_sessions WHERE session_id = 'counted-session'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get::<_, i64>(0)
+    };
+    assert_eq!(count().await, 2, "the episodes already stored are counted");
+    client.batch_execute(&insert("A third one.")).await.unwrap();
+    assert_eq!(count().await, 3, "and new ones as they are written");
+    let s = SessionId::parse("counted-session").unwrap();
+    store.reset(&s).await.unwrap();
+    assert_eq!(count().await, 0, "a reset deletes and uncounts them");
 }
 
 /// A database a version-1 server wrote is migrated on start: its facts survive, recall finds
@@ -83,7 +157,7 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
     let indexes: Vec<(String, String)> = client
         .query(
             "SELECT indexname::text, indexdef FROM pg_indexes WHERE tablename = 'agentwall_facts'

@@ -53,6 +53,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         "episodes_and_embeddings",
         include_str!("migrations/0007_episodes_and_embeddings.sql"),
     ),
+    (
+        8,
+        "episode_count",
+        include_str!("migrations/0008_episode_count.sql"),
+    ),
 ];
 
 /// Advisory-lock key that serialises migrations of one database across servers ("agentwal").
@@ -768,9 +773,9 @@ pub(super) struct RecallRows {
     pub turn_seq: u64,
     /// Standing items, oldest first.
     pub standing: Vec<Fact>,
-    /// Lexical fact candidates with their `ts_rank`, best first.
+    /// Lexical fact candidates with their BM25 score, best first.
     pub candidates: Vec<(Fact, f64)>,
-    /// Lexical episode candidates with their `ts_rank`, best first.
+    /// Lexical episode candidates with their BM25 score, best first.
     pub episodes: Vec<(Fact, f64)>,
 }
 
@@ -780,19 +785,19 @@ pub(super) struct RecallRows {
 pub(super) const SEARCH_FROM_FACTS: i64 = 256;
 
 /// The statement of [`recall`]. Parameters, one array element per read: `$1` session ids, `$2`
-/// words for `to_tsquery('english', ...)` (NULL matches nothing), `$3` how many fact candidates each
-/// read takes at most, `$4` how many episode candidates. Standing items come back as part 1,
-/// ranked fact candidates as part 2 and ranked episode candidates as part 3 (always through
-/// their index: a session's episodes are many, one per turn).
+/// words for `to_tsquery('english', ...)`, OR-ed with ` | ` (NULL matches nothing), `$3` how many
+/// fact candidates each read takes at most, `$4` how many episode candidates. Standing items come
+/// back as part 1, ranked fact candidates as part 2 and ranked episode candidates as part 3
+/// (always through their index: a session's episodes are many, one per turn).
 ///
 /// One row per fact, each with its position `pos` in its part (oldest first for standing items,
 /// best first for candidates), tagged with the read's position `ord`; the LEFT JOIN keeps one
 /// row (with a NULL part) for a read that returns no facts, so every epoch and turn number comes
 /// back.
 ///
-/// The candidates come through the session-scoped GIN index (migration 3), one of two ways chosen
-/// by the session's `fact_count` (a condition on the outer row only, so Postgres runs one branch
-/// and skips the other):
+/// The fact candidates come through the session-scoped GIN index (migration 3), one of two ways
+/// chosen by the session's `fact_count` (a condition on the outer row only, so Postgres runs one
+/// branch and skips the other):
 /// - up to [`SEARCH_FROM_FACTS`] facts, all of them are read through the session's entry of the
 ///   index and matched (the `OFFSET 0` fence keeps the query's words out of the index scan);
 /// - beyond, the index is searched with the session AND the query's words, so the cost follows
@@ -805,12 +810,45 @@ pub(super) const SEARCH_FROM_FACTS: i64 = 256;
 /// repeats the join's ids for the planner, which otherwise scanned every session's row while
 /// the table had no statistics (a fresh database, until autovacuum's first `ANALYZE`).
 ///
-/// Either way a recall's cost depends on its own session only. Candidates are ranked and cut to
-/// the pool before they are numbered, so only `pool` rows are sorted in full (a top-N heap).
+/// Either way a recall's cost depends on its own session only. Every match is scored (see
+/// [`bm25_ranked`]), then cut to the pool before it is numbered, so only `pool` rows are sorted in
+/// full (a top-N heap).
 /// A read's tsquery: its words through `to_tsquery('english', ...)`; NULL matches nothing.
 const READ_QUERY: &str = "to_tsquery('english'::regconfig, q.tsquery)";
 
 pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
+    let facts = bm25_ranked(
+        2,
+        &format!(
+            "SELECT {FACT_COLUMNS}, seq, tsv
+             FROM (SELECT * FROM agentwall_facts
+                   WHERE session_id = q.session_id AND kind = 'fact'
+                   OFFSET 0) AS session_facts,
+                  {READ_QUERY} AS t
+             WHERE coalesce(s.fact_count, 0) <= {SEARCH_FROM_FACTS}
+               AND tsv @@ t
+             UNION ALL
+             SELECT {FACT_COLUMNS}, seq, tsv
+             FROM agentwall_facts
+             WHERE coalesce(s.fact_count, 0) > {SEARCH_FROM_FACTS}
+               AND session_id = q.session_id AND kind = 'fact'
+               AND tsv @@ {READ_QUERY}"
+        ),
+        "s.fact_count",
+        "q.pool",
+    );
+    let episodes = bm25_ranked(
+        3,
+        &format!(
+            "SELECT {FACT_COLUMNS}, seq, tsv
+             FROM agentwall_facts
+             WHERE q.episode_pool > 0
+               AND session_id = q.session_id AND kind = 'episode'
+               AND tsv @@ {READ_QUERY}"
+        ),
+        "s.episode_count",
+        "q.episode_pool",
+    );
     format!(
         "SELECT q.ord, coalesce(s.epoch, 0) AS epoch, coalesce(s.turn_seq, 0) AS turn_seq,
                 facts.*
@@ -821,45 +859,70 @@ pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
          LEFT JOIN LATERAL (
              (SELECT 1 AS part,
                      row_number() OVER (ORDER BY observed_at, observed_ns, seq) AS pos,
-                     {FACT_COLUMNS}, 0::real AS rank
+                     {FACT_COLUMNS}, 0::float8 AS rank
               FROM agentwall_facts
               WHERE session_id = q.session_id AND kind IN ('rule', 'reminder'))
              UNION ALL
-             (SELECT 2 AS part,
-                     row_number() OVER (
-                         ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC) AS pos,
-                     {FACT_COLUMNS}, rank
-              FROM (SELECT {FACT_COLUMNS}, seq, ts_rank(tsv, t) AS rank
-                    FROM (SELECT * FROM agentwall_facts
-                          WHERE session_id = q.session_id AND kind = 'fact'
-                          OFFSET 0) AS session_facts,
-                         {READ_QUERY} AS t
-                    WHERE coalesce(s.fact_count, 0) <= {SEARCH_FROM_FACTS}
-                      AND tsv @@ t
-                    UNION ALL
-                    SELECT {FACT_COLUMNS}, seq, ts_rank(tsv, t) AS rank
-                    FROM agentwall_facts, {READ_QUERY} AS t
-                    WHERE coalesce(s.fact_count, 0) > {SEARCH_FROM_FACTS}
-                      AND session_id = q.session_id AND kind = 'fact'
-                      AND tsv @@ {READ_QUERY}
-                    ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC
-                    LIMIT q.pool) AS best)
+             ({facts})
              UNION ALL
-             (SELECT 3 AS part,
-                     row_number() OVER (
-                         ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC) AS pos,
-                     {FACT_COLUMNS}, rank
-              FROM (SELECT {FACT_COLUMNS}, seq, ts_rank(tsv, t) AS rank
-                    FROM agentwall_facts, {READ_QUERY} AS t
-                    WHERE q.episode_pool > 0
-                      AND session_id = q.session_id AND kind = 'episode'
-                      AND tsv @@ {READ_QUERY}
-                    ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC
-                    LIMIT q.episode_pool) AS best_episodes)
+             ({episodes})
          ) AS facts ON true
          ORDER BY q.ord, facts.part, facts.pos"
     )
 });
+
+/// One part of [`RECALL_SQL`]: the items `matched` selects (with `seq` and `tsv`) scored by Okapi
+/// BM25 against the read's words, best first, at most `pool` of them, numbered `pos`.
+///
+/// The same formula and constants as the embedded store's index ([`crate::memory::lexical`]), so
+/// both backends rank alike: term frequencies are the lexeme's positions in `tsv`, a document's
+/// length is the number of its positions (stopwords, which `tsv` leaves out, do not count), the
+/// document frequency of a lexeme is the number of matches holding it (every item holding a query
+/// word is a match), and the document count is the session's own (`documents`, kept by triggers,
+/// migrations 3 and 8; a term in half the matches or more is floored as there, and the `greatest`
+/// inside `ln` keeps a count behind its matches from failing the statement). Two query words with one lexeme each add their score, as in the embedded
+/// index. One difference: the average length is that of the matches, not of the whole session,
+/// which would mean reading every item of the session or keeping a total through every change of
+/// text; matches are most of what a query with several words reads in any case.
+fn bm25_ranked(part: u8, matched: &str, documents: &str, pool: &str) -> String {
+    use crate::memory::lexical::{B, K1, MIN_IDF};
+    format!(
+        "WITH matched AS MATERIALIZED ({matched}),
+              words AS (
+                  SELECT w.lexeme
+                  FROM unnest(string_to_array(q.tsquery, ' | ')) AS word,
+                       unnest(tsvector_to_array(to_tsvector('english'::regconfig, word)))
+                           AS w(lexeme)),
+              lexemes AS (
+                  SELECT m.id, l.lexeme, cardinality(l.positions)::float8 AS tf,
+                         sum(cardinality(l.positions)) OVER (PARTITION BY m.id)::float8 AS len
+                  FROM matched AS m, unnest(m.tsv) AS l),
+              hits AS (
+                  SELECT x.id, x.lexeme, x.tf, x.len,
+                         count(*) OVER (PARTITION BY x.lexeme)::float8 AS df
+                  FROM lexemes AS x
+                  WHERE x.lexeme IN (SELECT lexeme FROM words)),
+              average AS (
+                  SELECT greatest(avg(len), 1) AS len
+                  FROM (SELECT DISTINCT ON (id) len FROM lexemes) AS lengths),
+              scored AS (
+                  SELECT h.id,
+                         sum(greatest(ln(greatest((coalesce({documents}, 0) - h.df + 0.5)
+                                                  / (h.df + 0.5), 1)), {MIN_IDF:e})
+                             * h.tf * ({K1:?} + 1)
+                             / (h.tf + {K1:?} * (1 - {B:?} + {B:?} * h.len / a.len))) AS rank
+                  FROM hits AS h JOIN words AS w ON w.lexeme = h.lexeme, average AS a
+                  GROUP BY h.id)
+         SELECT {part} AS part,
+                row_number() OVER (
+                    ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC) AS pos,
+                {FACT_COLUMNS}, rank
+         FROM (SELECT m.*, coalesce(sc.rank, 0) AS rank
+               FROM matched AS m LEFT JOIN scored AS sc ON sc.id = m.id
+               ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC
+               LIMIT {pool}) AS best"
+    )
+}
 
 /// One recall's read of Postgres.
 pub(super) struct RecallRead {
@@ -911,8 +974,8 @@ pub(super) async fn recall(
         match row.try_get::<_, Option<i32>>("part").map_err(corrupt)? {
             Some(1) => read.standing.push(fact_from_row(row)?),
             Some(part) => {
-                let rank: f32 = row.try_get("rank").map_err(corrupt)?;
-                let ranked = (fact_from_row(row)?, f64::from(rank));
+                let rank: f64 = row.try_get("rank").map_err(corrupt)?;
+                let ranked = (fact_from_row(row)?, rank);
                 match part {
                     3 => read.episodes.push(ranked),
                     _ => read.candidates.push(ranked),
