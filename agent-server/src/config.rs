@@ -85,7 +85,8 @@ pub struct Config {
 
     /// How many memory items (over all sessions) the recall cache keeps in the process; least
     /// recently used sessions are evicted beyond it and read again when next used. Embedded
-    /// store: facts and working items, about 0.8 KB each. Redis + Postgres: the working items of
+    /// store: facts and working items, about 0.8 KB each, and the episodes of sessions whose
+    /// turns read them (an upstream model's). Redis + Postgres: the working items of
     /// sessions that did not change since this server last read or wrote them; 0 turns it off.
     #[arg(long, env = "AGENT_MEMORY_CACHE_ITEMS", default_value_t = EmbeddedOptions::default().cache_items)]
     pub memory_cache_items: usize,

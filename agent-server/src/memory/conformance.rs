@@ -75,6 +75,7 @@ macro_rules! memory_conformance_tests {
             a_recall_writes_nothing,
             episodes_are_recalled_apart_from_facts_and_never_superseded,
             a_reset_removes_episodes_and_standing_reads_skip_them,
+            episodes_are_found_after_recalls_that_skipped_them,
         );
     };
     (@tests $make:expr; $($check:ident),+ $(,)?) => {
@@ -1343,6 +1344,26 @@ pub async fn episodes_are_recalled_apart_from_facts_and_never_superseded(store: 
     // may be similar enough to the query to be recalled too, which is not what this checks.)
     let tellings = ctx.episodes.iter().filter(|r| r.fact.text == said).count();
     assert_eq!(tellings, 2, "episodes are kept as they were said");
+}
+
+/// A recall that asks for no episodes (a model that never reads them) does not stop a later one
+/// from finding every episode: those written before it, and those written after it. A store that
+/// caches what recall read must not answer the second recall from what the first one cached.
+pub async fn episodes_are_found_after_recalls_that_skipped_them(store: &dyn MemoryStore) {
+    let s = session();
+    let lighthouse = |at| episode(TurnRole::User, None, "We painted the lighthouse blue.", at);
+    commit_facts(store, &s, vec![lighthouse(t0())]).await;
+    let without = recall_episodes(store, &s, t0() + minutes(1), "lighthouse", 0).await;
+    assert!(without.episodes.is_empty() && without.facts.is_empty());
+    commit_facts(store, &s, vec![lighthouse(t0() + minutes(2))]).await;
+    let with = recall_episodes(store, &s, t0() + minutes(3), "lighthouse", 5).await;
+    assert_eq!(with.episodes.len(), 2, "{:?}", with.episodes);
+    // And once they are recalled, the next episodes join them.
+    commit_facts(store, &s, vec![lighthouse(t0() + minutes(4))]).await;
+    let again = recall_episodes(store, &s, t0() + minutes(5), "lighthouse", 5).await;
+    assert_eq!(again.episodes.len(), 3, "{:?}", again.episodes);
+    let newest = again.episodes.iter().map(|r| r.fact.observed_at).max();
+    assert_eq!(newest, Some(t0() + minutes(4)));
 }
 
 /// Reset removes a session's episodes with everything else, and episodes are never standing

@@ -54,6 +54,12 @@ pub(super) struct SessionMemory {
     /// list's BM25 statistics are its own and a turn's recalled facts keep their ranking.
     episodes: FxHashMap<i64, Fact>,
     episode_index: LexicalIndex,
+    /// Whether `episodes` mirrors the session's episodes. A session is loaded without them
+    /// unless the recall that loads it asks for episodes, and then takes none of its new ones:
+    /// a session grows by two episodes a turn, and a model that never reads them (the builtin
+    /// one) would otherwise pay for indexing, holding and reloading them on every turn. A recall
+    /// that wants episodes loads such a session again, whole ([`SessionMemory::mirrors_episodes`]).
+    episodes_mirrored: bool,
     /// Embeddings of facts and episodes, by row id; an item without one is found lexically only.
     vectors: FxHashMap<i64, Arc<[f32]>>,
     /// Rules and reminders by `(observed_at in µs, row id)`, the order recall returns them in.
@@ -105,11 +111,26 @@ pub(super) struct SessionChange {
 }
 
 impl SessionMemory {
+    /// An empty session at `epoch`: it mirrors its (no) episodes.
     pub(super) fn new(epoch: u64) -> Self {
         Self {
             epoch,
+            episodes_mirrored: true,
             ..Self::default()
         }
+    }
+
+    /// An empty session at `epoch` that will not mirror its episodes (see `episodes_mirrored`).
+    pub(super) fn without_episodes(epoch: u64) -> Self {
+        Self {
+            episodes_mirrored: false,
+            ..Self::new(epoch)
+        }
+    }
+
+    /// Whether recall may take this session's episodes from here.
+    pub(super) fn mirrors_episodes(&self) -> bool {
+        self.episodes_mirrored
     }
 
     pub(super) fn push_item(&mut self, seq: i64, item: WorkingItem) {
@@ -134,6 +155,7 @@ impl SessionMemory {
         } = row;
         let (index, items, location) = match fact.kind {
             FactKind::Fact => (&mut self.index, &mut self.facts, Location::Fact(pk)),
+            FactKind::Episode if !self.episodes_mirrored => return,
             FactKind::Episode => (
                 &mut self.episode_index,
                 &mut self.episodes,
@@ -246,7 +268,13 @@ impl SessionMemory {
 
     /// What recall returns for this session: live working memory, the best `limit` facts for
     /// `terms` (the query's content words), all standing items, the epoch.
+    ///
+    /// A query for episodes needs a session that mirrors them ([`Self::mirrors_episodes`]).
     pub(super) fn context(&self, config: &MemoryConfig, query: &RecallQuery) -> MemoryContext {
+        debug_assert!(
+            query.episode_limit == 0 || self.episodes_mirrored,
+            "episodes recalled from a session loaded without them"
+        );
         let (now, terms) = (query.now, &query.terms[..]);
         // The newest `working_capacity` items that are live. Items are sorted by time, so the
         // expired ones are a prefix, found by the keys' times (whole µs, as stored: comparing
@@ -510,6 +538,15 @@ impl SessionCache {
     /// The cached session, marked as recently used.
     pub(super) fn get(&self, session: &str) -> Option<SharedSession> {
         self.sessions().lru.get(session).cloned()
+    }
+
+    /// Whether `session` is cached with its episodes, without marking it used: a turn's writer
+    /// then analyses the turn's episodes for the session's index, otherwise nobody needs them.
+    pub(super) fn mirrors_episodes(&self, session: &str) -> bool {
+        self.sessions()
+            .lru
+            .peek(session)
+            .is_some_and(|memory| lock(memory).mirrors_episodes())
     }
 
     /// Registers a load of `session`; call before the load's read transaction begins.

@@ -213,9 +213,16 @@ impl EmbeddedStore {
     }
 
     /// The session from the cache, loading it on a reader connection if needed (see [`cache`]
-    /// for why a concurrent write cannot leave a stale copy cached).
-    async fn session(&self, session: &SessionId) -> Result<SharedSession, MemoryError> {
-        if let Some(cached) = self.cache.get(session.as_str()) {
+    /// for why a concurrent write cannot leave a stale copy cached); with its episodes if
+    /// `episodes`, loading it again if the cached copy has none.
+    async fn session(
+        &self,
+        session: &SessionId,
+        episodes: bool,
+    ) -> Result<SharedSession, MemoryError> {
+        if let Some(cached) = self.cache.get(session.as_str())
+            && (!episodes || cache::lock(&cached).mirrors_episodes())
+        {
             return Ok(cached);
         }
         let ticket = self.cache.begin_load(session.as_str());
@@ -224,7 +231,7 @@ impl EmbeddedStore {
             .read(move |conn| {
                 // One read transaction: a consistent snapshot that began after `begin_load`.
                 let tx = conn.transaction().map_err(sqlite_error)?;
-                ops::load_session(&tx, &config, &name)
+                ops::load_session(&tx, &config, &name, episodes)
             })
             .await
             .map(|memory| Arc::new(Mutex::new(memory)));
@@ -289,7 +296,7 @@ impl MemoryStore for EmbeddedStore {
         session: &SessionId,
         query: RecallQuery,
     ) -> Result<MemoryContext, MemoryError> {
-        let memory = self.session(session).await?;
+        let memory = self.session(session, query.episode_limit > 0).await?;
         let context = cache::lock(&memory).context(&self.config, &query);
         Ok(context)
     }
@@ -300,7 +307,8 @@ impl MemoryStore for EmbeddedStore {
         turn: TurnWrite,
     ) -> Result<Vec<StoredFact>, MemoryError> {
         let (config, session) = (self.config, session.as_str().to_owned());
-        let analyzed = ops::analyze(&turn.facts);
+        let episodes = self.cache.mirrors_episodes(session.as_str());
+        let analyzed = ops::analyze(&turn.facts, episodes);
         self.writer
             .write(move |conn, cursors| {
                 ops::commit_turn(conn, cursors, &config, &session, &turn, &analyzed)
@@ -314,7 +322,8 @@ impl MemoryStore for EmbeddedStore {
         facts: Vec<NewFact>,
     ) -> Result<Vec<StoredFact>, MemoryError> {
         let session = session.as_str().to_owned();
-        let analyzed = ops::analyze(&facts);
+        let episodes = self.cache.mirrors_episodes(session.as_str());
+        let analyzed = ops::analyze(&facts, episodes);
         self.writer
             .write(move |conn, cursors| ops::inject(conn, cursors, &session, &facts, &analyzed))
             .await

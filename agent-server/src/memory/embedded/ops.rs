@@ -28,24 +28,32 @@ const FACT_COLUMNS: &str =
     "f.id, f.kind, f.key, f.text, f.data, f.observed_at, f.importance, f.source, f.source_turn_ids";
 
 /// Everything of `session` the cache mirrors: epoch, the newest `working_capacity` working items
-/// (live or not: liveness depends on the clock of each recall) and every fact.
+/// (live or not: liveness depends on the clock of each recall) and every fact, episodes only if
+/// `episodes` (see `SessionMemory::mirrors_episodes`).
 pub(super) fn load_session(
     conn: &Connection,
     config: &MemoryConfig,
     session: &str,
+    episodes: bool,
 ) -> Result<SessionMemory, MemoryError> {
-    let mut memory = SessionMemory::new(read_epoch(conn, session)?.unwrap_or(0));
+    let epoch = read_epoch(conn, session)?.unwrap_or(0);
+    let mut memory = if episodes {
+        SessionMemory::new(epoch)
+    } else {
+        SessionMemory::without_episodes(epoch)
+    };
     for (seq, item) in newest_working(conn, config, session)? {
         memory.push_item(seq, item);
     }
 
     let mut stmt = conn
         .prepare_cached(&format!(
-            "SELECT {FACT_COLUMNS}, f.pk, f.embedding FROM facts AS f WHERE f.session_id = ?1"
+            "SELECT {FACT_COLUMNS}, f.pk, f.embedding FROM facts AS f
+             WHERE f.session_id = ?1 AND (?2 OR f.kind <> 'episode')"
         ))
         .map_err(sqlite_error)?;
     let rows = stmt
-        .query_map([session], |row| {
+        .query_map(params![session, episodes], |row| {
             Ok((
                 RawFact::from_row(row)?,
                 row.get::<_, i64>(9)?,
@@ -305,14 +313,20 @@ pub(super) fn set_embeddings(
 }
 
 /// What the cache's lexical indexes need of each of `facts` (`None` for rules and reminders,
-/// which they do not index): worked out by the request, before its write is queued, so that the writer
-/// thread, which applies every write in turn, does not tokenize and stem their text.
-pub(super) fn analyze(facts: &[NewFact]) -> Vec<Option<Arc<Analyzed>>> {
+/// which they do not index, and for episodes unless the session's cached copy mirrors them,
+/// `episodes`): worked out by the request, before its write is queued, so that the writer
+/// thread, which applies every write in turn, does not tokenize and stem their text. An episode
+/// left out for a session that starts mirroring them meanwhile is analysed by the writer.
+pub(super) fn analyze(facts: &[NewFact], episodes: bool) -> Vec<Option<Arc<Analyzed>>> {
     facts
         .iter()
         .map(|fact| {
-            matches!(fact.kind, FactKind::Fact | FactKind::Episode)
-                .then(|| Arc::new(Analyzed::of(&fact.text)))
+            let indexed = match fact.kind {
+                FactKind::Fact => true,
+                FactKind::Episode => episodes,
+                FactKind::Rule | FactKind::Reminder => false,
+            };
+            indexed.then(|| Arc::new(Analyzed::of(&fact.text)))
         })
         .collect()
 }
