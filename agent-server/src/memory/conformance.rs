@@ -32,7 +32,7 @@ pub fn config() -> MemoryConfig {
 ///
 /// `with_vectors: $make` runs every check again with semantic recall on, through
 /// [`WithVectors`]: each fact and episode written gets an embedding and each recall a query
-/// embedding, so ranking fuses words and vectors. The two checks that set their own vectors
+/// embedding, so ranking fuses words and vectors. The three checks that set their own vectors
 /// (and the one that needs items left unembedded), and the one of lexical scores alone, run only
 /// in the plain form.
 #[macro_export]
@@ -47,6 +47,7 @@ macro_rules! memory_conformance_tests {
             semantic_recall_finds_by_meaning_and_fuses_with_words,
             unembedded_items_wait_for_the_backfill_and_take_its_vectors,
             lexical_scores_are_bm25_over_the_session,
+            a_lexical_candidate_is_ranked_by_its_similarity_too,
         );
     };
     (@common $make:expr) => {
@@ -1492,6 +1493,50 @@ async fn recall_by_meaning(
         )
         .await
         .expect("recall")
+}
+
+/// An item found by its words is ranked by its similarity too, however many items are more
+/// similar: here 40 items (more than any candidate pool) are closer to the query's vector than
+/// the one that holds the query's word, which must still come back with its similarity, and
+/// first, since it is found by both. A store that only knew the similarity of the most similar
+/// items would rank it by its words alone, below items found by meaning only.
+pub async fn a_lexical_candidate_is_ranked_by_its_similarity_too(store: &dyn MemoryStore) {
+    let s = session();
+    let mut items: Vec<NewFact> = (0..40)
+        .map(|i| {
+            embedded(
+                episode(
+                    TurnRole::User,
+                    None,
+                    &format!("Chatting about the weather, part {i}."),
+                    t0(),
+                ),
+                unit(0, 1, 0.1),
+            )
+        })
+        .collect();
+    items.push(embedded(
+        episode(
+            TurnRole::User,
+            None,
+            "We painted the lighthouse blue.",
+            t0(),
+        ),
+        unit(0, 1, 0.9),
+    ));
+    commit_facts(store, &s, items).await;
+    let ctx = recall_by_meaning(store, &s, "lighthouse", unit(0, 1, 0.0)).await;
+    let first = &ctx.episodes[0];
+    assert_eq!(first.fact.text, "We painted the lighthouse blue.");
+    let expected = f64::from(unit(0, 1, 0.9)[0]);
+    let similarity = first
+        .why
+        .vector
+        .expect("the lexical candidate's similarity");
+    assert!(
+        (similarity - expected).abs() < 1e-6,
+        "{similarity} against {expected}"
+    );
 }
 
 /// With a query embedding, an item is found by meaning even when it shares no word with the

@@ -567,7 +567,8 @@ pub(super) async fn set_embeddings(
 }
 
 /// The statement of [`similar`]: a session's facts (part 2) and episodes (part 3) with an
-/// embedding, each list cut to its `$3` most similar to the query's embedding `$2`. Similarity
+/// embedding, each list cut to its `$3` most similar to the query's embedding `$2`, and beyond
+/// the cut the items `$6` names (the lexical candidates: fusion ranks them by both). Similarity
 /// is the dot product of unit vectors, computed in Postgres over every embedded item of the
 /// session (stock Postgres has no vector index): a cost that grows with the session. In double
 /// precision: Postgres raises an error when a product of two `real`s underflows to zero.
@@ -581,16 +582,19 @@ const SIMILAR_SQL: &str = "SELECT part, FACT_COLUMNS_PLACEHOLDER, similarity FRO
         WHERE session_id = $1 AND kind IN ('fact', 'episode') AND embedding IS NOT NULL
           AND cardinality(embedding) = cardinality($2::real[])
     ) AS ranked
-    WHERE pos <= $3 AND (part = 2 AND $4 OR part = 3 AND $5)";
+    WHERE (pos <= $3 OR id = ANY($6::uuid[])) AND (part = 2 AND $4 OR part = 3 AND $5)";
 
 /// The items of `session` most similar to `vector`: `(facts, episodes)`, best first, at most
-/// `pool` of each (none of a list not `wanted`).
+/// `pool` of each (none of a list not `wanted`), and the similarity of each item of `also` that
+/// has an embedding, however far down (a lexical candidate is ranked by both scores, as the
+/// embedded store ranks it: `ranking::candidates`).
 pub(super) async fn similar(
     client: &deadpool_postgres::Object,
     session: &SessionId,
     vector: &[f32],
     pool: usize,
     wanted: (bool, bool),
+    also: &[Uuid],
 ) -> Result<(Vec<(Fact, f64)>, Vec<(Fact, f64)>), MemoryError> {
     let sql = SIMILAR_SQL.replace("FACT_COLUMNS_PLACEHOLDER", FACT_COLUMNS);
     let stmt = client.prepare_cached(&sql).await.map_err(pg_error)?;
@@ -598,7 +602,14 @@ pub(super) async fn similar(
     let rows = client
         .query(
             &stmt,
-            &[&session.as_str(), &vector, &pool, &wanted.0, &wanted.1],
+            &[
+                &session.as_str(),
+                &vector,
+                &pool,
+                &wanted.0,
+                &wanted.1,
+                &also,
+            ],
         )
         .await
         .map_err(pg_error)?;
@@ -876,12 +887,15 @@ pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
 ///
 /// The same formula and constants as the embedded store's index ([`crate::memory::lexical`]), so
 /// both backends rank alike: term frequencies are the lexeme's positions in `tsv`, a document's
-/// length is the number of its positions (stopwords, which `tsv` leaves out, do not count), the
+/// length is its last position (the number of its words: stopwords are left out of `tsv` but
+/// take their positions, so a text's length counts them as the embedded index does, up to its
+/// last word that is not one; positions are sorted, the last of a lexeme's is its largest), the
 /// document frequency of a lexeme is the number of matches holding it (every item holding a query
 /// word is a match), and the document count is the session's own (`documents`, kept by triggers,
-/// migrations 3 and 8; a term in half the matches or more is floored as there, and the `greatest`
-/// inside `ln` keeps a count behind its matches from failing the statement). Two query words with one lexeme each add their score, as in the embedded
-/// index. One difference: the average length is that of the matches, not of the whole session,
+/// migrations 3 and 8; a term in half the session's items or more is floored as there, and the
+/// `greatest` inside `ln` keeps a count behind its matches from failing the statement). Two query
+/// words with one lexeme each add their score, as in the embedded index. One difference: the
+/// average length is that of the matches, not of the whole session,
 /// which would mean reading every item of the session or keeping a total through every change of
 /// text; matches are most of what a query with several words reads in any case.
 fn bm25_ranked(part: u8, matched: &str, documents: &str, pool: &str) -> String {
@@ -895,7 +909,8 @@ fn bm25_ranked(part: u8, matched: &str, documents: &str, pool: &str) -> String {
                            AS w(lexeme)),
               lexemes AS (
                   SELECT m.id, l.lexeme, cardinality(l.positions)::float8 AS tf,
-                         sum(cardinality(l.positions)) OVER (PARTITION BY m.id)::float8 AS len
+                         max(l.positions[cardinality(l.positions)])
+                             OVER (PARTITION BY m.id)::float8 AS len
                   FROM matched AS m, unnest(m.tsv) AS l),
               hits AS (
                   SELECT x.id, x.lexeme, x.tf, x.len,

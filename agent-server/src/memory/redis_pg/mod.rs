@@ -865,9 +865,14 @@ impl MemoryStore for RedisPostgresStore {
         if let Some(vector) = &query.vector {
             let wanted = (query.limit > 0, query.episode_limit > 0);
             let pool = ranking::candidate_pool(query.limit.max(query.episode_limit));
+            let lexical: Vec<Uuid> = candidates
+                .iter()
+                .chain(&episodes)
+                .map(|(fact, _)| fact.id)
+                .collect();
             let (similar_facts, similar_episodes) = inner
                 .on_pg(deadline, async |client| {
-                    longterm::similar(client, session, vector, pool, wanted).await
+                    longterm::similar(client, session, vector, pool, wanted, &lexical).await
                 })
                 .await?;
             let fuse = |lexical: Vec<(Fact, f64)>, similar: Vec<(Fact, f64)>, limit| {
