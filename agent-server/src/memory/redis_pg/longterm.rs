@@ -894,39 +894,41 @@ pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
 /// word is a match), and the document count is the session's own (`documents`, kept by triggers,
 /// migrations 3 and 8; a term in half the session's items or more is floored as there, and the
 /// `greatest` inside `ln` keeps a count behind its matches from failing the statement). Two query
-/// words with one lexeme each add their score, as in the embedded index. One difference: the
+/// words with one lexeme each add their score, as in the embedded index (the query's words are
+/// parsed once, as one text: a lexeme's positions in it count its words). One difference: the
 /// average length is that of the matches, not of the whole session,
 /// which would mean reading every item of the session or keeping a total through every change of
 /// text; matches are most of what a query with several words reads in any case.
 fn bm25_ranked(part: u8, matched: &str, documents: &str, pool: &str) -> String {
     use crate::memory::lexical::{B, K1, MIN_IDF};
     format!(
-        "WITH matched AS MATERIALIZED ({matched}),
+        "WITH matched AS MATERIALIZED (
+                  SELECT found.*,
+                         (SELECT max(l.positions[cardinality(l.positions)]) FROM unnest(found.tsv) AS l)
+                             ::float8 AS len
+                  FROM ({matched}) AS found),
               words AS (
-                  SELECT w.lexeme
-                  FROM unnest(string_to_array(q.tsquery, ' | ')) AS word,
-                       unnest(tsvector_to_array(to_tsvector('english'::regconfig, word)))
-                           AS w(lexeme)),
-              lexemes AS (
-                  SELECT m.id, l.lexeme, cardinality(l.positions)::float8 AS tf,
-                         max(l.positions[cardinality(l.positions)])
-                             OVER (PARTITION BY m.id)::float8 AS len
-                  FROM matched AS m, unnest(m.tsv) AS l),
+                  SELECT w.lexeme, cardinality(w.positions)::float8 AS times
+                  FROM unnest(to_tsvector('english'::regconfig, q.tsquery)) AS w),
               hits AS (
-                  SELECT x.id, x.lexeme, x.tf, x.len,
-                         count(*) OVER (PARTITION BY x.lexeme)::float8 AS df
-                  FROM lexemes AS x
-                  WHERE x.lexeme IN (SELECT lexeme FROM words)),
+                  SELECT m.id, l.lexeme, cardinality(l.positions)::float8 AS tf, m.len
+                  FROM matched AS m, unnest(m.tsv) AS l
+                  WHERE l.lexeme IN (SELECT lexeme FROM words)),
+              frequencies AS (
+                  SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
               average AS (
-                  SELECT greatest(avg(len), 1) AS len
-                  FROM (SELECT DISTINCT ON (id) len FROM lexemes) AS lengths),
+                  SELECT greatest(avg(len), 1) AS len FROM matched),
               scored AS (
                   SELECT h.id,
-                         sum(greatest(ln(greatest((coalesce({documents}, 0) - h.df + 0.5)
-                                                  / (h.df + 0.5), 1)), {MIN_IDF:e})
+                         sum(greatest(ln(greatest((coalesce({documents}, 0) - f.df + 0.5)
+                                                  / (f.df + 0.5), 1)), {MIN_IDF:e})
                              * h.tf * ({K1:?} + 1)
-                             / (h.tf + {K1:?} * (1 - {B:?} + {B:?} * h.len / a.len))) AS rank
-                  FROM hits AS h JOIN words AS w ON w.lexeme = h.lexeme, average AS a
+                             / (h.tf + {K1:?} * (1 - {B:?} + {B:?} * h.len / a.len))
+                             * w.times) AS rank
+                  FROM hits AS h
+                       JOIN frequencies AS f ON f.lexeme = h.lexeme
+                       JOIN words AS w ON w.lexeme = h.lexeme,
+                       average AS a
                   GROUP BY h.id)
          SELECT {part} AS part,
                 row_number() OVER (
