@@ -77,6 +77,7 @@ macro_rules! memory_conformance_tests {
             episodes_are_recalled_apart_from_facts_and_never_superseded,
             a_reset_removes_episodes_and_standing_reads_skip_them,
             episodes_are_found_after_recalls_that_skipped_them,
+            a_turns_episodes_outlive_its_working_items,
         );
     };
     (@tests $make:expr; $($check:ident),+ $(,)?) => {
@@ -1365,6 +1366,108 @@ pub async fn episodes_are_found_after_recalls_that_skipped_them(store: &dyn Memo
     assert_eq!(again.episodes.len(), 3, "{:?}", again.episodes);
     let newest = again.episodes.iter().map(|r| r.fact.observed_at).max();
     assert_eq!(newest, Some(t0() + minutes(4)));
+}
+
+/// A turn written as the agent writes it, its items also its episodes (same role, text and
+/// time): working memory keeps the newest items, each once, while every episode stays, past the
+/// working capacity; an injected episode is recalled but never joins working memory; the memory
+/// view and a reset count both. (The embedded store keeps such an item and its episode as one
+/// row, and must not trim it.)
+pub async fn a_turns_episodes_outlive_its_working_items(store: &dyn MemoryStore) {
+    let s = session();
+    let capacity = store.config().working_capacity;
+    let turns = capacity + 3;
+    let at = |i: usize| t0() + minutes(i as i64);
+    for i in 0..turns {
+        let items = vec![
+            user(&format!("kayak trip {i}"), at(i)),
+            WorkingItem::new(TurnRole::Assistant, format!("noted kayak {i}"), at(i)),
+        ];
+        let facts = vec![
+            episode(TurnRole::User, Some("Ana"), &items[0].text, at(i)),
+            episode(TurnRole::Assistant, None, &items[1].text, at(i)),
+        ];
+        store
+            .commit_turn(
+                &s,
+                TurnWrite {
+                    items,
+                    facts,
+                    ..TurnWrite::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    store
+        .inject(
+            &s,
+            vec![NewFact::episode(
+                EpisodeData {
+                    role: TurnRole::User,
+                    speaker: Some("Ana".to_owned()),
+                },
+                "an injected kayak story",
+                at(1),
+                FactSource::Injected,
+                Vec::new(),
+            )],
+        )
+        .await
+        .unwrap();
+
+    let now = at(turns);
+    let ctx = recall_episodes(store, &s, now, "kayak", 2 * turns + 1).await;
+    let working: Vec<&str> = ctx.working.iter().map(|w| w.text.as_str()).collect();
+    let newest: Vec<String> = (turns - capacity / 2..turns)
+        .flat_map(|i| [format!("kayak trip {i}"), format!("noted kayak {i}")])
+        .collect();
+    assert_eq!(working, newest, "the newest {capacity} items, each once");
+    assert_eq!(ctx.episodes.len(), 2 * turns + 1, "every episode stays");
+    let first = ctx
+        .episodes
+        .iter()
+        .find(|r| r.fact.text == "kayak trip 0")
+        .expect("the oldest turn's episode");
+    assert_eq!(
+        EpisodeData::of(&first.fact),
+        Some(EpisodeData {
+            role: TurnRole::User,
+            speaker: Some("Ana".to_owned())
+        })
+    );
+    assert_eq!(first.fact.observed_at, at(0));
+    assert_eq!(
+        first.fact.source_turn_ids,
+        [format!("turn-{}", at(0).timestamp())]
+    );
+    let injected = ctx
+        .episodes
+        .iter()
+        .find(|r| r.fact.source == FactSource::Injected)
+        .expect("the injected episode");
+    assert_eq!(injected.fact.text, "an injected kayak story");
+
+    let snapshot = store.snapshot(&s, now).await.unwrap();
+    assert_eq!(snapshot.working.len(), capacity);
+    assert_eq!(
+        snapshot.facts.len(),
+        2 * turns + 1,
+        "the memory view shows episodes"
+    );
+    assert!(
+        snapshot
+            .facts
+            .windows(2)
+            .all(|w| w[0].observed_at >= w[1].observed_at),
+        "newest first"
+    );
+
+    let counts = store.reset(&s).await.unwrap();
+    assert_eq!(counts.working_items, capacity as u64);
+    assert_eq!(counts.facts, 2 * turns as u64 + 1);
+    let ctx = recall_episodes(store, &s, now, "kayak", 10).await;
+    assert!(ctx.working.is_empty() && ctx.episodes.is_empty());
 }
 
 /// Reset removes a session's episodes with everything else, and episodes are never standing

@@ -283,6 +283,10 @@ impl EpisodeData {
     }
 }
 
+/// The importance of every episode: what ranks an episode is its words and its age, not an
+/// importance guess (so a store may keep it implicit).
+pub const EPISODE_IMPORTANCE: f32 = 0.5;
+
 impl NewFact {
     /// One turn as it was said, as an episode: never keyed, so never superseded.
     pub fn episode(
@@ -298,8 +302,7 @@ impl NewFact {
             text: text.into(),
             data: serde_json::to_value(data).ok(),
             observed_at: at,
-            // What ranks an episode is its words and its age, not an importance guess.
-            importance: 0.5,
+            importance: EPISODE_IMPORTANCE,
             source,
             source_turn_ids,
             embedding: None,

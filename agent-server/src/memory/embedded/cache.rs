@@ -50,8 +50,9 @@ pub(super) struct SessionMemory {
     /// index: row ids are the store's own (no flooding risk), and recall looks up every match.
     facts: FxHashMap<i64, Fact>,
     index: LexicalIndex,
-    /// Episodes, by row id; `episode_index` holds their text. Apart from the facts, so that each
-    /// list's BM25 statistics are its own and a turn's recalled facts keep their ranking.
+    /// Episodes, by their row's `seq` in `working_items` (a numbering apart from the facts' row
+    /// ids); `episode_index` holds their text. Apart from the facts, so that each list's BM25
+    /// statistics are its own and a turn's recalled facts keep their ranking.
     episodes: FxHashMap<i64, Fact>,
     episode_index: LexicalIndex,
     /// Whether `episodes` mirrors the session's episodes. A session is loaded without them
@@ -60,8 +61,10 @@ pub(super) struct SessionMemory {
     /// one) would otherwise pay for indexing, holding and reloading them on every turn. A recall
     /// that wants episodes loads such a session again, whole ([`SessionMemory::mirrors_episodes`]).
     episodes_mirrored: bool,
-    /// Embeddings of facts and episodes, by row id; an item without one is found lexically only.
+    /// Embeddings of facts by row id, and of episodes by `seq`; an item without one is found
+    /// lexically only.
     vectors: FxHashMap<i64, Arc<[f32]>>,
+    episode_vectors: FxHashMap<i64, Arc<[f32]>>,
     /// Rules and reminders by `(observed_at in µs, row id)`, the order recall returns them in.
     standing: BTreeMap<(i64, i64), Fact>,
     /// Where each fact of any kind is, for deletes by id.
@@ -75,8 +78,9 @@ enum Location {
     Standing((i64, i64)),
 }
 
-/// A stored row as the cache needs it: the fact with its row id, timestamps already at the
-/// database's microsecond precision (so a cached fact equals the same fact loaded from disk).
+/// A stored row as the cache needs it: the fact with its row id (an episode's: the `seq` of its
+/// `working_items` row), timestamps already at the database's microsecond precision (so a
+/// cached fact equals the same fact loaded from disk).
 #[derive(Debug, Clone)]
 pub(super) struct StoredRow {
     pub pk: i64,
@@ -108,6 +112,19 @@ pub(super) struct SessionChange {
     pub items: Vec<(i64, WorkingItem)>,
     /// Embeddings stored for items the session holds, by id.
     pub embedded: Vec<(Uuid, Arc<[f32]>)>,
+}
+
+impl SessionChange {
+    /// The highest `seq` of the `working_items` rows this change wrote: its working items', and
+    /// its episodes' (whose row id is their `seq`, see `ops::write_rows`).
+    pub(super) fn last_seq(&self) -> Option<i64> {
+        let items = self.items.iter().map(|(seq, _)| *seq);
+        let episodes = self
+            .added
+            .iter()
+            .filter(|row| row.fact.kind == FactKind::Episode);
+        items.chain(episodes.map(|row| row.pk)).max()
+    }
 }
 
 impl SessionMemory {
@@ -153,12 +170,18 @@ impl SessionMemory {
             analyzed,
             embedding,
         } = row;
-        let (index, items, location) = match fact.kind {
-            FactKind::Fact => (&mut self.index, &mut self.facts, Location::Fact(pk)),
+        let (index, items, vectors, location) = match fact.kind {
+            FactKind::Fact => (
+                &mut self.index,
+                &mut self.facts,
+                &mut self.vectors,
+                Location::Fact(pk),
+            ),
             FactKind::Episode if !self.episodes_mirrored => return,
             FactKind::Episode => (
                 &mut self.episode_index,
                 &mut self.episodes,
+                &mut self.episode_vectors,
                 Location::Episode(pk),
             ),
             FactKind::Rule | FactKind::Reminder => {
@@ -173,7 +196,7 @@ impl SessionMemory {
             None => index.insert(pk, &fact.text),
         }
         if let Some(vector) = embedding {
-            self.vectors.insert(pk, vector);
+            vectors.insert(pk, vector);
         }
         self.locations.insert(fact.id, location);
         items.insert(pk, fact);
@@ -189,7 +212,7 @@ impl SessionMemory {
             Some(Location::Episode(pk)) => {
                 self.episode_index.remove(pk);
                 self.episodes.remove(&pk);
-                self.vectors.remove(&pk);
+                self.episode_vectors.remove(&pk);
             }
             Some(Location::Standing(key)) => {
                 self.standing.remove(&key);
@@ -248,9 +271,11 @@ impl SessionMemory {
             self.add_fact(row);
         }
         for (id, vector) in change.embedded {
-            if let Some(Location::Fact(pk) | Location::Episode(pk)) = self.locations.get(&id) {
-                self.vectors.insert(*pk, vector);
-            }
+            match self.locations.get(&id) {
+                Some(Location::Fact(pk)) => self.vectors.insert(*pk, vector),
+                Some(Location::Episode(seq)) => self.episode_vectors.insert(*seq, vector),
+                Some(Location::Standing(_)) | None => None,
+            };
         }
         let had_items = !change.items.is_empty();
         for (seq, item) in change.items {
@@ -286,25 +311,26 @@ impl SessionMemory {
             newest + keys[newest..].partition_point(|(at, _)| cutoff.is_some_and(|c| *at <= c));
         let working = WorkingMemory::shared(self.working.clone(), first_live..keys.len());
 
-        let best = |index: &LexicalIndex, items: &FxHashMap<i64, Fact>, limit: usize| match &query
-            .vector
-        {
-            None => lexical_best(index, items, terms, limit, config, now),
-            Some(vector) => fused_best(
-                Searched {
-                    index,
-                    items,
-                    vectors: &self.vectors,
-                },
-                terms,
-                vector,
-                limit,
-                config,
-                now,
-            ),
+        let best = |searched: Searched<'_>, limit: usize| match &query.vector {
+            None => lexical_best(searched.index, searched.items, terms, limit, config, now),
+            Some(vector) => fused_best(searched, terms, vector, limit, config, now),
         };
-        let facts = best(&self.index, &self.facts, query.limit);
-        let episodes = best(&self.episode_index, &self.episodes, query.episode_limit);
+        let facts = best(
+            Searched {
+                index: &self.index,
+                items: &self.facts,
+                vectors: &self.vectors,
+            },
+            query.limit,
+        );
+        let episodes = best(
+            Searched {
+                index: &self.episode_index,
+                items: &self.episodes,
+                vectors: &self.episode_vectors,
+            },
+            query.episode_limit,
+        );
 
         MemoryContext {
             working,
@@ -373,7 +399,7 @@ fn lexical_best(
 struct Searched<'a> {
     index: &'a LexicalIndex,
     items: &'a FxHashMap<i64, Fact>,
-    /// The session's embeddings (of both lists), by row id.
+    /// The list's embeddings, by the same keys as `items`.
     vectors: &'a FxHashMap<i64, Arc<[f32]>>,
 }
 

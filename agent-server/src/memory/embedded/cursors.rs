@@ -1,5 +1,5 @@
 //! What the writer knows of each session's row without asking SQLite: its epoch, the next
-//! working-item `seq`, and that the row exists.
+//! `seq` of its `working_items` rows (working items and episodes), and that the row exists.
 //!
 //! Every turn needs all three: the epoch for its check against resets, the `seq` to number its
 //! items, and a `sessions` row. Asked of SQLite they were three statements per turn, a third of a
@@ -73,7 +73,7 @@ impl SessionCursors {
             cursor.epoch += 1;
             cursor.next_seq = 1;
         }
-        if let Some(last) = change.items.iter().map(|(seq, _)| *seq).max() {
+        if let Some(last) = change.last_seq() {
             cursor.next_seq = cursor.next_seq.max(last + 1);
         }
     }

@@ -18,8 +18,8 @@ use super::{corrupt, sqlite_error};
 use crate::memory::lexical::Analyzed;
 use crate::memory::writes::{FactWrites, Resolved, StoredForm, StoredKeyed, StoredUnkeyed};
 use crate::memory::{
-    Fact, MemoryConfig, MemoryError, NewFact, ResetCounts, Restatement, Snapshot, StoredFact,
-    TurnRole, TurnWrite, Unembedded, WorkingItem,
+    EPISODE_IMPORTANCE, EpisodeData, Fact, MemoryConfig, MemoryError, NewFact, ResetCounts,
+    Restatement, Snapshot, StoredFact, TurnRole, TurnWrite, Unembedded, WorkingItem,
 };
 use protocol::SessionId;
 
@@ -48,12 +48,11 @@ pub(super) fn load_session(
 
     let mut stmt = conn
         .prepare_cached(&format!(
-            "SELECT {FACT_COLUMNS}, f.pk, f.embedding FROM facts AS f
-             WHERE f.session_id = ?1 AND (?2 OR f.kind <> 'episode')"
+            "SELECT {FACT_COLUMNS}, f.pk, f.embedding FROM facts AS f WHERE f.session_id = ?1"
         ))
         .map_err(sqlite_error)?;
     let rows = stmt
-        .query_map(params![session, episodes], |row| {
+        .query_map([session], |row| {
             Ok((
                 RawFact::from_row(row)?,
                 row.get::<_, i64>(9)?,
@@ -70,6 +69,11 @@ pub(super) fn load_session(
             fact: raw.into_fact()?,
         });
     }
+    if episodes {
+        for row in select_episodes(conn, "", session)? {
+            memory.add_fact(row);
+        }
+    }
     Ok(memory)
 }
 
@@ -81,13 +85,30 @@ pub(super) fn snapshot(
 ) -> Result<Snapshot, MemoryError> {
     let tx = conn.transaction().map_err(sqlite_error)?;
     let working = live_working(&tx, config, session, now)?;
-    // Newest first; among equal times the later write first.
+    // Newest first; among equal times the later write first, and an episode before a fact (a
+    // turn writes its facts, then its episodes).
     let facts = select_facts(
         &tx,
         "WHERE f.session_id = ?1 ORDER BY f.observed_at DESC, f.pk DESC",
         session,
     )?;
-    Ok(Snapshot { working, facts })
+    let episodes = select_episodes(&tx, "ORDER BY w.at DESC, w.seq DESC", session)?;
+    let mut facts = facts.into_iter().peekable();
+    let mut episodes = episodes.into_iter().map(|row| row.fact).peekable();
+    let mut all = Vec::with_capacity(facts.len() + episodes.len());
+    loop {
+        let next = match (facts.peek(), episodes.peek()) {
+            (Some(fact), Some(episode)) if fact.observed_at > episode.observed_at => facts.next(),
+            (_, Some(_)) => episodes.next(),
+            (Some(_), None) => facts.next(),
+            (None, None) => break,
+        };
+        all.extend(next);
+    }
+    Ok(Snapshot {
+        working,
+        facts: all,
+    })
 }
 
 /// Writes one turn. Runs inside the writer's batch transaction; an error here (a reset session
@@ -124,45 +145,37 @@ pub(super) fn commit_turn(
         facts: &turn.facts,
         analyzed,
     };
-    apply_writes(conn, writes.finish(), written, &mut change)?;
+    let episodes = apply_writes(conn, writes.finish(), written, &mut change)?;
+    let rows = write_rows(
+        conn,
+        session,
+        cursor.next_seq,
+        &turn.items,
+        episodes,
+        &mut change,
+    )?;
 
-    if !turn.items.is_empty() {
-        let mut insert = conn
-            .prepare_cached(
-                "INSERT INTO working_items (session_id, seq, role, text, at)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-            )
-            .map_err(sqlite_error)?;
-        for (seq, item) in (cursor.next_seq..).zip(&turn.items) {
-            let at = item.at.timestamp_micros();
-            insert
-                .execute(params![session, seq, item.role.as_str(), item.text, at])
-                .map_err(sqlite_error)?;
-            // At the stored precision, so the cached item equals the one a reload reads.
-            let at = timestamp(at)?;
-            change.items.push((seq, item.with_time(at)));
-        }
-        drop(insert);
-        // Capacity: readers take the newest `working_capacity` items by (at, seq), so older ones
-        // only have to go eventually. Trimming on every turn walked `working_capacity` entries of
-        // the table per turn, the costliest statement of a turn; trimming when the items' numbers
-        // pass a multiple of the capacity costs the same once per `working_capacity` items, and
-        // leaves at most about twice that many rows per session.
-        let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
-        let written = i64::try_from(turn.items.len()).unwrap_or(i64::MAX);
-        if passes_multiple(cursor.next_seq, written, capacity) {
-            // The sub-query finds the newest item beyond capacity by walking the table in key
-            // order (NULL, so nothing is deleted, when there is none); everything from it down
-            // goes. A row-value range rather than `seq NOT IN (newest ...)`, which materialised
-            // the kept set.
-            conn.prepare_cached(
-                "DELETE FROM working_items WHERE session_id = ?1 AND (at, seq) <= (
-                     SELECT at, seq FROM working_items WHERE session_id = ?1
-                     ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?2)",
-            )
-            .and_then(|mut stmt| stmt.execute(params![session, capacity]))
-            .map_err(sqlite_error)?;
-        }
+    // Capacity: readers take the newest `working_capacity` working items by (at, seq), so older
+    // ones only have to go eventually. Trimming on every turn walked `working_capacity` entries
+    // of the table per turn, the costliest statement of a turn; trimming when the items' numbers
+    // pass a multiple of the capacity costs the same once per `working_capacity` items, and
+    // leaves at most about twice that many rows per session. A turn whose items are episodes
+    // trims nothing: its rows stay as the session's episodes (and working memory's readers skip
+    // past them just the same).
+    let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
+    if rows.plain_items > 0 && passes_multiple(cursor.next_seq, rows.written, capacity) {
+        // The sub-query finds the newest working item beyond capacity by walking the table in
+        // key order (NULL, so nothing is deleted, when there is none); every item from it down
+        // that is not an episode goes. A row-value range rather than `seq NOT IN (newest ...)`,
+        // which materialised the kept set.
+        conn.prepare_cached(
+            "DELETE FROM working_items WHERE session_id = ?1 AND episode_id IS NULL
+             AND (at, seq) <= (
+                 SELECT at, seq FROM working_items WHERE session_id = ?1 AND working = 1
+                 ORDER BY at DESC, seq DESC LIMIT 1 OFFSET ?2)",
+        )
+        .and_then(|mut stmt| stmt.execute(params![session, capacity]))
+        .map_err(sqlite_error)?;
     }
     Ok((stored, change))
 }
@@ -173,6 +186,110 @@ fn passes_multiple(first: i64, count: i64, step: i64) -> bool {
     count > 0 && (first + count - 1).div_euclid(step) != (first - 1).div_euclid(step)
 }
 
+/// What [`write_rows`] wrote.
+struct RowsWritten {
+    /// Rows, numbered from the cursor's `next_seq` on.
+    written: i64,
+    /// Working items that are not episodes (episodes off), which a trim may delete.
+    plain_items: usize,
+}
+
+/// Writes a job's working items and episodes as `working_items` rows, numbered from `next_seq`
+/// on, and records them in `change`. An episode that is one of the items (the same role, text
+/// and time: a turn's own episodes) shares that item's row; any other episode (an injected one)
+/// gets a row of its own with `working` 0, outside working memory. An episode's row number is
+/// its row id in the cache (`StoredRow::pk`).
+fn write_rows(
+    conn: &Connection,
+    session: &str,
+    next_seq: i64,
+    items: &[WorkingItem],
+    episodes: Vec<StoredRow>,
+    change: &mut SessionChange,
+) -> Result<RowsWritten, MemoryError> {
+    let mut episodes: Vec<Option<(StoredRow, EpisodeData)>> = episodes
+        .into_iter()
+        .map(|row| {
+            let data = EpisodeData::of(&row.fact).ok_or_else(|| MemoryError::Backend {
+                dependency: super::DEPENDENCY,
+                reason: format!("episode {} does not say who said it", row.fact.id),
+            })?;
+            Ok(Some((row, data)))
+        })
+        .collect::<Result<_, MemoryError>>()?;
+    let mut rows = RowsWritten {
+        written: 0,
+        plain_items: 0,
+    };
+    if items.is_empty() && episodes.is_empty() {
+        return Ok(rows);
+    }
+    let mut insert = conn
+        .prepare_cached(
+            "INSERT INTO working_items (session_id, seq, role, text, at, working, episode_id,
+                 speaker, source, source_turn_ids, embedding)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )
+        .map_err(sqlite_error)?;
+    let mut seqs = next_seq..;
+    let mut write = |item: Option<&WorkingItem>, episode: Option<(StoredRow, EpisodeData)>| {
+        let seq = seqs.next().unwrap_or(i64::MAX);
+        let (role, text, at) = match (item, &episode) {
+            (Some(item), _) => (item.role, item.text.as_str(), item.at),
+            (None, Some((row, data))) => (data.role, row.fact.text.as_str(), row.fact.observed_at),
+            (None, None) => return Ok(()),
+        };
+        let micros = at.timestamp_micros();
+        let row = episode
+            .as_ref()
+            .map(|(row, data)| (&row.fact, data, &row.embedding));
+        insert
+            .execute(params![
+                session,
+                seq,
+                role.as_str(),
+                text,
+                micros,
+                item.is_some(),
+                row.map(|(fact, ..)| fact.id.to_string()),
+                row.and_then(|(_, data, _)| data.speaker.as_deref()),
+                row.map(|(fact, ..)| fact.source.as_str()),
+                row.and_then(|(fact, ..)| turn_ids_column(&fact.source_turn_ids)),
+                row.and_then(|(.., vector)| vector.as_deref().map(embedding_column)),
+            ])
+            .map_err(sqlite_error)?;
+        if let Some(item) = item {
+            // At the stored precision, so the cached item equals the one a reload reads.
+            change.items.push((seq, item.with_time(timestamp(micros)?)));
+        }
+        if let Some((row, _)) = episode {
+            change.added.push(StoredRow { pk: seq, ..row });
+        }
+        Ok::<_, MemoryError>(())
+    };
+    for item in items {
+        let micros = item.at.timestamp_micros();
+        let own = episodes.iter_mut().find(|episode| {
+            episode.as_ref().is_some_and(|(row, data)| {
+                data.role == item.role
+                    && row.fact.text == item.text
+                    && row.fact.observed_at.timestamp_micros() == micros
+            })
+        });
+        let episode = own.and_then(Option::take);
+        if episode.is_none() {
+            rows.plain_items += 1;
+        }
+        write(Some(item), episode)?;
+        rows.written += 1;
+    }
+    for episode in episodes.into_iter().flatten() {
+        write(None, Some(episode))?;
+        rows.written += 1;
+    }
+    Ok(rows)
+}
+
 /// Writes facts outside a turn; like [`commit_turn`], inside the writer's batch.
 pub(super) fn inject(
     conn: &Connection,
@@ -181,7 +298,8 @@ pub(super) fn inject(
     facts: &[NewFact],
     analyzed: &[Option<Arc<Analyzed>>],
 ) -> Result<(Vec<StoredFact>, SessionChange), MemoryError> {
-    if !cursors.get(conn, session)?.registered {
+    let cursor = cursors.get(conn, session)?;
+    if !cursor.registered {
         register_session(conn, session)?;
     }
     let mut change = SessionChange {
@@ -195,7 +313,8 @@ pub(super) fn inject(
         facts,
         analyzed,
     };
-    apply_writes(conn, writes.finish(), written, &mut change)?;
+    let episodes = apply_writes(conn, writes.finish(), written, &mut change)?;
+    write_rows(conn, session, cursor.next_seq, &[], episodes, &mut change)?;
     Ok((stored, change))
 }
 
@@ -206,16 +325,27 @@ pub(super) fn reset(
     config: &MemoryConfig,
     session: &str,
 ) -> Result<(ResetCounts, SessionChange), MemoryError> {
-    // What working memory held as readers see it, the newest `working_capacity` rows: the table
-    // may also keep up to about that many older items that wait for the next trim (see
-    // `commit_turn`).
-    let working_items = conn
-        .execute("DELETE FROM working_items WHERE session_id = ?1", [session])
-        .map_err(sqlite_error)?
+    // What working memory held as readers see it, the newest `working_capacity` working items:
+    // the table may also keep older ones that wait for the next trim (see `commit_turn`).
+    // Episodes are rows of `working_items` too (all of them counted, as facts), and the working
+    // items among its rows are counted up to capacity.
+    let (working, episodes): (i64, i64) = conn
+        .query_row(
+            "SELECT coalesce(sum(working), 0), count(episode_id) FROM working_items
+             WHERE session_id = ?1",
+            [session],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .map_err(sqlite_error)?;
+    conn.execute("DELETE FROM working_items WHERE session_id = ?1", [session])
+        .map_err(sqlite_error)?;
+    let working_items = usize::try_from(working)
+        .unwrap_or_default()
         .min(config.working_capacity);
     let facts = conn
         .execute("DELETE FROM facts WHERE session_id = ?1", [session])
-        .map_err(sqlite_error)?;
+        .map_err(sqlite_error)?
+        + usize::try_from(episodes).unwrap_or_default();
     conn.execute(
         "INSERT INTO sessions (session_id, epoch) VALUES (?1, 1)
          ON CONFLICT (session_id) DO UPDATE SET epoch = epoch + 1",
@@ -254,33 +384,42 @@ fn embedding_from_column(blob: &[u8]) -> Option<Arc<[f32]>> {
     })
 }
 
-/// Facts and episodes without an embedding: the first `limit` by write order, and the count.
+/// Facts and episodes without an embedding: the first `limit` (facts first, each list in write
+/// order), and the count.
 pub(super) fn unembedded(conn: &Connection, limit: usize) -> Result<Unembedded, MemoryError> {
-    const PENDING: &str = "embedding IS NULL AND (kind = 'fact' OR kind = 'episode')";
-    let total: i64 = conn
-        .prepare_cached(&format!("SELECT count(*) FROM facts WHERE {PENDING}"))
-        .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
-        .map_err(sqlite_error)?;
-    let mut stmt = conn
-        .prepare_cached(&format!(
-            "SELECT session_id, id, text FROM facts WHERE {PENDING} ORDER BY pk LIMIT ?1"
-        ))
-        .map_err(sqlite_error)?;
-    let rows = stmt
-        .query_map([i64::try_from(limit).unwrap_or(i64::MAX)], |row| {
-            Ok((
-                row.get::<_, String>(0)?,
-                row.get::<_, String>(1)?,
-                row.get::<_, String>(2)?,
-            ))
-        })
-        .map_err(sqlite_error)?;
+    const FACTS: &str = "FROM facts WHERE embedding IS NULL AND kind = 'fact'";
+    const EPISODES: &str = "FROM working_items WHERE episode_id IS NOT NULL AND embedding IS NULL";
+    let count = |from: &str| -> Result<i64, MemoryError> {
+        conn.prepare_cached(&format!("SELECT count(*) {from}"))
+            .and_then(|mut stmt| stmt.query_row([], |row| row.get(0)))
+            .map_err(sqlite_error)
+    };
+    let total = count(FACTS)? + count(EPISODES)?;
     let mut items = Vec::new();
-    for row in rows {
-        let (session, id, text) = row.map_err(sqlite_error)?;
-        let session = SessionId::parse(&session)
-            .map_err(|e| corrupt(format!("session id {session:?}: {e}")))?;
-        items.push((session, parse_id(&id)?, text));
+    for select in [
+        format!("SELECT session_id, id, text {FACTS} ORDER BY pk LIMIT ?1"),
+        format!("SELECT session_id, episode_id, text {EPISODES} ORDER BY episode_id LIMIT ?1"),
+    ] {
+        let left = limit.saturating_sub(items.len());
+        if left == 0 {
+            break;
+        }
+        let mut stmt = conn.prepare_cached(&select).map_err(sqlite_error)?;
+        let rows = stmt
+            .query_map([i64::try_from(left).unwrap_or(i64::MAX)], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, String>(1)?,
+                    row.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(sqlite_error)?;
+        for row in rows {
+            let (session, id, text) = row.map_err(sqlite_error)?;
+            let session = SessionId::parse(&session)
+                .map_err(|e| corrupt(format!("session id {session:?}: {e}")))?;
+            items.push((session, parse_id(&id)?, text));
+        }
     }
     Ok(Unembedded {
         items,
@@ -298,13 +437,20 @@ pub(super) fn set_embeddings(
         session: session.to_owned(),
         ..SessionChange::default()
     };
-    let mut update = conn
+    let mut fact = conn
         .prepare_cached("UPDATE facts SET embedding = ?3 WHERE session_id = ?1 AND id = ?2")
         .map_err(sqlite_error)?;
+    let mut episode = conn
+        .prepare_cached(
+            "UPDATE working_items SET embedding = ?3 WHERE episode_id = ?2 AND session_id = ?1",
+        )
+        .map_err(sqlite_error)?;
     for (id, vector) in vectors {
-        let changed = update
-            .execute(params![session, id.to_string(), embedding_column(vector)])
-            .map_err(sqlite_error)?;
+        let values = params![session, id.to_string(), embedding_column(vector)];
+        let mut changed = fact.execute(values).map_err(sqlite_error)?;
+        if changed == 0 {
+            changed = episode.execute(values).map_err(sqlite_error)?;
+        }
         if changed > 0 {
             change.embedded.push((*id, Arc::clone(vector)));
         }
@@ -397,9 +543,6 @@ const STORED_FORM: StoredForm = StoredForm {
     ..StoredForm::EXACT
 };
 
-/// Applies a job's resolved writes and records them in `change`. `stored` is what the resolver
-/// returned for the job, whose first entries are for the facts `analyzed` (see [`analyze`]) was
-/// worked out for.
 /// A job's facts as the resolver numbered them: `stored[i]` is `facts[i]`, whose text's analysis
 /// is `analyzed[i]` (restatements follow the facts in `stored`, with neither).
 struct Written<'a> {
@@ -408,12 +551,15 @@ struct Written<'a> {
     analyzed: &'a [Option<Arc<Analyzed>>],
 }
 
+/// Applies a job's resolved writes to `facts` and records them in `change`, except the
+/// episodes it inserts: those are returned, for [`write_rows`] to write with the job's working
+/// items.
 fn apply_writes(
     conn: &Connection,
     resolved: Resolved<'_>,
     written: Written<'_>,
     change: &mut SessionChange,
-) -> Result<(), MemoryError> {
+) -> Result<Vec<StoredRow>, MemoryError> {
     let Written {
         stored,
         facts,
@@ -461,7 +607,7 @@ fn apply_writes(
         }
     }
     if inserts.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let analyses: HashMap<Uuid, &Arc<Analyzed>> = stored
         .iter()
@@ -473,9 +619,20 @@ fn apply_writes(
         .zip(facts)
         .filter_map(|(stored, fact)| Some((stored.id, fact.embedding.as_ref()?)))
         .collect();
+    let mut episodes = Vec::new();
     let mut insert = conn.prepare_cached(INSERT_FACT).map_err(sqlite_error)?;
     for (session, fact) in inserts {
         let embedding = embeddings.get(&fact.id).copied();
+        if fact.kind == FactKind::Episode {
+            // Written with the job's working items (`write_rows`), numbered there.
+            episodes.push(StoredRow {
+                pk: 0,
+                analyzed: analyses.get(&fact.id).map(|a| Arc::clone(a)),
+                embedding: embedding.map(Arc::clone),
+                fact,
+            });
+            continue;
+        }
         let data = fact
             .data
             .as_ref()
@@ -507,7 +664,7 @@ fn apply_writes(
             fact,
         });
     }
-    Ok(())
+    Ok(episodes)
 }
 
 /// Turn ids as the `source_turn_ids` column holds them: a JSON array, NULL when empty.
@@ -578,7 +735,7 @@ fn newest_working(
     let capacity = i64::try_from(config.working_capacity).unwrap_or(i64::MAX);
     let mut stmt = conn
         .prepare_cached(
-            "SELECT seq, role, text, at FROM working_items WHERE session_id = ?1
+            "SELECT seq, role, text, at FROM working_items WHERE session_id = ?1 AND working = 1
              ORDER BY at DESC, seq DESC LIMIT ?2",
         )
         .map_err(sqlite_error)?;
@@ -611,6 +768,91 @@ fn select_facts(conn: &Connection, clause: &str, session: &str) -> Result<Vec<Fa
         .map_err(sqlite_error)?;
     rows.map(|row| row.map_err(sqlite_error)?.into_fact())
         .collect()
+}
+
+/// Episodes of `session` (rows of `working_items` with an `episode_id`) as the cache holds them
+/// (by `seq`, with their vectors), in the order `order` gives (an `ORDER BY` over alias `w.`).
+fn select_episodes(
+    conn: &Connection,
+    order: &str,
+    session: &str,
+) -> Result<Vec<StoredRow>, MemoryError> {
+    let mut stmt = conn
+        .prepare_cached(&format!(
+            "SELECT w.seq, w.episode_id, w.role, w.speaker, w.text, w.at, w.source,
+                    w.source_turn_ids, w.embedding
+             FROM working_items AS w WHERE w.session_id = ?1 AND w.episode_id IS NOT NULL {order}"
+        ))
+        .map_err(sqlite_error)?;
+    let rows = stmt
+        .query_map([session], |row| {
+            Ok((
+                row.get::<_, i64>(0)?,
+                RawEpisode {
+                    id: row.get(1)?,
+                    role: row.get(2)?,
+                    speaker: row.get(3)?,
+                    text: row.get(4)?,
+                    at: row.get(5)?,
+                    source: row.get(6)?,
+                    source_turn_ids: row.get(7)?,
+                },
+                row.get::<_, Option<Vec<u8>>>(8)?,
+            ))
+        })
+        .map_err(sqlite_error)?;
+    rows.map(|row| {
+        let (seq, raw, embedding) = row.map_err(sqlite_error)?;
+        Ok(StoredRow {
+            pk: seq,
+            analyzed: None,
+            embedding: embedding.as_deref().and_then(embedding_from_column),
+            fact: raw.into_fact()?,
+        })
+    })
+    .collect()
+}
+
+/// An episode's columns of `working_items` as SQLite types; [`RawEpisode::into_fact`] makes
+/// the episode they store (what `NewFact::episode` made of it).
+struct RawEpisode {
+    id: String,
+    role: String,
+    speaker: Option<String>,
+    text: String,
+    at: i64,
+    source: Option<String>,
+    source_turn_ids: Option<String>,
+}
+
+impl RawEpisode {
+    fn into_fact(self) -> Result<Fact, MemoryError> {
+        let id = parse_id(&self.id)?;
+        let role = TurnRole::parse(&self.role)
+            .ok_or_else(|| corrupt(format!("episode {id} has role {:?}", self.role)))?;
+        let source = self
+            .source
+            .ok_or_else(|| corrupt(format!("episode {id} has no source")))?
+            .parse::<FactSource>()
+            .map_err(|e| corrupt(e.to_string()))?;
+        let data = EpisodeData {
+            role,
+            speaker: self.speaker,
+        };
+        Ok(Fact {
+            id,
+            kind: FactKind::Episode,
+            key: None,
+            text: self.text,
+            data: Some(
+                serde_json::to_value(data).map_err(|e| corrupt(format!("episode {id}: {e}")))?,
+            ),
+            observed_at: timestamp(self.at)?,
+            importance: EPISODE_IMPORTANCE,
+            source,
+            source_turn_ids: turn_ids_from_column(self.source_turn_ids, id)?,
+        })
+    }
 }
 
 /// A `facts` row as SQLite types; [`RawFact::into_fact`] validates it.

@@ -32,6 +32,7 @@ const MIGRATIONS: &[&str] = &[
     V4_CHECKS_WITHOUT_TEMP_TABLES,
     V5_SOURCE_TURN_IDS,
     V6_EPISODES_AND_EMBEDDINGS,
+    V7_EPISODES_AS_WORKING_ITEMS,
 ];
 
 /// Timestamps are i64 microseconds since the Unix epoch (UTC): the precision of Postgres
@@ -191,6 +192,36 @@ ALTER TABLE facts_v6 RENAME TO facts;
 -- At most one fact per (session, key); unkeyed facts (NULL key) are unconstrained.
 CREATE UNIQUE INDEX facts_by_key ON facts (session_id, key) WHERE key IS NOT NULL;
 CREATE INDEX facts_by_session ON facts (session_id, kind, observed_at);
+";
+
+/// Episodes move into `working_items`: a turn's user message and reply are already written there
+/// as its working items, so a row that is both (the episode's columns filled in) costs a turn no
+/// second B-tree, where an episode in `facts` added an entry to `facts_by_session`, a page per
+/// session and batch. Rows with an `episode_id` are never trimmed from working memory; an episode
+/// that was not a working item (injected, or written before this version) has `working` 0 and
+/// stays out of working memory. Episodes already stored move with their ids, provenance and
+/// vectors; their `seq` is negative (below every item's), in their old write order, since no
+/// working item of theirs exists. `working_items_by_episode` finds an episode by id (an
+/// embedding stored later); episode ids are time-ordered, so its entries are appended.
+const V7_EPISODES_AS_WORKING_ITEMS: &str = "
+ALTER TABLE working_items ADD COLUMN working INTEGER NOT NULL DEFAULT 1
+    CHECK (working = 0 OR working = 1);
+ALTER TABLE working_items ADD COLUMN episode_id TEXT;
+ALTER TABLE working_items ADD COLUMN speaker TEXT;
+ALTER TABLE working_items ADD COLUMN source TEXT
+    CHECK (source IS NULL OR source = 'extracted' OR source = 'promoted' OR source = 'injected');
+ALTER TABLE working_items ADD COLUMN source_turn_ids TEXT;
+ALTER TABLE working_items ADD COLUMN embedding BLOB;
+INSERT INTO working_items
+    (session_id, seq, role, text, at, working, episode_id, speaker, source, source_turn_ids,
+     embedding)
+    SELECT session_id, pk - (SELECT max(pk) FROM facts) - 1,
+           coalesce(json_extract(data, '$.role'), 'user'), text, observed_at, 0, id,
+           json_extract(data, '$.speaker'), source, source_turn_ids, embedding
+    FROM facts WHERE kind = 'episode';
+DELETE FROM facts WHERE kind = 'episode';
+CREATE UNIQUE INDEX working_items_by_episode ON working_items (episode_id)
+    WHERE episode_id IS NOT NULL;
 ";
 
 /// Per-connection settings, run on the writer's connection and every pooled reader (they are not
@@ -411,14 +442,20 @@ mod tests {
                 ("t".to_owned(), 1, "other".to_owned(), 5),
             ]
         );
-        let indexes: i64 = conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_schema WHERE tbl_name = 'working_items' AND type = 'index'",
-                [],
-                |r| r.get(0),
+        let indexes: Vec<String> = conn
+            .prepare(
+                "SELECT name FROM sqlite_schema WHERE tbl_name = 'working_items' AND type = 'index'",
             )
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(indexes, 0, "the table is its only B-tree");
+        assert_eq!(
+            indexes,
+            ["working_items_by_episode"],
+            "the table is its own B-tree, with only version 7's partial index of episode ids"
+        );
     }
 
     #[test]
@@ -487,5 +524,92 @@ mod tests {
             !program.iter().any(|op| op == "OpenEphemeral"),
             "writing a fact builds a temporary B-tree: {program:?}"
         );
+    }
+
+    #[test]
+    fn version_7_moves_episodes_into_working_items_outside_working_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut conn = file_at_version(dir.path(), 6);
+        conn.execute_batch(
+            "INSERT INTO working_items (session_id, seq, role, text, at)
+                 VALUES ('s', 1, 'user', 'We went kayaking.', 10);
+             INSERT INTO facts (pk, id, session_id, kind, key, text, data, observed_at,
+                                importance, source, source_turn_ids, embedding) VALUES
+                 (3, 'e-1', 's', 'episode', NULL, 'We went kayaking.',
+                  '{\"role\":\"user\",\"speaker\":\"Ana\"}', 10, 0.5, 'extracted',
+                  '[\"turn-1\"]', x'0000803f'),
+                 (4, 'f-1', 's', 'fact', 'boat', 'The boat is red.', NULL, 11, 0.7,
+                  'extracted', NULL, NULL),
+                 (5, 'e-2', 's', 'episode', NULL, 'Noted.', '{\"role\":\"assistant\"}', 10,
+                  0.5, 'injected', NULL, NULL);",
+        )
+        .unwrap();
+
+        migrate(&mut conn).unwrap();
+        /// seq, role, text, working, episode_id, speaker.
+        type Row = (i64, String, String, i64, Option<String>, Option<String>);
+        let rows: Vec<Row> = conn
+            .prepare(
+                "SELECT seq, role, text, working, episode_id, speaker FROM working_items
+                 WHERE session_id = 's' ORDER BY seq",
+            )
+            .unwrap()
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let row =
+            |seq: i64, role: &str, text: &str, working, id: Option<&str>, who: Option<&str>| {
+                (
+                    seq,
+                    role.to_owned(),
+                    text.to_owned(),
+                    working,
+                    id.map(str::to_owned),
+                    who.map(str::to_owned),
+                )
+            };
+        assert_eq!(
+            rows,
+            [
+                // Below every item's number, in their old write order.
+                row(-3, "user", "We went kayaking.", 0, Some("e-1"), Some("Ana")),
+                row(-1, "assistant", "Noted.", 0, Some("e-2"), None),
+                row(1, "user", "We went kayaking.", 1, None, None),
+            ]
+        );
+        let moved: (String, Option<String>, Option<Vec<u8>>) = conn
+            .query_row(
+                "SELECT source, source_turn_ids, embedding FROM working_items
+                 WHERE episode_id = 'e-1'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert_eq!(
+            moved,
+            (
+                "extracted".to_owned(),
+                Some("[\"turn-1\"]".to_owned()),
+                Some(1.0f32.to_le_bytes().to_vec())
+            )
+        );
+        let facts: Vec<String> = conn
+            .prepare("SELECT id FROM facts")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(facts, ["f-1"], "only the fact stays in facts");
     }
 }
