@@ -1784,9 +1784,13 @@ pub async fn unembedded_items_wait_for_the_backfill_and_take_its_vectors(store: 
         .set_embeddings(&s, vectors)
         .await
         .expect("set_embeddings");
-    // Another session's id changes nothing here.
+    // Another session's ids (a fact's and an episode's) change nothing here.
+    let elsewhere = waiting
+        .iter()
+        .map(|(id, _)| (*id, unit(3, 2, 0.0)))
+        .collect();
     store
-        .set_embeddings(&session(), vec![(waiting[0].0, unit(3, 2, 0.0))])
+        .set_embeddings(&session(), elsewhere)
         .await
         .expect("set_embeddings of another session");
     assert!(mine(&store.unembedded(100_000).await.unwrap()).is_empty());

@@ -384,8 +384,8 @@ fn embedding_from_column(blob: &[u8]) -> Option<Arc<[f32]>> {
     })
 }
 
-/// Facts and episodes without an embedding: the first `limit` (facts first, each list in write
-/// order), and the count.
+/// Facts and episodes without an embedding: the first `limit` (facts first, in write order, then
+/// episodes by session and time), and the count.
 pub(super) fn unembedded(conn: &Connection, limit: usize) -> Result<Unembedded, MemoryError> {
     const FACTS: &str = "FROM facts WHERE embedding IS NULL AND kind = 'fact'";
     const EPISODES: &str = "FROM working_items WHERE episode_id IS NOT NULL AND embedding IS NULL";
@@ -398,7 +398,7 @@ pub(super) fn unembedded(conn: &Connection, limit: usize) -> Result<Unembedded, 
     let mut items = Vec::new();
     for select in [
         format!("SELECT session_id, id, text {FACTS} ORDER BY pk LIMIT ?1"),
-        format!("SELECT session_id, episode_id, text {EPISODES} ORDER BY episode_id LIMIT ?1"),
+        format!("SELECT session_id, episode_id, text {EPISODES} LIMIT ?1"),
     ] {
         let left = limit.saturating_sub(items.len());
         if left == 0 {
@@ -440,20 +440,62 @@ pub(super) fn set_embeddings(
     let mut fact = conn
         .prepare_cached("UPDATE facts SET embedding = ?3 WHERE session_id = ?1 AND id = ?2")
         .map_err(sqlite_error)?;
-    let mut episode = conn
-        .prepare_cached(
-            "UPDATE working_items SET embedding = ?3 WHERE episode_id = ?2 AND session_id = ?1",
-        )
-        .map_err(sqlite_error)?;
+    let mut episodes = Vec::new();
     for (id, vector) in vectors {
-        let values = params![session, id.to_string(), embedding_column(vector)];
-        let mut changed = fact.execute(values).map_err(sqlite_error)?;
-        if changed == 0 {
-            changed = episode.execute(values).map_err(sqlite_error)?;
-        }
+        let changed = fact
+            .execute(params![session, id.to_string(), embedding_column(vector)])
+            .map_err(sqlite_error)?;
         if changed > 0 {
             change.embedded.push((*id, Arc::clone(vector)));
+        } else {
+            episodes.push((*id, vector));
         }
+    }
+    if episodes.is_empty() {
+        return Ok(((), change));
+    }
+    // No index finds an episode by id (it would cost every turn's write an entry): one pass
+    // over the session's rows finds each one's key.
+    let wanted: HashMap<String, usize> = episodes
+        .iter()
+        .enumerate()
+        .map(|(i, (id, _))| (id.to_string(), i))
+        .collect();
+    let mut keys = Vec::new();
+    {
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT episode_id, at, seq FROM working_items
+                 WHERE session_id = ?1 AND episode_id IS NOT NULL",
+            )
+            .map_err(sqlite_error)?;
+        let rows = stmt
+            .query_map([session], |row| {
+                Ok((
+                    row.get::<_, String>(0)?,
+                    row.get::<_, i64>(1)?,
+                    row.get::<_, i64>(2)?,
+                ))
+            })
+            .map_err(sqlite_error)?;
+        for row in rows {
+            let (id, at, seq) = row.map_err(sqlite_error)?;
+            if let Some(&i) = wanted.get(&id) {
+                keys.push((i, at, seq));
+            }
+        }
+    }
+    let mut update = conn
+        .prepare_cached(
+            "UPDATE working_items SET embedding = ?4 WHERE session_id = ?1 AND at = ?2 AND seq = ?3",
+        )
+        .map_err(sqlite_error)?;
+    for (i, at, seq) in keys {
+        let (id, vector) = episodes[i];
+        update
+            .execute(params![session, at, seq, embedding_column(vector)])
+            .map_err(sqlite_error)?;
+        change.embedded.push((id, Arc::clone(vector)));
     }
     Ok(((), change))
 }

@@ -201,8 +201,9 @@ CREATE INDEX facts_by_session ON facts (session_id, kind, observed_at);
 /// that was not a working item (injected, or written before this version) has `working` 0 and
 /// stays out of working memory. Episodes already stored move with their ids, provenance and
 /// vectors; their `seq` is negative (below every item's), in their old write order, since no
-/// working item of theirs exists. `working_items_by_episode` finds an episode by id (an
-/// embedding stored later); episode ids are time-ordered, so its entries are appended.
+/// working item of theirs exists. No index finds an episode by id: it cost a tenth of the turns/s
+/// of a load with episodes (an entry per row); the one reader that looks episodes up by id, an
+/// embedding stored later, scans the session's rows once per call (`ops::set_embeddings`).
 const V7_EPISODES_AS_WORKING_ITEMS: &str = "
 ALTER TABLE working_items ADD COLUMN working INTEGER NOT NULL DEFAULT 1
     CHECK (working = 0 OR working = 1);
@@ -220,8 +221,6 @@ INSERT INTO working_items
            json_extract(data, '$.speaker'), source, source_turn_ids, embedding
     FROM facts WHERE kind = 'episode';
 DELETE FROM facts WHERE kind = 'episode';
-CREATE UNIQUE INDEX working_items_by_episode ON working_items (episode_id)
-    WHERE episode_id IS NOT NULL;
 ";
 
 /// Per-connection settings, run on the writer's connection and every pooled reader (they are not
@@ -442,20 +441,14 @@ mod tests {
                 ("t".to_owned(), 1, "other".to_owned(), 5),
             ]
         );
-        let indexes: Vec<String> = conn
-            .prepare(
-                "SELECT name FROM sqlite_schema WHERE tbl_name = 'working_items' AND type = 'index'",
+        let indexes: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE tbl_name = 'working_items' AND type = 'index'",
+                [],
+                |r| r.get(0),
             )
-            .unwrap()
-            .query_map([], |r| r.get(0))
-            .unwrap()
-            .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(
-            indexes,
-            ["working_items_by_episode"],
-            "the table is its own B-tree, with only version 7's partial index of episode ids"
-        );
+        assert_eq!(indexes, 0, "the table is its only B-tree");
     }
 
     #[test]
