@@ -186,6 +186,9 @@ fn passes_multiple(first: i64, count: i64, step: i64) -> bool {
     count > 0 && (first + count - 1).div_euclid(step) != (first - 1).div_euclid(step)
 }
 
+/// An episode to write, with who said it.
+type EpisodeRow = (StoredRow, EpisodeData);
+
 /// What [`write_rows`] wrote.
 struct RowsWritten {
     /// Rows, numbered from the cursor's `next_seq` on.
@@ -207,7 +210,7 @@ fn write_rows(
     episodes: Vec<StoredRow>,
     change: &mut SessionChange,
 ) -> Result<RowsWritten, MemoryError> {
-    let mut episodes: Vec<Option<(StoredRow, EpisodeData)>> = episodes
+    let mut episodes: Vec<Option<EpisodeRow>> = episodes
         .into_iter()
         .map(|row| {
             let data = EpisodeData::of(&row.fact).ok_or_else(|| MemoryError::Backend {
@@ -217,11 +220,35 @@ fn write_rows(
             Ok(Some((row, data)))
         })
         .collect::<Result<_, MemoryError>>()?;
-    let mut rows = RowsWritten {
-        written: 0,
-        plain_items: 0,
+    // Each item with its own episode, if the job has one; then the episodes that are no item.
+    let mut planned: Vec<(Option<&WorkingItem>, Option<EpisodeRow>)> = items
+        .iter()
+        .map(|item| {
+            let micros = item.at.timestamp_micros();
+            let own = episodes.iter_mut().find(|episode| {
+                episode.as_ref().is_some_and(|(row, data)| {
+                    data.role == item.role
+                        && row.fact.text == item.text
+                        && row.fact.observed_at.timestamp_micros() == micros
+                })
+            });
+            (Some(item), own.and_then(Option::take))
+        })
+        .collect();
+    planned.extend(
+        episodes
+            .into_iter()
+            .flatten()
+            .map(|episode| (None, Some(episode))),
+    );
+    let rows = RowsWritten {
+        written: i64::try_from(planned.len()).unwrap_or(i64::MAX),
+        plain_items: planned
+            .iter()
+            .filter(|(item, episode)| item.is_some() && episode.is_none())
+            .count(),
     };
-    if items.is_empty() && episodes.is_empty() {
+    if planned.is_empty() {
         return Ok(rows);
     }
     let mut insert = conn
@@ -231,16 +258,15 @@ fn write_rows(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )
         .map_err(sqlite_error)?;
-    let mut seqs = next_seq..;
-    let mut write = |item: Option<&WorkingItem>, episode: Option<(StoredRow, EpisodeData)>| {
-        let seq = seqs.next().unwrap_or(i64::MAX);
+    for (seq, (item, episode)) in (next_seq..).zip(planned) {
+        // An item's row says what the item says (its episode, if any, says the same).
         let (role, text, at) = match (item, &episode) {
             (Some(item), _) => (item.role, item.text.as_str(), item.at),
             (None, Some((row, data))) => (data.role, row.fact.text.as_str(), row.fact.observed_at),
-            (None, None) => return Ok(()),
+            (None, None) => unreachable!("every planned row holds an item or an episode"),
         };
         let micros = at.timestamp_micros();
-        let row = episode
+        let stored = episode
             .as_ref()
             .map(|(row, data)| (&row.fact, data, &row.embedding));
         insert
@@ -251,11 +277,11 @@ fn write_rows(
                 text,
                 micros,
                 item.is_some(),
-                row.map(|(fact, ..)| fact.id.to_string()),
-                row.and_then(|(_, data, _)| data.speaker.as_deref()),
-                row.map(|(fact, ..)| fact.source.as_str()),
-                row.and_then(|(fact, ..)| turn_ids_column(&fact.source_turn_ids)),
-                row.and_then(|(.., vector)| vector.as_deref().map(embedding_column)),
+                stored.map(|(fact, ..)| fact.id.to_string()),
+                stored.and_then(|(_, data, _)| data.speaker.as_deref()),
+                stored.map(|(fact, ..)| fact.source.as_str()),
+                stored.and_then(|(fact, ..)| turn_ids_column(&fact.source_turn_ids)),
+                stored.and_then(|(.., vector)| vector.as_deref().map(embedding_column)),
             ])
             .map_err(sqlite_error)?;
         if let Some(item) = item {
@@ -265,27 +291,6 @@ fn write_rows(
         if let Some((row, _)) = episode {
             change.added.push(StoredRow { pk: seq, ..row });
         }
-        Ok::<_, MemoryError>(())
-    };
-    for item in items {
-        let micros = item.at.timestamp_micros();
-        let own = episodes.iter_mut().find(|episode| {
-            episode.as_ref().is_some_and(|(row, data)| {
-                data.role == item.role
-                    && row.fact.text == item.text
-                    && row.fact.observed_at.timestamp_micros() == micros
-            })
-        });
-        let episode = own.and_then(Option::take);
-        if episode.is_none() {
-            rows.plain_items += 1;
-        }
-        write(Some(item), episode)?;
-        rows.written += 1;
-    }
-    for episode in episodes.into_iter().flatten() {
-        write(None, Some(episode))?;
-        rows.written += 1;
     }
     Ok(rows)
 }
@@ -407,11 +412,7 @@ pub(super) fn unembedded(conn: &Connection, limit: usize) -> Result<Unembedded, 
         let mut stmt = conn.prepare_cached(&select).map_err(sqlite_error)?;
         let rows = stmt
             .query_map([i64::try_from(left).unwrap_or(i64::MAX)], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, String>(1)?,
-                    row.get::<_, String>(2)?,
-                ))
+                <(String, String, String)>::try_from(row)
             })
             .map_err(sqlite_error)?;
         for row in rows {
@@ -470,13 +471,7 @@ pub(super) fn set_embeddings(
             )
             .map_err(sqlite_error)?;
         let rows = stmt
-            .query_map([session], |row| {
-                Ok((
-                    row.get::<_, String>(0)?,
-                    row.get::<_, i64>(1)?,
-                    row.get::<_, i64>(2)?,
-                ))
-            })
+            .query_map([session], |row| <(String, i64, i64)>::try_from(row))
             .map_err(sqlite_error)?;
         for row in rows {
             let (id, at, seq) = row.map_err(sqlite_error)?;
