@@ -279,7 +279,8 @@ impl EpisodeData {
         if fact.kind != FactKind::Episode {
             return None;
         }
-        serde_json::from_value(fact.data.clone()?).ok()
+        // Read from the borrowed value: no copy of the map.
+        Self::deserialize(fact.data.as_ref()?).ok()
     }
 }
 
