@@ -10,7 +10,7 @@
 #      installed packages already match the lockfile)
 #   2. throwaway Redis and Postgres instances (scripts/test-services.sh), stopped on exit
 #   3. the binaries the cross-process tests start
-#   4. cargo nextest (or cargo test when nextest is not installed)
+#   4. cargo nextest (installed with `cargo install` when missing)
 #   5. the Arize Phoenix trace check (scripts/phoenix-trace-check.sh)
 #
 # A real language model serves the tests in tests/real_model.rs: scripts/real-model.sh starts
@@ -81,11 +81,15 @@ source "$services_env"
 export AGENTWALL_REAL_MODEL_URL AGENTWALL_REAL_MODEL_NAME
 
 cargo build --workspace --bins
-if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --no-fail-fast "$@"
-else
-  cargo test --workspace --no-fail-fast "$@"
+# nextest runs each test in a process of its own, which some tests rely on: they read counts from
+# the process-wide `/metrics` (agent-server/tests/upstream_responses.rs), which tests running
+# beside them in one process (`cargo test`) would add to. Installed once where missing (a few
+# minutes' build, from crates.io), at the version these tests were run with.
+if ! cargo nextest --version >/dev/null 2>&1; then
+  echo "test: installing cargo-nextest (once per machine)" >&2
+  cargo install --locked cargo-nextest@0.9.143
 fi
+cargo nextest run --workspace --no-fail-fast "$@"
 
 # One trace from caller to model, checked in a real Arize Phoenix (its own virtualenv).
 scripts/phoenix-trace-check.sh
