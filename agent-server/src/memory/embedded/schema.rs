@@ -268,10 +268,10 @@ pub const WAL_SIZE_LIMIT_BYTES: i64 = 64 << 20;
 /// them. Episodes are never trimmed, so under load the table outgrows the default cache within
 /// seconds: then most inserts first read their leaf back from the file (a `pread` and a copy per
 /// page, a tenth of the writer's time), and its splits read the neighbours too. 16 MiB holds the
-/// newest leaves of about 4,000 sessions; measured under load, whole-machine turns/s with
-/// episodes on rose by a tenth (docs/benchmarks.md). SQLite allocates the cache as pages are
-/// used, so a small database never takes it all. Readers keep the default: each reads one
-/// session at a time.
+/// newest leaves of about 4,000 sessions; measured under load, the reads went and whole-machine
+/// turns/s with episodes on rose by about 6 % (docs/results/semantic-recall.md). SQLite
+/// allocates the cache as pages are used, so a small database never takes it all. Readers keep
+/// the default: each reads one session at a time.
 pub const WRITER_CACHE_KIB: i64 = 16 << 10;
 
 /// What only the writer's connection needs: readers never write, so never checkpoint, and never
