@@ -189,6 +189,31 @@ fn passes_multiple(first: i64, count: i64, step: i64) -> bool {
 /// An episode to write, with who said it.
 type EpisodeRow = (StoredRow, EpisodeData);
 
+/// One `working_items` row of a job: a working item (with its episode, when it is one), or an
+/// episode that is no working item.
+enum PlannedRow<'a> {
+    Item(&'a WorkingItem, Option<EpisodeRow>),
+    Episode(EpisodeRow),
+}
+
+impl PlannedRow<'_> {
+    /// What the row says, by whom, when. An item's row says what the item says (its episode,
+    /// if any, says the same).
+    fn said(&self) -> (TurnRole, &str, DateTime<Utc>) {
+        match self {
+            Self::Item(item, _) => (item.role, item.text.as_str(), item.at),
+            Self::Episode((row, data)) => (data.role, row.fact.text.as_str(), row.fact.observed_at),
+        }
+    }
+
+    fn episode(&self) -> Option<&EpisodeRow> {
+        match self {
+            Self::Item(_, episode) => episode.as_ref(),
+            Self::Episode(episode) => Some(episode),
+        }
+    }
+}
+
 /// What [`write_rows`] wrote.
 struct RowsWritten {
     /// Rows, numbered from the cursor's `next_seq` on.
@@ -221,7 +246,7 @@ fn write_rows(
         })
         .collect::<Result<_, MemoryError>>()?;
     // Each item with its own episode, if the job has one; then the episodes that are no item.
-    let mut planned: Vec<(Option<&WorkingItem>, Option<EpisodeRow>)> = items
+    let mut planned: Vec<PlannedRow> = items
         .iter()
         .map(|item| {
             let micros = item.at.timestamp_micros();
@@ -232,20 +257,15 @@ fn write_rows(
                         && row.fact.observed_at.timestamp_micros() == micros
                 })
             });
-            (Some(item), own.and_then(Option::take))
+            PlannedRow::Item(item, own.and_then(Option::take))
         })
         .collect();
-    planned.extend(
-        episodes
-            .into_iter()
-            .flatten()
-            .map(|episode| (None, Some(episode))),
-    );
+    planned.extend(episodes.into_iter().flatten().map(PlannedRow::Episode));
     let rows = RowsWritten {
         written: i64::try_from(planned.len()).unwrap_or(i64::MAX),
         plain_items: planned
             .iter()
-            .filter(|(item, episode)| item.is_some() && episode.is_none())
+            .filter(|row| matches!(row, PlannedRow::Item(_, None)))
             .count(),
     };
     if planned.is_empty() {
@@ -258,17 +278,12 @@ fn write_rows(
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
         )
         .map_err(sqlite_error)?;
-    for (seq, (item, episode)) in (next_seq..).zip(planned) {
-        // An item's row says what the item says (its episode, if any, says the same).
-        let (role, text, at) = match (item, &episode) {
-            (Some(item), _) => (item.role, item.text.as_str(), item.at),
-            (None, Some((row, data))) => (data.role, row.fact.text.as_str(), row.fact.observed_at),
-            (None, None) => unreachable!("every planned row holds an item or an episode"),
-        };
+    for (seq, row) in (next_seq..).zip(planned) {
+        let (role, text, at) = row.said();
         let micros = at.timestamp_micros();
-        let stored = episode
-            .as_ref()
-            .map(|(row, data)| (&row.fact, data, &row.embedding));
+        let stored = row
+            .episode()
+            .map(|(stored, data)| (&stored.fact, data, &stored.embedding));
         insert
             .execute(params![
                 session,
@@ -276,7 +291,7 @@ fn write_rows(
                 role.as_str(),
                 text,
                 micros,
-                item.is_some(),
+                matches!(row, PlannedRow::Item(..)),
                 stored.map(|(fact, ..)| fact.id.to_string()),
                 stored.and_then(|(_, data, _)| data.speaker.as_deref()),
                 stored.map(|(fact, ..)| fact.source.as_str()),
@@ -284,12 +299,16 @@ fn write_rows(
                 stored.and_then(|(.., vector)| vector.as_deref().map(embedding_column)),
             ])
             .map_err(sqlite_error)?;
-        if let Some(item) = item {
-            // At the stored precision, so the cached item equals the one a reload reads.
-            change.items.push((seq, item.with_time(timestamp(micros)?)));
-        }
-        if let Some((row, _)) = episode {
-            change.added.push(StoredRow { pk: seq, ..row });
+        let episode = match row {
+            PlannedRow::Item(item, episode) => {
+                // At the stored precision, so the cached item equals the one a reload reads.
+                change.items.push((seq, item.with_time(timestamp(micros)?)));
+                episode
+            }
+            PlannedRow::Episode(episode) => Some(episode),
+        };
+        if let Some((stored, _)) = episode {
+            change.added.push(StoredRow { pk: seq, ..stored });
         }
     }
     Ok(rows)
