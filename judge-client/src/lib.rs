@@ -1,6 +1,6 @@
 //! The agentwall judge: benchmarks any OpenAI-compatible endpoint over HTTP only.
 //!
-//! - [`target`]: the HTTP client toward the target, its resilience and the capability probe;
+//! - [`endpoint`]: the HTTP client toward the target, its resilience and the capability probe;
 //! - [`suites`]: the benchmark suites, each with its run directory and its report: `ltm`
 //!   (long-term memory, sharded runs and `judge merge`), `apps` (simulated applications graded
 //!   by their final state), `sim` (persona simulations, agent injection, A/B comparison),
@@ -15,11 +15,11 @@
 //! - [`canonical`]: canonical JSON and its `sha256:` hashes.
 
 pub mod canonical;
+pub mod endpoint;
 pub mod report;
 pub mod rundir;
 pub mod serve;
 pub mod suites;
-pub mod target;
 pub mod text;
 
 pub use suites::HistoryMode;

@@ -13,7 +13,7 @@ use cli::membench::{MembenchArgs, membench};
 use cli::runs::{CompareArgs, MergeArgs, ProbeArgs, compare_runs, merge_parts, probe_only};
 use cli::serve::{ServeArgs, serve};
 use cli::sim::{ReplayArgs, SimArgs, replay, simulate};
-use judge_client::target::telemetry;
+use judge_client::endpoint::telemetry;
 
 #[derive(Parser)]
 #[command(

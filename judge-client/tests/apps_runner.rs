@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use actix_web::{App as WebApp, HttpRequest, HttpResponse, HttpServer, web};
+use judge_client::endpoint::{
+    Credentials, FailureKind, TargetClient, TargetError, TargetSettings, TurnMode,
+};
 use judge_client::suites::apps::artifacts::write_outcome;
 use judge_client::suites::apps::runner::{AgentReply, AgentTurn, TrialStatus};
 use judge_client::suites::apps::scripted::ReferenceAgent;
@@ -13,9 +16,6 @@ use judge_client::suites::apps::tools::tool_call;
 use judge_client::suites::apps::{
     ActionMode, AgentEndpoint, AppRegistry, Params, Scenario, TargetAgent, run_scenario,
     run_scenarios,
-};
-use judge_client::target::{
-    Credentials, FailureKind, TargetClient, TargetError, TargetSettings, TurnMode,
 };
 use protocol::headers::{MOCK_TIME, SESSION_ID};
 use protocol::openai::{ChatCompletionRequest, ToolCall};

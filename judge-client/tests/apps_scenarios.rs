@@ -5,13 +5,13 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use judge_client::endpoint::TargetError;
 use judge_client::suites::apps::paypal::PayPal;
 use judge_client::suites::apps::runner::{AgentReply, AgentTurn, TrialStatus};
 use judge_client::suites::apps::scripted::ReferenceAgent;
 use judge_client::suites::apps::{
     ActionMode, AgentEndpoint, App, AppRegistry, Scenario, run_scenario,
 };
-use judge_client::target::TargetError;
 
 fn scenarios() -> Vec<Scenario> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scenarios/apps");

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{TimeZone, Utc};
 use common::{Behaviour, scripted};
-use judge_client::target::{
+use judge_client::endpoint::{
     BreakerPolicy, Credentials, FailureKind, RequestContext, RetryPolicy, TargetClient,
     TargetSettings,
 };

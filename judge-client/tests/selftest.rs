@@ -9,10 +9,10 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{Behaviour, amnesiac, oracle, scripted, slow_oracle, stub};
+use judge_client::endpoint::{Credentials, FailureKind, RetryPolicy, TargetSettings};
 use judge_client::suites::ltm::results::TestStatus;
 use judge_client::suites::ltm::run::{self, RunOutcome, Silent};
 use judge_client::suites::ltm::{Step, TestType};
-use judge_client::target::{Credentials, FailureKind, RetryPolicy, TargetSettings};
 use judge_client::{HistoryMode, LtmConfig};
 
 fn settings(url: &str, timeout_ms: u64) -> TargetSettings {

@@ -11,10 +11,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use judge_client::endpoint::{Credentials, RetryPolicy, TargetSettings};
 use judge_client::serve::{ServeConfig, ServeError, bind};
 use judge_client::suites::ltm::TestType;
 use judge_client::suites::ltm::run::{self, Silent};
-use judge_client::target::{Credentials, RetryPolicy, TargetSettings};
 use judge_client::{HistoryMode, LtmConfig};
 use serde_json::{Value, json};
 

@@ -6,10 +6,10 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{amnesiac, oracle};
+use judge_client::endpoint::{Credentials, TargetSettings};
 use judge_client::suites::ltm::TestType;
 use judge_client::suites::ltm::run::{self, RunOutcome, Silent};
 use judge_client::suites::ltm::shard::{MergeError, Shard, merge};
-use judge_client::target::{Credentials, TargetSettings};
 use judge_client::{HistoryMode, LtmConfig};
 
 fn config(seed: u64) -> LtmConfig {

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use actix_web::dev::ServerHandle;
 use actix_web::{App, HttpResponse, HttpServer, web};
+use judge_client::endpoint::{Credentials, FailureKind, TargetSettings};
 use judge_client::suites::sim::injection::config::ConfigFile;
 use judge_client::suites::sim::injection::fixtures::FixtureFile;
 use judge_client::suites::sim::injection::schema::AgentWorldRequest;
@@ -21,7 +22,6 @@ use judge_client::suites::sim::persona::{self, Persona};
 use judge_client::suites::sim::runner::UserSource;
 use judge_client::suites::sim::transcript::parse_transcript;
 use judge_client::suites::sim::{SimOutcome, SimRunConfig, SimSettings, SimulatorSpec, run_sim};
-use judge_client::target::{Credentials, FailureKind, TargetSettings};
 use serde_json::json;
 
 /// What the fake endpoint does with the next request.
@@ -360,11 +360,11 @@ async fn timeouts_fall_back_to_the_simulated_persona_and_are_marked_and_excluded
 /// Chat requests the capability probe makes against `target` (measured by probing once).
 async fn probe_cost(target: &common::Fake) -> usize {
     let before = target.chats();
-    let client = judge_client::target::TargetClient::new(
+    let client = judge_client::endpoint::TargetClient::new(
         TargetSettings::new(&target.url),
         Credentials::default(),
     );
-    judge_client::target::probe(&client, "probe-cost")
+    judge_client::endpoint::probe(&client, "probe-cost")
         .await
         .unwrap();
     target.chats() - before

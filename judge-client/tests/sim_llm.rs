@@ -8,12 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_web::{App, HttpResponse, HttpServer, web};
+use judge_client::endpoint::{Credentials, TargetSettings};
 use judge_client::suites::sim::ab::run_ab;
 use judge_client::suites::sim::injection::InjectionPlan;
 use judge_client::suites::sim::persona::{select, shipped};
 use judge_client::suites::sim::ratings::Preference;
 use judge_client::suites::sim::{SimRunConfig, SimSettings, SimulatorSpec, run_sim};
-use judge_client::target::{Credentials, TargetSettings};
 use protocol::openai::ChatCompletionRequest;
 use serde_json::json;
 

@@ -9,10 +9,10 @@ use super::target::TargetArgs;
 use anyhow::{Context, bail};
 use clap::Args;
 use judge_client::HistoryMode;
+use judge_client::endpoint::{Api, TurnMode};
 use judge_client::suites::apps::runner::{ActionMode, ScenarioOutcome};
 use judge_client::suites::apps::suite::{self as apps_suite, AppsConfig, AppsProgress};
 use judge_client::suites::apps::{Apps, Scenario, shipped};
-use judge_client::target::{Api, TurnMode};
 
 #[derive(Args)]
 pub struct AppsArgs {

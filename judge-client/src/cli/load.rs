@@ -8,8 +8,8 @@ use anyhow::Context;
 use super::summary::print_files;
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
+use judge_client::endpoint::Api;
 use judge_client::suites::load;
-use judge_client::target::Api;
 
 #[derive(Args)]
 pub struct LoadArgs {

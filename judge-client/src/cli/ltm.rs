@@ -10,6 +10,7 @@ use super::summary::{fail_under, print_files};
 use super::target::TargetArgs;
 use anyhow::{Context, bail};
 use clap::Args;
+use judge_client::endpoint::{Api, Credentials, TurnMode};
 use judge_client::suites::ltm::compare;
 use judge_client::suites::ltm::results::{RunResults, TestResult, TestStatus};
 use judge_client::suites::ltm::run::{self, RunOutcome};
@@ -17,7 +18,6 @@ use judge_client::suites::ltm::shard::Shard;
 use judge_client::suites::ltm::summary::render_table;
 use judge_client::suites::ltm::summary::{latency, one_at_a_time};
 use judge_client::suites::ltm::{Ltm, TestType};
-use judge_client::target::{Api, Credentials, TurnMode};
 use judge_client::{HistoryMode, LtmConfig};
 
 #[derive(Args)]

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
+use judge_client::endpoint::{Credentials, TargetClient, TargetSettings};
 use judge_client::rundir::{self, Manifest, Shard};
 use judge_client::suites::Suite;
 use judge_client::suites::membench::Membench;
@@ -20,7 +21,6 @@ use judge_client::suites::membench::run::{self as membench_run, planned};
 use judge_client::suites::membench::runner::{
     MembenchConfig, RunContext, probe_capabilities, select,
 };
-use judge_client::target::{Credentials, TargetClient, TargetSettings};
 
 use super::summary::print_files;
 use super::target::TargetArgs;

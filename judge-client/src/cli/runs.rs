@@ -9,12 +9,12 @@ use super::summary;
 use super::target::TargetArgs;
 use anyhow::{anyhow, bail};
 use clap::Args;
+use judge_client::endpoint::{ApiScope, TargetClient, probe_in};
 use judge_client::rundir::{self, manifest::Details};
 use judge_client::serve::{self, catalog};
 use judge_client::suites::Suite;
 use judge_client::suites::ltm::{Ltm, compare};
 use judge_client::suites::membench::{self, Membench};
-use judge_client::target::{ApiScope, TargetClient, probe_in};
 
 #[derive(Args)]
 pub struct MergeArgs {

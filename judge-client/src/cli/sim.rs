@@ -8,6 +8,7 @@ use super::summary::{fail_under, print_files};
 use super::target::TargetArgs;
 use anyhow::{Context, bail};
 use clap::Args;
+use judge_client::endpoint::{Api, Credentials, HistoryMode, TargetSettings};
 use judge_client::rundir::create_unique_dir;
 use judge_client::suites::Suite;
 use judge_client::suites::sim::ab::run_ab;
@@ -19,7 +20,6 @@ use judge_client::suites::sim::runner::sim_start;
 use judge_client::suites::sim::{
     Sim, SimOutcome, SimRunConfig, SimSettings, SimulatorSpec, persona, run_sim,
 };
-use judge_client::target::{Api, Credentials, HistoryMode, TargetSettings};
 
 #[derive(Clone, Copy, clap::ValueEnum)]
 pub enum SimulatorKind {

@@ -2,7 +2,7 @@
 
 use anyhow::bail;
 use clap::Args;
-use judge_client::target::{BreakerPolicy, Credentials, RetryPolicy, TargetSettings};
+use judge_client::endpoint::{BreakerPolicy, Credentials, RetryPolicy, TargetSettings};
 
 #[derive(Args)]
 pub struct TargetArgs {

@@ -151,7 +151,7 @@ pub fn record_probe_failure(
     suite: &str,
     mode: &str,
     session_id: &str,
-    error: &crate::target::TargetError,
+    error: &crate::endpoint::TargetError,
     why: &str,
 ) -> Result<(), RunDirError> {
     use crate::report::session_log::{LogMeta, LogTurn, render_log};
@@ -170,7 +170,7 @@ pub fn record_probe_failure(
             LogTurn {
                 role: "user",
                 at,
-                text: crate::target::PROBE_GREETING,
+                text: crate::endpoint::PROBE_GREETING,
             },
             LogTurn {
                 role: "assistant",
@@ -235,8 +235,8 @@ mod tests {
     #[test]
     fn a_failed_probe_leaves_a_run_log_with_its_stop_reason_and_a_failed_manifest() {
         let dir = tempfile::tempdir().unwrap();
-        let error = crate::target::TargetError::new(
-            crate::target::FailureKind::InfraError,
+        let error = crate::endpoint::TargetError::new(
+            crate::endpoint::FailureKind::InfraError,
             "connection refused",
         );
         record_probe_failure(

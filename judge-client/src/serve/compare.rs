@@ -12,14 +12,14 @@ use serde_json::Value;
 
 use super::catalog::RunDetail;
 use super::error::ApiError;
+use crate::endpoint::TurnMode;
+use crate::endpoint::turns;
 use crate::report::stats::{PairOutcome, pair_stats};
 use crate::suites::ltm::Ltm;
 use crate::suites::ltm::compare as ltm;
 use crate::suites::ltm::results::RunResults;
 use crate::suites::sim::Ab;
 use crate::suites::{Better, Figure, Suite, SuiteVisitor, UnitScore, visit};
-use crate::target::TurnMode;
-use crate::target::turns;
 
 /// One figure of both runs.
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]

@@ -10,13 +10,13 @@ use serde_json::Value;
 
 use super::error::ApiError;
 use super::secrets::{self, Secrets};
+use crate::endpoint::{Credentials, RetryPolicy, TargetSettings};
 use crate::suites::sim::injection::config::{
     AgentInjection, ConfigFile, EndpointConfig, KeyRef, PrivacySection, SimulationSection,
 };
 use crate::suites::sim::injection::{FallbackStrategy, PrivacyTier, Protocol};
 use crate::suites::sim::persona::{self, Persona};
 use crate::suites::sim::{SimRunConfig, SimSettings, SimulatorSpec};
-use crate::target::{Credentials, RetryPolicy, TargetSettings};
 
 /// Every conversation's virtual start, as `judge sim` uses: the same config gives the same run.
 

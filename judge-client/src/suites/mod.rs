@@ -15,6 +15,6 @@ pub mod registry;
 pub mod sim;
 pub mod suite;
 
-pub use crate::target::HistoryMode;
+pub use crate::endpoint::HistoryMode;
 pub use registry::{SuiteVisitor, visit};
 pub use suite::{Better, Figure, Headline, Suite, UnitScore, Units};

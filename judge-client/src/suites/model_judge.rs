@@ -10,7 +10,7 @@
 use protocol::openai::ChatMessage;
 
 use crate::canonical::derived_uuid;
-use crate::target::{FailureKind, RequestContext, TargetClient, TargetError};
+use crate::endpoint::{FailureKind, RequestContext, TargetClient, TargetError};
 
 /// How many times an unusable answer is asked again before it is a `judge_error` (so a question
 /// gets at most `1 + PARSE_RETRIES` answers).

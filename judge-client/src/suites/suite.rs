@@ -98,7 +98,7 @@ pub trait Suite {
 
     /// How the run's turns were sent (API and history), for a suite that converses with the
     /// target: runs that differ on it still compare, labelled.
-    fn turns(results: &Self::Results) -> Option<crate::target::TurnMode> {
+    fn turns(results: &Self::Results) -> Option<crate::endpoint::TurnMode> {
         let _ = results;
         None
     }

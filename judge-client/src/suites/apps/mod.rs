@@ -99,8 +99,8 @@ impl Suite for Apps {
             .collect()
     }
 
-    fn turns(r: &Self::Results) -> Option<crate::target::TurnMode> {
-        Some(crate::target::TurnMode {
+    fn turns(r: &Self::Results) -> Option<crate::endpoint::TurnMode> {
+        Some(crate::endpoint::TurnMode {
             api: r.api,
             history: r.history,
         })

@@ -25,7 +25,7 @@ use super::scenario::{Scenario, ScenarioError, pass_at_k, pass_hat_k};
 use super::tools::{execute_tool_calls, instructions, tools};
 use super::world::{LogicalClock, World, WorldError};
 use super::{AppRegistry, Observation};
-use crate::target::{
+use crate::endpoint::{
     Api, FailureKind, HistoryMode, RequestContext, TargetClient, TargetError, TurnMode, TurnSender,
 };
 

@@ -11,7 +11,7 @@ use super::directive::parse_message;
 use super::runner::{AgentEndpoint, AgentReply, AgentTurn};
 use super::scenario::Scenario;
 use super::tools::{message_text, tool_call};
-use crate::target::TargetError;
+use crate::endpoint::TargetError;
 
 pub struct ReferenceAgent {
     replies: Vec<String>,

@@ -22,11 +22,11 @@ use super::artifacts::{ArtifactError, write_outcome};
 use super::report;
 use super::runner::{ActionMode, RunError, ScenarioOutcome, TargetAgent, run_scenario};
 use super::{AppRegistry, Scenario};
-use crate::rundir::{self, Manifest, RunDirError};
-use crate::target::{
+use crate::endpoint::{
     Api, ApiScope, Capabilities, ChainNeedsResponses, Credentials, HistoryMode, TargetClient,
     TargetError, TargetSettings, TurnMode, probe_in,
 };
+use crate::rundir::{self, Manifest, RunDirError};
 
 /// What `judge apps` was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -22,7 +22,7 @@ pub use checks::{CATALOGUE, CheckSpec};
 pub use runner::{ConformConfig, ConformError, ConformRun, run};
 
 /// The API a check is about.
-pub use crate::target::Api;
+pub use crate::endpoint::Api;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

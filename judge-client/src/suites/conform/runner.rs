@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 
 use super::checks::{self, CATALOGUE, Probe};
 use super::{Api, CheckResult, ConformResults, report};
+use crate::endpoint::{Credentials, FailureKind, TargetClient, TargetError, TargetSettings};
 use crate::rundir::{
     Manifest, RunDirError, create_unique_dir, write_atomic, write_json, write_manifest,
 };
 use crate::suites::Suite;
-use crate::target::{Credentials, FailureKind, TargetClient, TargetError, TargetSettings};
 
 /// What `judge conform` was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

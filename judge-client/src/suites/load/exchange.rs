@@ -13,8 +13,8 @@ use protocol::openai::responses::{Response, event};
 use serde::Deserialize;
 
 use super::metrics::{RequestTimes, StreamTimer};
-use crate::target::resilience::{classify_send_error, classify_status};
-use crate::target::{Api, FailureKind};
+use crate::endpoint::resilience::{classify_send_error, classify_status};
+use crate::endpoint::{Api, FailureKind};
 
 /// Largest non-streamed body, and largest single SSE line, the load reads.
 const BODY_LIMIT: usize = 8 * 1024 * 1024;

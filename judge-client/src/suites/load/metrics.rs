@@ -18,7 +18,7 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::slo::Slos;
-use crate::target::FailureKind;
+use crate::endpoint::FailureKind;
 
 /// The five failure classes, in report order.
 pub const FAILURE_KINDS: [FailureKind; 5] = [

@@ -136,10 +136,10 @@ impl Suite for Load {
     }
 
     /// Every load request is one new turn.
-    fn turns(r: &Self::Results) -> Option<crate::target::TurnMode> {
-        Some(crate::target::TurnMode {
+    fn turns(r: &Self::Results) -> Option<crate::endpoint::TurnMode> {
+        Some(crate::endpoint::TurnMode {
             api: r.api,
-            history: crate::target::HistoryMode::New,
+            history: crate::endpoint::HistoryMode::New,
         })
     }
 }

@@ -15,11 +15,11 @@ use super::runner::LoadConfig;
 use super::schedule::LoadLevel;
 use super::slo::Slos;
 use super::workload::Workload;
+use crate::endpoint::Api;
 use crate::report::chart::{Bar, BarChart, Scale, Series, colour};
 use crate::report::escape::escape;
 use crate::report::html::page_head;
 use crate::rundir::{self, Manifest};
-use crate::target::Api;
 
 /// Each figure's definition, written into both files so a reader never has to guess.
 pub const DEFINITIONS: [(&str, &str); 11] = [

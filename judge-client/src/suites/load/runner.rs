@@ -22,7 +22,7 @@ use super::schedule::{
 use super::slo::Slos;
 use super::workload::{LengthDist, RequestPool, Workload};
 use super::{LoadError, LoadOutcome};
-use crate::target::Api;
+use crate::endpoint::Api;
 
 /// A count run without `--duration` still stops after this long.
 pub const COUNT_RUN_TIME_LIMIT: Duration = Duration::from_secs(600);

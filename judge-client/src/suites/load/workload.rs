@@ -13,7 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::LoadError;
-use crate::target::Api;
+use crate::endpoint::Api;
 
 /// Common English words that are one cl100k token each (with their leading space), so a prompt
 /// of N words is close to N tokens on most tokenizers.

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::results::{RunResults, TestStatus};
+use crate::endpoint::TurnMode;
+use crate::endpoint::turns;
 use crate::report::stats::{PairOutcome, pair_stats};
 use crate::suites::ltm::TestType;
-use crate::target::TurnMode;
-use crate::target::turns;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
@@ -221,7 +221,7 @@ mod tests {
             trials: 1,
             span_tokens: 0,
             history: HistoryMode::New,
-            api: crate::target::Api::Chat,
+            api: crate::endpoint::Api::Chat,
             overall: None,
             types: vec![],
             tests: scores

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::{GenParams, TestSpec, TestType, generate_all};
-use crate::target::{Api, ChainNeedsResponses, HistoryMode, TargetSettings, TurnMode};
+use crate::endpoint::{Api, ChainNeedsResponses, HistoryMode, TargetSettings, TurnMode};
 
 /// Settings of an LTM run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 
 use super::results::{CheckResult, TestResult};
 use super::scoring::Scorer;
+use crate::endpoint::{Credentials, Failure, TargetClient, TargetSettings};
 use crate::suites::model_judge::ModelJudge;
-use crate::target::{Credentials, Failure, TargetClient, TargetSettings};
 
 /// What the grader said of one check: `passed`, or the failure that left it without a grade.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -164,7 +164,7 @@ pub fn agreement(tests: &[TestResult]) -> Option<GraderAgreement> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::target::FailureKind;
+    use crate::endpoint::FailureKind;
 
     fn check(passed: bool, undecided: bool, grade: Option<bool>) -> CheckResult {
         CheckResult {

@@ -60,9 +60,9 @@ pub fn render(result: &TestResult, index: usize, mode: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::endpoint::{Failure, FailureKind};
     use crate::suites::ltm::TestType;
     use crate::suites::ltm::results::{SessionRecord, TestStatus};
-    use crate::target::{Failure, FailureKind};
 
     #[test]
     fn log_has_the_contract_shape_even_on_failure() {

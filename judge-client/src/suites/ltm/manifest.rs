@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::config::LtmConfig;
+use crate::endpoint::{Capabilities, TargetSettings};
 use crate::rundir::{Manifest, Shard};
-use crate::target::{Capabilities, TargetSettings};
 
 /// An LTM run's manifest.
 pub type LtmManifest = Manifest<LtmDetails>;

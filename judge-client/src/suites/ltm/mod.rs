@@ -77,7 +77,7 @@ impl Suite for Ltm {
         Vec::new()
     }
 
-    fn turns(r: &Self::Results) -> Option<crate::target::TurnMode> {
+    fn turns(r: &Self::Results) -> Option<crate::endpoint::TurnMode> {
         Some(r.turns())
     }
 

@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 use super::TestType;
 use super::grader::{Grade, GraderAgreement};
 use super::scoring::Scorer;
+use crate::endpoint::Failure;
+use crate::endpoint::{Api, TurnMode};
 use crate::suites::HistoryMode;
-use crate::target::Failure;
-use crate::target::{Api, TurnMode};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -21,11 +21,11 @@ use super::results::{RunResults, TestResult, TestTiming};
 use super::runner::Runner;
 use super::script::derive_uuid;
 use super::{TestSpec, html, junit, logs, summary};
-use crate::rundir::{self, RunDirError, RunState, Shard, checkpoint, write_atomic, write_json};
-use crate::target::{
+use crate::endpoint::{
     ApiScope, ChainNeedsResponses, Credentials, TargetClient, TargetError, TargetSettings,
     TurnMode, probe_in, telemetry,
 };
+use crate::rundir::{self, RunDirError, RunState, Shard, checkpoint, write_atomic, write_json};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {

@@ -14,12 +14,12 @@ use protocol::openai::ChatMessage;
 
 use super::grader::{self, Grader};
 use super::script::{Check, Step, TURN_GAP_SECONDS, TestSpec};
-use crate::suites::ltm::results::{
-    CheckResult, SessionRecord, TestResult, TestStatus, TestTiming, TranscriptEntry,
-};
-use crate::target::{
+use crate::endpoint::{
     Capabilities, Failure, FailureKind, RequestContext, TargetClient, TurnMode, TurnSender,
     telemetry,
+};
+use crate::suites::ltm::results::{
+    CheckResult, SessionRecord, TestResult, TestStatus, TestTiming, TranscriptEntry,
 };
 
 /// Everything a test run needs from the run around it.

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 use super::filler::{FILLER_SLACK, filler_turn, filler_turns};
 use super::scoring::Scorer;
 use super::types::TestType;
-use crate::target::Requirement;
+use crate::endpoint::Requirement;
 
 /// How far a session's clock moves with each user turn. The runner plays it and the builder plans
 /// with it, so a check that depends on the clock (a reminder's due time, "yesterday") holds however

@@ -156,7 +156,7 @@ pub fn diagnose(tests: &[TestResult], concurrency: usize) -> Vec<String> {
         .filter(|t| {
             t.failure
                 .as_ref()
-                .is_some_and(|f| f.kind == crate::target::FailureKind::Timeout)
+                .is_some_and(|f| f.kind == crate::endpoint::FailureKind::Timeout)
         })
         .count();
     if timeouts < TIMEOUT_DIAGNOSIS_MIN || timeouts * 2 < stopped.len() {
@@ -295,8 +295,8 @@ mod latency_tests {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::endpoint::{Failure, FailureKind};
     use crate::suites::ltm::types::TestType;
-    use crate::target::{Failure, FailureKind};
 
     fn test(failure: Option<FailureKind>) -> TestResult {
         TestResult {

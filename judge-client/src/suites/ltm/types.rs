@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::generators;
 use super::script::{Builder, GenParams, TestSpec};
-use crate::target::Requirement;
+use crate::endpoint::Requirement;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -23,7 +23,7 @@ use protocol::openai::ChatMessage;
 use serde::{Deserialize, Serialize};
 
 use super::dataset::{Conversation, DatasetKind, Role, Turn};
-use crate::target::{RequestContext, TargetClient};
+use crate::endpoint::{RequestContext, TargetClient};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]

@@ -7,7 +7,7 @@
 use protocol::openai::{ChatCompletionRequest, ChatMessage};
 use serde::{Deserialize, Serialize};
 
-use crate::target::{RequestContext, TargetClient, TargetError};
+use crate::endpoint::{RequestContext, TargetClient, TargetError};
 
 /// One verdict of the judge model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,11 +15,11 @@ use super::bm25::RECALL_KS;
 use super::dataset::{DataProblem, Dataset, DatasetKind};
 use super::results::{CategorySummary, MembenchResults, QuestionResult};
 use super::runner::{MembenchCapabilities, MembenchConfig};
+use crate::endpoint::TargetSettings;
 use crate::report::chart::{Bar, BarChart, Scale, Series, colour};
 use crate::report::escape::escape;
 use crate::report::html::{page_head, pct};
 use crate::rundir::{Manifest, Shard};
-use crate::target::TargetSettings;
 
 /// How the judge names the turns it sends; recorded so a reader knows what recall@k compares.
 pub const TURN_ID_DESIGN: &str = "Every ingested turn travels with its id in the X-Turn-Id request header (LoCoMo dia_id such as D1:3; LongMemEval <session id>:<turn number>), comma-separated in message or fact order when a request carries several. An agent that keeps it names the turns in POST /control/memory/recall's source_turn_ids.";

@@ -28,7 +28,7 @@ use super::judge::{
 };
 use super::results::{MembenchResults, QuestionResult, Summary, summarise_all};
 use super::scoring::{TwoOptions, locomo_question, locomo_score, token_f1};
-use crate::target::{Capabilities, RequestContext, TargetClient, TargetError, probe};
+use crate::endpoint::{Capabilities, RequestContext, TargetClient, TargetError, probe};
 
 /// What was asked of the run; recorded in the manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -18,9 +18,9 @@ use super::ratings::{Comparison, PairedTest, Preference, Rating, paired_test, ra
 use super::report;
 use super::results::ConversationResult;
 use super::suite::{SimError, SimOutcome, SimRunConfig, run_sim, write, write_json};
+use crate::endpoint::Failure;
+use crate::endpoint::{Credentials, TargetClient, TargetSettings};
 use crate::rundir::{self, Manifest};
-use crate::target::Failure;
-use crate::target::{Credentials, TargetClient, TargetSettings};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairResult {

@@ -210,7 +210,7 @@ mod tests {
     use super::super::persona::shipped;
     use super::super::runner::{FallbackMark, Round};
     use super::*;
-    use crate::target::FailureKind;
+    use crate::endpoint::FailureKind;
 
     fn round(index: usize, user: &str, agent: Option<&str>, source: UserSource) -> Round {
         Round {

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::persona::Persona;
 use super::ratings::Preference;
 use super::runner::Conversation;
+use crate::endpoint::{TargetClient, TargetError};
 use crate::suites::model_judge::{ModelJudge, json_object};
-use crate::target::{TargetClient, TargetError};
 
 /// Rubric scores, each mapped from the judge's 1–5 to 0–1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

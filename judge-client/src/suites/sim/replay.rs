@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use super::injection::InjectedEndpoint;
 use super::injection::config::{EndpointSpec, PrivacyTier, Protocol};
 use super::injection::fixtures::FixtureFile;
-use crate::target::Failure;
-use crate::target::{
+use crate::endpoint::Failure;
+use crate::endpoint::{
     BreakerPolicy, Credentials, FailureKind, RequestContext, RetryPolicy, TargetClient,
     TargetError, TargetSettings,
 };

@@ -9,8 +9,8 @@ use super::evaluate::{ConversationChecks, InjectedChecks};
 use super::fidelity::Fidelity;
 use super::judge::Rubric;
 use super::runner::{Conversation, UserSource};
+use crate::endpoint::{Api, Failure, HistoryMode};
 use crate::report::stats::{bootstrap_ci, mean};
-use crate::target::{Api, Failure, HistoryMode};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConversationResult {
@@ -57,7 +57,7 @@ pub fn exclusion(
     fidelity: &Fidelity,
     keep_unfaithful_simulator: bool,
 ) -> Option<String> {
-    if stop_reason == crate::target::FailureKind::JudgeError.as_str() {
+    if stop_reason == crate::endpoint::FailureKind::JudgeError.as_str() {
         Some(stop_reason.to_owned())
     } else if !fidelity.held && !keep_unfaithful_simulator {
         Some("simulator_broke_role".to_owned())

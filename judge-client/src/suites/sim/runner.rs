@@ -21,12 +21,12 @@ use super::injection::schema::{
 use super::injection::{EndpointMetrics, FallbackStrategy, InjectedEndpoint, Protocol};
 use super::persona::Persona;
 use super::simulator::{Exchange, LlmUser, ScriptedUser, UserSimulator, UserTurn};
-use crate::suites::concurrency::RequestSpan;
-use crate::target::Failure;
-use crate::target::{
+use crate::endpoint::Failure;
+use crate::endpoint::{
     Api, ChainNeedsResponses, FailureKind, HistoryMode, RequestContext, TargetClient, TurnMode,
     TurnSender,
 };
+use crate::suites::concurrency::RequestSpan;
 
 /// Turns of context sent to an injected endpoint (the `last_k_turns` of docs/contracts/agent-injection.md).
 const LAST_K_TURNS: usize = 10;

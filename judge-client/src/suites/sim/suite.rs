@@ -28,12 +28,12 @@ use super::report;
 use super::results::{SimResults, conversation_result, exclusion, summarise};
 use super::runner::{Conversation, Panel, PanelObserver, SimSettings, SimulatorChoice, run_panel};
 use super::transcript::{log_text, transcript_json};
-use crate::rundir::{self, Manifest, RunDirError};
-use crate::suites::concurrency::{self, RequestSpan};
-use crate::target::{
+use crate::endpoint::{
     Api, ApiScope, ChainNeedsResponses, Credentials, HistoryMode, TargetClient, TargetError,
     TargetSettings, TurnMode, probe_in,
 };
+use crate::rundir::{self, Manifest, RunDirError};
+use crate::suites::concurrency::{self, RequestSpan};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {

@@ -213,8 +213,8 @@ mod tests {
     use super::super::injection::FallbackStrategy;
     use super::super::runner::{FallbackMark, Round};
     use super::*;
+    use crate::endpoint::FailureKind;
     use crate::report::session_log::parse_log;
-    use crate::target::FailureKind;
     use chrono::{DateTime, Utc};
 
     fn conversation() -> Conversation {

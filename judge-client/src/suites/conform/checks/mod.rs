@@ -12,7 +12,7 @@ use awc::http::Method;
 use serde_json::Value;
 
 use super::{Api, CAPTURE_LIMIT, CheckResult, CheckStatus, Exchange};
-use crate::target::{RawAnswer, TargetClient, TargetError};
+use crate::endpoint::{RawAnswer, TargetClient, TargetError};
 
 /// A check of the catalogue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

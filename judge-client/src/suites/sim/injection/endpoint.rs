@@ -1,6 +1,6 @@
 //! The HTTP client toward one injected endpoint, with the failure semantics of docs/contracts/agent-injection.md:
 //! a timeout per call; `429` retried with exponential backoff (Retry-After honoured) up to the
-//! retry limit; the target's circuit breaker ([`crate::target::breaker`]); at most N requests in
+//! retry limit; the target's circuit breaker ([`crate::endpoint::breaker`]); at most N requests in
 //! flight (a semaphore) and a QPS cap (governor). It never falls back itself: it returns a
 //! classified error and the runner applies the configured fallback.
 
@@ -17,9 +17,9 @@ use tokio::sync::Semaphore;
 use super::config::{EndpointSpec, Protocol};
 use super::metrics::{EndpointMetrics, Recorder, Transition};
 use super::schema::AgentWorldResponse;
-use crate::target::breaker::{CircuitBreaker, Outcome, Rejected};
-use crate::target::resilience::{classify_send_error, classify_status, parse_retry_after};
-use crate::target::{FailureKind, TargetError};
+use crate::endpoint::breaker::{CircuitBreaker, Outcome, Rejected};
+use crate::endpoint::resilience::{classify_send_error, classify_status, parse_retry_after};
+use crate::endpoint::{FailureKind, TargetError};
 
 /// A reply of the endpoint.
 #[derive(Debug, Clone, PartialEq)]

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::endpoint::FailureKind;
 use crate::report::stats::nearest_rank;
-use crate::target::FailureKind;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Transition {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::super::persona::Traits;
-use crate::target::FailureKind;
+use crate::endpoint::FailureKind;
 
 pub const SCHEMA_VERSION: &str = "1.0";
 

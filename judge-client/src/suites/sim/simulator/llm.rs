@@ -10,7 +10,7 @@ use protocol::openai::{ChatMessage, Role};
 use super::super::canonical::derived_uuid;
 use super::super::persona::{Persona, Traits};
 use super::{Exchange, UserTurn};
-use crate::target::{RequestContext, TargetClient, TargetError};
+use crate::endpoint::{RequestContext, TargetClient, TargetError};
 
 pub struct LlmUser {
     persona: Persona,

@@ -7,7 +7,7 @@ pub mod scripted;
 pub use llm::LlmUser;
 pub use scripted::ScriptedUser;
 
-use crate::target::TargetError;
+use crate::endpoint::TargetError;
 
 use super::persona::Persona;
 

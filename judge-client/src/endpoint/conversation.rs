@@ -228,7 +228,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::target::TargetSettings;
+    use crate::endpoint::TargetSettings;
 
     fn client() -> TargetClient {
         TargetClient::new(
