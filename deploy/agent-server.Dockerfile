@@ -28,7 +28,7 @@ COPY . .
 RUN --mount=type=cache,id=agentwall-cargo-registry,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,id=agentwall-cargo-git,target=/usr/local/cargo/git,sharing=locked \
     --mount=type=cache,id=agentwall-target,target=/src/target,sharing=locked \
-    cargo build --release --locked --bin agent-server \
+    cargo build --release --locked --package agent-server --bin agent-server \
  && install -D -m 0755 target/release/agent-server /out/agent-server
 
 FROM debian:${DEBIAN_SUITE}-slim AS runtime

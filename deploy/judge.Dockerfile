@@ -17,7 +17,7 @@ COPY . .
 RUN --mount=type=cache,id=agentwall-cargo-registry,target=/usr/local/cargo/registry,sharing=locked \
     --mount=type=cache,id=agentwall-cargo-git,target=/usr/local/cargo/git,sharing=locked \
     --mount=type=cache,id=agentwall-target,target=/src/target,sharing=locked \
-    cargo build --release --locked --bin judge \
+    cargo build --release --locked --package judge-client --bin judge \
  && install -D -m 0755 target/release/judge /out/judge
 
 # No packages are added: the judge's TLS roots are compiled in (webpki-roots) and it needs no shell
@@ -29,6 +29,8 @@ RUN groupadd --system --gid 10001 agentwall \
         --shell /usr/sbin/nologin agentwall \
  && install -d -o 10001 -g 10001 -m 0755 /runs
 COPY --from=builder /out/judge /usr/local/bin/judge
+# Run as root (docker-compose.yml does), it runs the judge as the owner of /runs; see the script.
+COPY deploy/judge-entrypoint.sh /usr/local/bin/judge-entrypoint
 WORKDIR /runs
 VOLUME ["/runs"]
 USER 10001:10001
@@ -38,6 +40,6 @@ USER 10001:10001
 # requests would say nothing, so the healthcheck is explicitly disabled.
 HEALTHCHECK NONE
 
-ENTRYPOINT ["/usr/local/bin/judge"]
+ENTRYPOINT ["/usr/local/bin/judge-entrypoint"]
 # Default: the full long-term-memory benchmark of JUDGE_ENDPOINT into /runs/<run-id>/.
 CMD ["ltm", "--out", "/runs"]
