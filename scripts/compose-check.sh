@@ -63,6 +63,17 @@ if [ "$(id -u)" != 0 ]; then
   fail "run as root: podman serves the stack rootful here (CI runs as root)"
 fi
 apt_updated=
+# The Debian mirror this machine's apt uses for its own release (its address is the machine's,
+# never written into the project): deb822 sources first, then a one-line sources.list.
+debian_mirror() {
+  local codename mirror
+  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
+  mirror=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk -v RS= -v suite="$codename" '
+    $0 ~ "(^|\n)Suites:([^\n]* )?" suite "( |\n|$)" { if (match($0, /URIs: *[^ \n]+/)) { split(substr($0, RSTART, RLENGTH), f, " "); print f[2]; exit } }')
+  [ -n "$mirror" ] || mirror=$(awk -v suite="$codename" '$1 == "deb" && $3 == suite {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
+  [ -n "$mirror" ] || fail "no Debian mirror for $codename in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"
+  echo "$mirror"
+}
 apt_install() {
   export DEBIAN_FRONTEND=noninteractive
   [ -n "$apt_updated" ] || { apt-get update -qq; apt_updated=1; }
@@ -82,8 +93,7 @@ if ! [ -x "$PLUGIN" ]; then
   say "fetching Docker Compose v2 (Debian trixie's docker-compose package)"
   apt_dir=$WORK/apt
   mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$apt_dir/sources" "$CACHE/cli-plugins"
-  mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-  [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list)
+  mirror=$(debian_mirror)
   printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
     "$mirror" > "$apt_dir/sources/trixie.sources"
   apt_opts=(-o Dir::Etc::sourcelist=/dev/null -o "Dir::Etc::sourceparts=$apt_dir/sources"
@@ -129,9 +139,24 @@ export CONTAINERS_CONF=$WORK/containers.conf
 # The image store persists (stand-ins are built once); podman ties it to one run root.
 podman() { command podman --root "$CACHE/storage" --runroot /run/agentwall-compose "$@"; }
 SOCKET=$WORK/podman.sock
-podman system service --time=0 "unix://$SOCKET" > "$WORK/podman-service.log" 2>&1 &
-service_pid=$!
+# Started without the function, so that $! is podman itself (the cleanup stops it by that PID).
+start_engine() {
+  command podman --root "$CACHE/storage" --runroot /run/agentwall-compose system service --time=0 "unix://$SOCKET" \
+    >> "$WORK/podman-service.log" 2>&1 &
+  service_pid=$!
+  for _ in $(seq 50); do [ -S "$SOCKET" ] && return; sleep 0.2; done
+  fail "podman's API socket did not appear ($WORK/podman-service.log)"
+}
+# podman 4.3 builds inside its API service and keeps a `--mount=type=cache,sharing=locked` cache
+# locked after the build that used it: the next build with the same cache waits forever. The check
+# restarts the service between the Dockerfiles' two builds.
+restart_engine() {
+  kill "$service_pid" && wait "$service_pid" 2>/dev/null || true
+  rm -f "$SOCKET"
+  start_engine
+}
 health_pid=
+service_pid=
 cleanup() {
   local status=$?
   if [ "$status" != 0 ] && [ -S "$SOCKET" ] && [ -d "$WORK/repo" ]; then
@@ -141,7 +166,7 @@ cleanup() {
     (cd "$WORK/repo" && docker compose --profile phoenix down --volumes --remove-orphans >/dev/null 2>&1) || true
   fi
   [ -z "$health_pid" ] || kill "$health_pid" 2>/dev/null || true
-  kill "$service_pid" 2>/dev/null || true
+  [ -z "$service_pid" ] || kill "$service_pid" 2>/dev/null || true
   wait "$service_pid" 2>/dev/null || true
   if [ "$status" != 0 ]; then
     say "kept $WORK for a look (the containers' logs: $WORK/containers.log)"
@@ -150,13 +175,12 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
+start_engine
 export DOCKER_HOST=unix://$SOCKET
 # podman's Docker API has no BuildKit, and compose's own buildx would start a BuildKit container
 # from an image no registry here serves: DOCKER_BUILDKIT=0 sends builds to the engine's /build
 # endpoint, where podman builds with buildah (which honours the Dockerfiles' cache mounts).
 export DOCKER_BUILDKIT=0
-for _ in $(seq 50); do [ -S "$SOCKET" ] && break; sleep 0.2; done
-[ -S "$SOCKET" ] || fail "podman's API socket did not appear ($WORK/podman-service.log)"
 
 (
   while sleep 2; do
@@ -181,8 +205,7 @@ debian_standin() {
   [ "$(label_of "$image")" = "$recipe" ] && return
   say "building $image: debootstrap --variant=minbase $suite (once per machine)"
   local rootfs=$WORK/rootfs-$suite mirror
-  mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-  [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list)
+  mirror=$(debian_mirror)
   debootstrap --variant=minbase "$suite" "$rootfs" "$mirror" > "$WORK/debootstrap.log" 2>&1 ||
     fail "debootstrap $suite ($WORK/debootstrap.log)"
   rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/archives/*.deb
@@ -313,9 +336,27 @@ if [ "$MODE" = fast ]; then
 else
   say "vendoring the crates into the build context (cargo vendor)"
   mkdir -p "$REPO/.cargo"
-  cargo vendor --locked --versioned-dirs --manifest-path "$REPO/Cargo.toml" "$REPO/vendor" > "$REPO/.cargo/config.toml"
+  # A relative folder, so that the source replacement cargo prints points into the image's /src.
+  (cd "$REPO" && cargo vendor --locked --versioned-dirs vendor > .cargo/config.toml 2> "$WORK/vendor.log") ||
+    fail "cargo vendor ($WORK/vendor.log)"
 fi
 compose() { (cd "$REPO" && docker compose "${COMPOSE_FILES[@]}" "$@"); }
+
+if [ "$MODE" = dockerfile ]; then
+  # The images as deploy/k8s/README.md builds them; compose's builds below then reuse their layers.
+  build_started=$SECONDS
+  say "docker build -f deploy/agent-server.Dockerfile -t registry.example.com/agentwall/agent-server:0.1.0 ."
+  (cd "$REPO" && docker build -f deploy/agent-server.Dockerfile -t registry.example.com/agentwall/agent-server:0.1.0 .) \
+    > "$WORK/build-agent-server.log" 2>&1 || fail "the agent-server image did not build ($WORK/build-agent-server.log)"
+  say "agent-server image built in $((SECONDS - build_started)) s"
+  restart_engine
+  build_started=$SECONDS
+  say "docker build -f deploy/judge.Dockerfile -t registry.example.com/agentwall/judge:0.1.0 ."
+  (cd "$REPO" && docker build -f deploy/judge.Dockerfile        -t registry.example.com/agentwall/judge:0.1.0 .) \
+    > "$WORK/build-judge.log" 2>&1 || fail "the judge image did not build ($WORK/build-judge.log)"
+  say "judge image built in $((SECONDS - build_started)) s"
+  restart_engine
+fi
 
 # --- 5. the runs ----------------------------------------------------------------------------------
 

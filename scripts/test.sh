@@ -17,6 +17,8 @@
 # llama.cpp's server of SmolLM2-135M (its virtualenv is built once per machine, about 11 minutes
 # on 2 cores, then cached under ~/.cache/agentwall/) and stops it on exit.
 #   6. the deployment files (scripts/validate-deploy.sh)
+#   7. `docker compose up` for real (scripts/compose-check.sh: podman and Docker Compose v2 from
+#      Debian's packages, stand-in images built from Debian's packages, the binaries of step 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -100,3 +102,7 @@ scripts/check-citations.sh
 # docker-compose.yml, the Kubernetes manifests and the Dockerfiles, validated without Docker or a
 # cluster (schemas, hadolint, structure checks; validators in their own virtualenv).
 scripts/validate-deploy.sh
+
+# docker-compose.yml run as users run it, with the binaries built above in the images' runtime
+# stages (`scripts/compose-check.sh --dockerfile` builds them with the Dockerfiles' own stages).
+scripts/compose-check.sh

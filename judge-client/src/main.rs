@@ -44,7 +44,7 @@ enum Command {
     /// report.html.
     Load(LoadArgs),
     /// Check that the endpoint speaks Chat Completions and the Responses API as OpenAI's clients
-    /// expect; exits 4 when any applicable check fails.
+    /// expect; exits 5 when any applicable check fails.
     Conform(ConformArgs),
     /// Compare two runs test by test; exits 3 on a significant regression of RUN_B against RUN_A.
     Compare(CompareArgs),
