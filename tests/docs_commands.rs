@@ -1039,8 +1039,14 @@ impl Ctx {
         command.envs(extra.iter().map(|(k, v)| (k, v)));
     }
 
-    /// Runs `script` in bash to its end (bounded), its output kept in the scratch folder.
-    fn run_to_end(&mut self, script: &str, cwd: &Path, env: &[(String, String)]) -> Outcome {
+    /// Starts `script` in bash, its stdout and stderr written to numbered files in the scratch
+    /// folder (returned with the process).
+    fn spawn_bash(
+        &mut self,
+        script: &str,
+        cwd: &Path,
+        env: &[(String, String)],
+    ) -> (Proc, PathBuf, PathBuf) {
         self.counter += 1;
         let logs = self.scratch.join("logs");
         fs::create_dir_all(&logs).unwrap();
@@ -1055,9 +1061,15 @@ impl Ctx {
             .stdout(fs::File::create(&out_path).unwrap())
             .stderr(fs::File::create(&err_path).unwrap());
         self.command_env(&mut command, env);
-        let mut proc = Proc {
+        let proc = Proc {
             child: command.spawn().expect("bash runs"),
         };
+        (proc, out_path, err_path)
+    }
+
+    /// Runs `script` in bash to its end (bounded), its output kept in the scratch folder.
+    fn run_to_end(&mut self, script: &str, cwd: &Path, env: &[(String, String)]) -> Outcome {
+        let (mut proc, out_path, err_path) = self.spawn_bash(script, cwd, env);
         let deadline = Instant::now() + Duration::from_secs(300);
         let status = loop {
             if let Some(status) = proc.child.try_wait().unwrap() {
@@ -1403,23 +1415,7 @@ impl Ctx {
         port: u16,
         run: &Run,
     ) -> Outcome {
-        self.counter += 1;
-        let logs = self.scratch.join("logs");
-        fs::create_dir_all(&logs).unwrap();
-        let out_path = logs.join(format!("{:02}.out", self.counter));
-        let err_path = logs.join(format!("{:02}.err", self.counter));
-        let mut command = Command::new("bash");
-        command
-            .arg("-c")
-            .arg(format!("exec {cmd}"))
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .stdout(fs::File::create(&out_path).unwrap())
-            .stderr(fs::File::create(&err_path).unwrap());
-        self.command_env(&mut command, env);
-        let mut proc = Proc {
-            child: command.spawn().expect("bash runs"),
-        };
+        let (mut proc, out_path, err_path) = self.spawn_bash(&format!("exec {cmd}"), cwd, env);
         let log = |path: &Path| fs::read_to_string(path).unwrap_or_default();
         let deadline = Instant::now() + Duration::from_secs(60);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
