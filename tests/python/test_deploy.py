@@ -229,7 +229,7 @@ def test_postgres_has_named_volume_and_healthcheck(compose):
     named = [v.split(":", 1)[0] for v in pg["volumes"]]
     assert any(name in compose.get("volumes", {}) for name in named), "postgres data must be a named volume"
     assert any(v.endswith(":/var/lib/postgresql/data") for v in pg["volumes"])
-    assert "pg_isready" in " ".join(pg["healthcheck"]["test"])
+    assert "pg_isready -h 127.0.0.1" in " ".join(pg["healthcheck"]["test"]), "ready over TCP, not the init socket"
     assert "redis-cli" in compose["services"]["redis"]["healthcheck"]["test"]
 
 
