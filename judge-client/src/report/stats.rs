@@ -25,12 +25,27 @@ pub fn bootstrap_ci(values: &[f64]) -> Option<(f64, f64)> {
 
 /// Wilson score interval (95 %) of a proportion `k / n`.
 pub fn wilson(k: usize, n: usize) -> Option<(f64, f64)> {
+    wilson_of(k as f64, n)
+}
+
+/// 95 % interval of the mean of scores in [0, 1] that stays honest at a handful of trials: the
+/// Wilson interval with the scores' sum as the count of successes. A score bounded by 0 and 1
+/// with mean p varies at most as much as a pass/fail one (variance at most p(1 − p)), so this is
+/// the pass/fail case's interval or wider. A bootstrap has zero width whenever every trial scored
+/// the same (three passes of three: 100-100 %), where three passes are consistent with a true
+/// rate as low as 44 %.
+pub fn bounded_mean_ci(scores: &[f64]) -> Option<(f64, f64)> {
+    debug_assert!(scores.iter().all(|s| (0.0..=1.0).contains(s)), "{scores:?}");
+    wilson_of(scores.iter().sum(), scores.len())
+}
+
+fn wilson_of(successes: f64, n: usize) -> Option<(f64, f64)> {
     if n == 0 {
         return None;
     }
     let z = 1.959_964f64;
     let n_f = n as f64;
-    let p = k as f64 / n_f;
+    let p = successes / n_f;
     let denominator = 1.0 + z * z / n_f;
     let centre = (p + z * z / (2.0 * n_f)) / denominator;
     let half = z * ((p * (1.0 - p) / n_f + z * z / (4.0 * n_f * n_f)).sqrt()) / denominator;
@@ -127,6 +142,15 @@ mod tests {
         let (lo, hi) = bootstrap_ci(&values).unwrap();
         assert!(lo < 0.625 && 0.625 < hi, "{lo} {hi}");
         assert_eq!(bootstrap_ci(&values), Some((lo, hi)));
+        // Three passes of three: not 100-100 %, but about 44-100 % (Wilson).
+        let (lo, hi) = bounded_mean_ci(&[1.0, 1.0, 1.0]).unwrap();
+        assert!((lo - 0.4385).abs() < 1e-3 && hi == 1.0, "{lo} {hi}");
+        assert_eq!(bounded_mean_ci(&[1.0, 0.0]), wilson(1, 2));
+        // Partial scores are at least as uncertain as pass/fail ones of the same mean.
+        let (plo, phi) = bounded_mean_ci(&[0.5, 0.5, 0.5, 0.5]).unwrap();
+        let (blo, bhi) = wilson(2, 4).unwrap();
+        assert!((plo - blo).abs() < 1e-12 && (phi - bhi).abs() < 1e-12);
+        assert_eq!(bounded_mean_ci(&[]), None);
         let (lo, hi) = wilson(5, 10).unwrap();
         assert!((lo - 0.2366).abs() < 1e-3 && (hi - 0.7634).abs() < 1e-3);
         assert_eq!(wilson(0, 0), None);

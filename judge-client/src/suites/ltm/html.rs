@@ -267,7 +267,7 @@ pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTimin
     }
     out.push_str("<h2>Scores per test type</h2>");
     out.push_str(&score_chart(&results.types));
-    out.push_str("<table><tr><th>type</th><th>description</th><th>passed</th><th>score</th><th>95% CI</th><th>note</th></tr>");
+    out.push_str("<table><tr><th>type</th><th>description</th><th>passed</th><th>score</th><th>95% CI (Wilson)</th><th>note</th></tr>");
     for t in &results.types {
         let ci = match (t.ci_low, t.ci_high) {
             (Some(lo), Some(hi)) => format!("{}–{}", pct(Some(lo)), pct(Some(hi))),

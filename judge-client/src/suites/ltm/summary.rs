@@ -6,7 +6,7 @@ use super::config::LtmConfig;
 use super::grader;
 use super::results::TestTiming;
 use super::results::{CheckSummary, RunResults, TestResult, TestStatus, TypeSummary};
-use crate::report::stats::{bootstrap_ci, mean, nearest_rank};
+use crate::report::stats::{bounded_mean_ci, mean, nearest_rank};
 use crate::suites::concurrency::{self, RequestSpan};
 
 /// Per-type summaries and the overall score, in the configuration's type order.
@@ -22,7 +22,8 @@ pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
                 .filter(|r| r.score.is_some())
                 .collect();
             let scores: Vec<f64> = scored.iter().filter_map(|r| r.score).collect();
-            let ci = bootstrap_ci(&scores);
+            // Honest at a few trials per type (see `bounded_mean_ci`); a bootstrap is not.
+            let ci = bounded_mean_ci(&scores);
             let count = |s: TestStatus| of_type.iter().filter(|r| r.status == s).count();
             let passed = count(TestStatus::Passed);
             let mut checks: Vec<CheckSummary> = Vec::new();
