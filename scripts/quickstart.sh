@@ -8,6 +8,11 @@
 # suite, its simulated-applications suite and its persona simulations against it, prints each
 # summary and the path of each report.html, and stops the server. Flags go to `judge ltm`; its exit
 # code wins (2: below --fail-under, 3: regression against --baseline), then the others'.
+#
+# Then the field's benchmark beside our own suites: `judge membench` on one LoCoMo conversation
+# (about 200 questions; the agent's answers scored by LoCoMo's token F1, its recall beside a BM25
+# reference). LoCoMo is not redistributed with agentwall: LOCOMO names the file, by default
+# ../shared/datasets/locomo10.json; without it the script says where to get it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,8 +51,20 @@ echo
 echo "==> judge sim (15-round conversations with the shipped persona panel)"
 target/release/judge sim --endpoint "http://127.0.0.1:$port" --out runs
 sim_status=$?
+echo
+locomo=${LOCOMO:-../shared/datasets/locomo10.json}
+membench_status=0
+if [ -f "$locomo" ]; then
+  echo "==> judge membench (LoCoMo, one conversation: the field's benchmark, not written for this agent)"
+  target/release/judge membench --endpoint "http://127.0.0.1:$port" --dataset locomo --data "$locomo" \
+    --protocol chat --limit-conversations 1 --out runs --quiet
+  membench_status=$?
+else
+  echo "==> judge membench: no LoCoMo file at $locomo, not run. Get data/locomo10.json from the"
+  echo "    snap-research/LoCoMo repository on GitHub (CC BY-NC 4.0) and run again with LOCOMO=/path/to/locomo10.json"
+fi
 set -e
 # The LTM verdict (with the caller's --fail-under / --baseline) wins; then the others'.
-for s in "$status" "$apps_status" "$sim_status"; do
+for s in "$status" "$apps_status" "$sim_status" "$membench_status"; do
   if [ "$s" -ne 0 ]; then exit "$s"; fi
 done
