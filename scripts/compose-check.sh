@@ -172,8 +172,6 @@ cleanup() {
     say "kept $WORK for a look (the containers' logs: $WORK/containers.log)"
   else
     rm -rf "$WORK"
-    # Every run builds the two agentwall images anew: drop the ones it left untagged.
-    podman image prune --force >/dev/null 2>&1 || true
   fi
 }
 trap cleanup EXIT
