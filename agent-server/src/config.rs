@@ -15,6 +15,7 @@ use crate::llm::upstream::UpstreamConfig;
 use crate::llm::upstream_api::LlmApi;
 use crate::memory::MemoryConfig;
 use crate::memory::embedded::EmbeddedOptions;
+use crate::telemetry::LogFormat;
 
 /// OpenAI-compatible chat server that gives a model long-term memory, with a control plane for
 /// benchmarks (reset, inject, mock time).
@@ -209,14 +210,9 @@ pub enum MemorySwitch {
     Off,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
 impl Config {
-    /// Defaults for tests and embedding: every flag at its default, data in `data_dir`, port 0.
+    /// Defaults for tests: every flag at its default, data in `data_dir`, port 0.
+    #[cfg(any(test, feature = "test-hooks"))]
     pub fn for_tests(data_dir: impl Into<PathBuf>) -> Self {
         let mut config = Self::parse_from(["agent-server", "--addr", "127.0.0.1:0"]);
         config.data_dir = data_dir.into();

@@ -11,6 +11,8 @@ pub mod error;
 pub mod http;
 pub mod llm;
 pub mod memory;
+pub mod outbound;
 pub mod startup;
 pub mod task;
 pub mod telemetry;
+pub mod text;

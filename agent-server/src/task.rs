@@ -7,8 +7,11 @@
 //! requests' writes) with [`server_work`], which says that it belongs to no request. The raw
 //! spawns are banned in this crate (`clippy.toml`'s `disallowed-methods`); only this module may
 //! call them.
+//!
+//! A task that panics hands its spawner the panic; [`panic_message`] reads what it said.
 #![allow(clippy::disallowed_methods)]
 
+use std::any::Any;
 use std::future::Future;
 
 use tokio::task::JoinHandle;
@@ -42,4 +45,28 @@ where
     F::Output: Send + 'static,
 {
     tokio::spawn(task)
+}
+
+/// What a panic said, when it said it with a string (as `panic!` and `expect` do).
+pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panics_message_is_read_from_either_string_type() {
+        let borrowed = std::panic::catch_unwind(|| panic!("borrowed")).unwrap_err();
+        assert_eq!(panic_message(&*borrowed), "borrowed");
+        let owned = std::panic::catch_unwind(|| panic!("owned {}", 1)).unwrap_err();
+        assert_eq!(panic_message(&*owned), "owned 1");
+        let other = std::panic::catch_unwind(|| std::panic::panic_any(7_u8)).unwrap_err();
+        assert_eq!(panic_message(&*other), "(no message)");
+    }
 }

@@ -37,8 +37,6 @@ use tracing_subscriber::layer::SubscriberExt as _;
 use tracing_subscriber::util::SubscriberInitExt as _;
 use tracing_subscriber::{Layer, Registry as Subscribers};
 
-use crate::config::LogFormat;
-
 /// Service name when `OTEL_SERVICE_NAME` is not set.
 pub const SERVICE_NAME: &str = "agent-server";
 
@@ -66,6 +64,14 @@ impl Telemetry {
 }
 
 static INSTALLED: OnceLock<()> = OnceLock::new();
+
+/// How log lines are written: for a person (`text`, coloured on a terminal) or for a log
+/// collector (`json`, one object a line).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
 
 /// Installs the global subscriber, propagator and tracer provider. Only the first call does
 /// anything (tests call it once per test); later calls return a no-op guard.

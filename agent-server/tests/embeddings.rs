@@ -12,12 +12,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use agent_server::config::{Config, LogFormat};
+use agent_server::config::Config;
 use agent_server::embed::{
     EmbedConfig, EmbedError, Embedder, EndpointConfig, InProcessConfig, Recall, metrics,
 };
 use agent_server::startup::Application;
 use agent_server::telemetry;
+use agent_server::telemetry::LogFormat;
 use futures_util::future::join_all;
 use serde_json::Value;
 use testkit::embedding::{EmbeddingsServer, assert_same_vectors, model_dir, reference};

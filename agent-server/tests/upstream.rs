@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
-use agent_server::config::{Config, LogFormat};
+use agent_server::config::Config;
 use agent_server::startup::Application;
+use agent_server::telemetry::LogFormat;
 use awc::http::StatusCode;
 use bytes::Bytes;
 use futures_util::StreamExt as _;

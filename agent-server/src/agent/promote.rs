@@ -9,10 +9,10 @@ use chrono::{DateTime, Utc};
 use protocol::control::{FactKind, FactSource};
 use uuid::Uuid;
 
-use super::dates;
-use super::language::trim_sentence;
 use crate::memory::ranking::query_terms;
 use crate::memory::{Fact, NewFact, Recalled, Restatement, TurnRole, WorkingItem};
+use crate::text::dates;
+use crate::text::language::trim_sentence;
 
 const IMPORTANCE_MARKERS: &[&str] = &[
     "important",

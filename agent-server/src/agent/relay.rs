@@ -33,7 +33,7 @@ use tracing::Instrument as _;
 
 use super::{Agent, AgentError, PreparedTurn};
 use crate::llm::ChunkStream;
-use crate::llm::upstream::reply_text;
+use crate::llm::prompt::reply_text;
 use crate::task;
 
 /// One event of a relayed turn, in the order a client must see them.
@@ -94,7 +94,7 @@ impl TurnStream {
         // A relay that stopped because the client went away needs nothing: it was dropped too.
         let panic = ended.err().and_then(|e| e.try_into_panic().ok())?;
         // The panic's own message, for the log the error event points to.
-        let message = crate::http::panics::panic_message(&*panic);
+        let message = crate::task::panic_message(&*panic);
         tracing::error!(panic = message, "the relay of an upstream stream panicked");
         Some(vec![StreamEvent::Failed(AgentError::RelayFailed)])
     }

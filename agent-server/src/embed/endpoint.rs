@@ -28,7 +28,7 @@ use super::batch::{Batch, Gatherer, Queue};
 use super::health::Health;
 use super::vectors::Dimension;
 use super::{EmbedError, Embedder};
-use crate::llm::upstream::{build_client, clip, upstream_message};
+use crate::outbound::{build_client, clip, error_message};
 
 const PROVIDER: &str = "endpoint";
 /// Largest answer read: 4096 texts of 3072 dimensions in JSON floats fit.
@@ -221,7 +221,7 @@ async fn request(
         }
     };
     if !status.is_success() {
-        let message = upstream_message(&body);
+        let message = error_message(&body);
         return Err(if status.as_u16() == 429 {
             EmbedError::RateLimited {
                 message,

@@ -14,9 +14,9 @@ use super::AppState;
 use super::auth::AdminToken;
 use super::body::read_json;
 use super::context::{SessionContext, turn_ids};
-use crate::agent::extract::{FactExtractor, Learned};
 use crate::error::ApiError;
 use crate::memory::{EpisodeData, NewFact, Recalled, TurnRole, normalize_key};
+use crate::text::extract::{FactExtractor, Learned};
 
 /// Most facts one inject request may carry.
 pub const MAX_INJECT_FACTS: usize = 1000;

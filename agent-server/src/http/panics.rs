@@ -10,7 +10,6 @@
 //! one such body that runs code of its own, the upstream relay, ends with an error event when
 //! its task panics (`chat.rs`).
 
-use std::any::Any;
 use std::panic::AssertUnwindSafe;
 
 use actix_web::body::MessageBody;
@@ -19,6 +18,7 @@ use actix_web::middleware::Next;
 use futures_util::FutureExt as _;
 
 use crate::error::ApiError;
+use crate::task::panic_message;
 
 /// Middleware: runs the rest of the chain and turns a panic in it into a 500. Wrap it inside
 /// `metrics::observe`, so that the 500 is counted and its span marked as an error.
@@ -45,15 +45,6 @@ pub async fn answer_panics(
             Err(ApiError::Internal("the request's handler failed").into())
         }
     }
-}
-
-/// What a panic said, when it said it with a string (as `panic!` and `expect` do).
-pub fn panic_message(panic: &(dyn Any + Send)) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
 }
 
 #[cfg(test)]
@@ -114,15 +105,5 @@ mod tests {
         assert_eq!(response.status(), StatusCode::OK);
         assert_eq!(response.body().await.unwrap(), "fine");
         handle.stop(false).await;
-    }
-
-    #[test]
-    fn a_panics_message_is_read_from_either_string_type() {
-        let borrowed = std::panic::catch_unwind(|| panic!("borrowed")).unwrap_err();
-        assert_eq!(panic_message(&*borrowed), "borrowed");
-        let owned = std::panic::catch_unwind(|| panic!("owned {}", 1)).unwrap_err();
-        assert_eq!(panic_message(&*owned), "owned 1");
-        let other = std::panic::catch_unwind(|| std::panic::panic_any(7_u8)).unwrap_err();
-        assert_eq!(panic_message(&*other), "(no message)");
     }
 }

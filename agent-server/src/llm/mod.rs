@@ -12,7 +12,6 @@ pub mod builtin;
 pub mod prompt;
 pub mod upstream;
 pub mod upstream_api;
-pub mod upstream_responses;
 
 use std::time::Duration;
 
@@ -25,8 +24,8 @@ use protocol::openai::{
 };
 use serde_json::Value;
 
-use crate::agent::standing::Obligation;
 use crate::memory::MemoryContext;
+use crate::text::standing::Obligation;
 
 /// Everything a model sees for one turn.
 #[derive(Debug, Clone, Copy)]

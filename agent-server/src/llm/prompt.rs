@@ -21,9 +21,28 @@ use std::fmt::Write as _;
 use protocol::openai::responses::Item;
 use protocol::openai::{ChatMessage, Role};
 
-use super::upstream::reply_text;
 use super::{Prompt, ResponsesTurn};
 use crate::memory::{EpisodeData, TextHasher, TurnRole};
+
+/// The text stored in working memory for an assistant message: its content, or a note of the
+/// tool calls it made.
+pub fn reply_text(message: &ChatMessage) -> String {
+    let text = message.text_content().unwrap_or_default();
+    if !text.is_empty() {
+        return text;
+    }
+    let calls: Vec<String> = message
+        .tool_calls
+        .iter()
+        .flatten()
+        .map(|c| format!("{}({})", c.function.name, c.function.arguments))
+        .collect();
+    if calls.is_empty() {
+        text
+    } else {
+        format!("(called {})", calls.join(", "))
+    }
+}
 
 /// Used when no `--system-prompt-file` is given.
 pub const DEFAULT_SYSTEM_PROMPT: &str = "You are a helpful assistant with long-term memory. \
@@ -197,8 +216,8 @@ mod tests {
     use protocol::openai::ChatCompletionRequest;
 
     use super::*;
-    use crate::agent::standing::Obligation;
     use crate::memory::{MemoryContext, WorkingItem};
+    use crate::text::standing::Obligation;
 
     #[test]
     fn memory_goes_first_then_working_memory_then_the_clients_messages() {

@@ -10,8 +10,9 @@
 //!   ([`ranking`]).
 //!
 //! Stores are deliberately dumb: they persist and retrieve. Deciding *what* to remember (extraction,
-//! promotion) lives in `crate::agent`, so every backend behaves the same. The [`conformance`] suite is
-//! the executable form of this contract; every backend runs it unchanged.
+//! promotion) lives in `crate::agent`, so every backend behaves the same. The conformance suite
+//! (`conformance.rs`, built for tests only) is the executable form of this contract; every backend
+//! runs it unchanged.
 //!
 //! Invariants every backend keeps:
 //! 1. Every row and key is namespaced by [`SessionId`]; nothing crosses sessions, reset included.
@@ -20,6 +21,7 @@
 //! 4. At most one current fact per `(session, key)`: the one with the latest `observed_at`
 //!    (ties go to the later write).
 
+#[cfg(any(test, feature = "test-hooks"))]
 pub mod conformance;
 mod distinct;
 pub mod embedded;

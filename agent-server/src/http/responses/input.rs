@@ -7,7 +7,7 @@
 //! `tool_choice`, `temperature`, `top_p`, `max_output_tokens`, `user`. Not carried by this
 //! translation: `metadata`, `text`, `reasoning`, `include`, `truncation`, `parallel_tool_calls`
 //! and other unknown fields (kept on the response object only; an upstream that serves the
-//! Responses API gets them, `crate::llm::upstream_responses`); tools other than functions and
+//! Responses API gets them, `crate::llm::upstream::responses`); tools other than functions and
 //! non-text content are refused (400).
 
 use protocol::openai::responses::{

@@ -19,10 +19,10 @@
 
 use std::collections::HashMap;
 
-use deadpool_sqlite::rusqlite::Connection;
+use deadpool_sqlite::rusqlite::{Connection, OptionalExtension};
 
 use super::cache::SessionChange;
-use super::{ops, sqlite_error};
+use super::{corrupt, sqlite_error};
 use crate::memory::MemoryError;
 
 /// Most sessions remembered. About 100 bytes each: a few MiB at most.
@@ -84,8 +84,19 @@ impl SessionCursors {
     }
 }
 
+/// The session's epoch, or `None` when it has no `sessions` row (never written: epoch 0).
+pub(super) fn read_epoch(conn: &Connection, session: &str) -> Result<Option<u64>, MemoryError> {
+    let epoch: Option<i64> = conn
+        .prepare_cached("SELECT epoch FROM sessions WHERE session_id = ?1")
+        .and_then(|mut stmt| stmt.query_row([session], |row| row.get(0)).optional())
+        .map_err(sqlite_error)?;
+    epoch
+        .map(|epoch| u64::try_from(epoch).map_err(|_| corrupt(format!("negative epoch {epoch}"))))
+        .transpose()
+}
+
 fn load(conn: &Connection, session: &str) -> Result<Cursor, MemoryError> {
-    let epoch = ops::read_epoch(conn, session)?;
+    let epoch = read_epoch(conn, session)?;
     let next_seq: i64 = conn
         .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM working_items WHERE session_id = ?1")
         .and_then(|mut stmt| stmt.query_row([session], |row| row.get(0)))

@@ -13,7 +13,7 @@ use protocol::control::{FactKind, FactSource};
 use uuid::Uuid;
 
 use super::cache::{SessionChange, SessionMemory, StoredRow};
-use super::cursors::SessionCursors;
+use super::cursors::{SessionCursors, read_epoch};
 use super::{corrupt, sqlite_error};
 use crate::memory::lexical::Analyzed;
 use crate::memory::writes::{FactWrites, Resolved, StoredForm, StoredKeyed, StoredUnkeyed};
@@ -749,17 +749,6 @@ fn register_session(conn: &Connection, session: &str) -> Result<(), MemoryError>
     .and_then(|mut stmt| stmt.execute([session]))
     .map_err(sqlite_error)?;
     Ok(())
-}
-
-/// The session's epoch, or `None` when it has no `sessions` row (never written: epoch 0).
-pub(super) fn read_epoch(conn: &Connection, session: &str) -> Result<Option<u64>, MemoryError> {
-    let epoch: Option<i64> = conn
-        .prepare_cached("SELECT epoch FROM sessions WHERE session_id = ?1")
-        .and_then(|mut stmt| stmt.query_row([session], |row| row.get(0)).optional())
-        .map_err(sqlite_error)?;
-    epoch
-        .map(|epoch| u64::try_from(epoch).map_err(|_| corrupt(format!("negative epoch {epoch}"))))
-        .transpose()
 }
 
 /// The session's live working memory at `now`, oldest first.

@@ -3,7 +3,7 @@
 //! other field of the client's request (tools, tool_choice, temperature, max_tokens, seed, unknown
 //! fields) goes along unchanged, and the upstream's completions and chunks come back unchanged.
 //! A Responses turn goes to `/responses` instead when the upstream serves it
-//! ([`super::upstream_api`]), built and read back by [`super::upstream_responses`]; both APIs
+//! ([`super::upstream_api`]), built and read back by [`responses`]; both APIs
 //! share the transport, deadlines and error mapping here.
 //!
 //! awc is `!Send` and needs the actix runtime, while [`ChatModel`] futures must be `Send`. So each
@@ -16,12 +16,13 @@
 //! Errors keep their meaning: 429 stays 429 (with `Retry-After`), a timeout is a timeout, an
 //! unreachable upstream is unreachable; see [`LlmError`] and the error table in `crate::error`.
 
+pub mod responses;
+
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use actix_service::ServiceExt as _;
 use async_trait::async_trait;
 use awc::http::header::RETRY_AFTER;
 use bytes::Bytes;
@@ -29,7 +30,7 @@ use eventsource_stream::Eventsource as _;
 use futures_util::{Stream, StreamExt as _};
 use protocol::openai::responses::ResponseCreateRequest;
 use protocol::openai::{
-    ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage, FinishReason, Usage,
+    ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, FinishReason, Usage,
 };
 use tokio::sync::{mpsc, oneshot};
 use tracing::field::Empty;
@@ -38,15 +39,14 @@ use tracing::{Instrument as _, Span};
 use super::upstream_api::{self, ApiChoice, LlmApi};
 use super::{
     ChatModel, ChunkStream, LlmError, ModelReply, PassThrough, Prompt, ResponsesTurn,
-    StreamedChunk, prompt, upstream_responses,
+    StreamedChunk, prompt,
 };
+use crate::outbound;
 use crate::task;
 use crate::telemetry::{metrics, propagation};
 
 /// Largest upstream response body read (a whole completion, or an error body).
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
-/// Longest upstream message quoted in an error.
-const MAX_MESSAGE_CHARS: usize = 500;
 
 #[derive(Debug, Clone)]
 pub struct UpstreamConfig {
@@ -256,12 +256,9 @@ impl UpstreamModel {
     /// and builds its request ([`prompt`] lays the prompt out for either).
     async fn outgoing(&self, prompt: &Prompt<'_>, stream: bool) -> Result<Outgoing, LlmError> {
         Ok(match self.native(prompt).await? {
-            Some(turn) => Outgoing::Responses(upstream_responses::request(
-                &self.config,
-                prompt,
-                turn,
-                stream,
-            )),
+            Some(turn) => {
+                Outgoing::Responses(responses::request(&self.config, prompt, turn, stream))
+            }
             None => Outgoing::Chat(self.request(prompt, stream)),
         })
     }
@@ -279,7 +276,7 @@ impl UpstreamModel {
         let call = self.call(self.url(&outgoing), outgoing.body(), &span);
         let parse = match outgoing {
             Outgoing::Chat(_) => chat_completion,
-            Outgoing::Responses(_) => upstream_responses::completion,
+            Outgoing::Responses(_) => responses::completion,
         };
         let started = Instant::now();
         // The call's span goes with the local task, which records the response status on it.
@@ -406,7 +403,7 @@ impl ChatModel for UpstreamModel {
         Ok(ModelReply {
             text: choice
                 .as_ref()
-                .map(|c| reply_text(&c.message))
+                .map(|c| prompt::reply_text(&c.message))
                 .unwrap_or_default(),
             tool_calls: choice
                 .as_ref()
@@ -435,30 +432,10 @@ impl PassThrough for UpstreamModel {
         match self.outgoing(&prompt, true).await? {
             chat @ Outgoing::Chat(_) => self.streamed(chat, ChunkDecoder).await,
             responses @ Outgoing::Responses(_) => {
-                let decoder = upstream_responses::EventDecoder::default();
+                let decoder = responses::EventDecoder::default();
                 self.streamed(responses, decoder).await
             }
         }
-    }
-}
-
-/// The text stored in working memory for an assistant message: its content, or a note of the
-/// tool calls it made.
-pub fn reply_text(message: &ChatMessage) -> String {
-    let text = message.text_content().unwrap_or_default();
-    if !text.is_empty() {
-        return text;
-    }
-    let calls: Vec<String> = message
-        .tool_calls
-        .iter()
-        .flatten()
-        .map(|c| format!("{}({})", c.function.name, c.function.arguments))
-        .collect();
-    if calls.is_empty() {
-        text
-    } else {
-        format!("(called {})", calls.join(", "))
     }
 }
 
@@ -481,23 +458,7 @@ thread_local! {
 }
 
 fn client() -> awc::Client {
-    CLIENT.with(|c| c.get_or_init(build_client).clone())
-}
-
-pub(crate) fn build_client() -> awc::Client {
-    // TCP_NODELAY on upstream connections: requests are written at once and streamed chunks are
-    // small, so Nagle's algorithm would only add delay.
-    let tcp = actix_tls::connect::Connector::default().service().map(
-        |conn: actix_tls::connect::Connection<awc::http::Uri, actix_rt::net::TcpStream>| {
-            let _ = conn.io_ref().set_nodelay(true);
-            conn
-        },
-    );
-    awc::Client::builder()
-        .connector(awc::Connector::new().connector(tcp))
-        // Deadlines are ours (`--llm-timeout`), applied per phase below.
-        .disable_timeout()
-        .finish()
+    CLIENT.with(|c| c.get_or_init(outbound::build_client).clone())
 }
 
 /// Runs `task` as a local task on this actix worker; the returned future (which is `Send`) waits
@@ -576,7 +537,7 @@ where
         .ok()
         .and_then(Result::ok)
         .unwrap_or_default();
-    let message = upstream_message(&body);
+    let message = outbound::error_message(&body);
     if context_length_exceeded(status.as_u16(), &body, &message) {
         LlmError::ContextLengthExceeded { message }
     } else if status.as_u16() == 429 {
@@ -627,32 +588,6 @@ fn context_length_exceeded(status: u16, body: &[u8], message: &str) -> bool {
         .any(|phrase| message.contains(phrase))
 }
 
-/// The message of an error body, in OpenAI's shape or the common variants of it.
-pub(crate) fn upstream_message(body: &[u8]) -> String {
-    if let Ok(value) = serde_json::from_slice::<serde_json::Value>(body) {
-        for pointer in ["/error/message", "/error", "/message", "/detail"] {
-            if let Some(message) = value.pointer(pointer).and_then(|v| v.as_str()) {
-                return clip(message);
-            }
-        }
-    }
-    let text = String::from_utf8_lossy(body);
-    if text.trim().is_empty() {
-        "(no message)".to_owned()
-    } else {
-        clip(text.trim())
-    }
-}
-
-pub(crate) fn clip(text: &str) -> String {
-    if text.chars().count() <= MAX_MESSAGE_CHARS {
-        return text.to_owned();
-    }
-    let mut clipped: String = text.chars().take(MAX_MESSAGE_CHARS).collect();
-    clipped.push_str("...");
-    clipped
-}
-
 async fn run_completion(
     call: Call,
     parse: fn(&[u8]) -> Result<ChatCompletion, LlmError>,
@@ -687,7 +622,7 @@ fn chat_completion(body: &[u8]) -> Result<ChatCompletion, LlmError> {
         serde_json::from_slice(body).map_err(|e| LlmError::BadResponse {
             reason: format!(
                 "{e}; the body starts with {:?}",
-                clip(&String::from_utf8_lossy(&body[..body.len().min(200)]))
+                outbound::clip(&String::from_utf8_lossy(&body[..body.len().min(200)]))
             ),
         })?;
     if completion.choices.is_empty() {
@@ -710,7 +645,7 @@ async fn run_probe(call: Call) -> Result<u16, LlmError> {
 
 /// How the events of a streamed answer are read: Chat Completions chunks as they are
 /// ([`ChunkDecoder`]), or Responses events turned into chunks
-/// ([`upstream_responses::EventDecoder`]).
+/// ([`responses::EventDecoder`]).
 pub trait StreamDecoder: 'static {
     /// Reads one event's `data`, pushing the chunks it means onto `out`.
     fn decode(&mut self, data: String, out: &mut Vec<StreamedChunk>) -> Result<Progress, LlmError>;
@@ -893,17 +828,17 @@ fn parse_chunk(data: &str) -> Result<ChatCompletionChunk, LlmError> {
     };
     let value: serde_json::Value =
         serde_json::from_str(data).map_err(|e| LlmError::BadResponse {
-            reason: format!("an event is not JSON ({e}): {}", clip(data)),
+            reason: format!("an event is not JSON ({e}): {}", outbound::clip(data)),
         })?;
     match not_a_chunk {
         Some(e) if value.get("error").is_none() => Err(LlmError::BadResponse {
             reason: format!(
                 "an event is not a chat.completion.chunk ({e}): {}",
-                clip(data)
+                outbound::clip(data)
             ),
         }),
         _ => Err(LlmError::Upstream {
-            reason: upstream_message(data.as_bytes()),
+            reason: outbound::error_message(data.as_bytes()),
         }),
     }
 }
@@ -1030,26 +965,13 @@ mod tests {
             ),
         ];
         for (status, body, expected) in cases {
-            let message = upstream_message(body.as_bytes());
+            let message = outbound::error_message(body.as_bytes());
             assert_eq!(
                 context_length_exceeded(status, body.as_bytes(), &message),
                 expected,
                 "{status} {body}"
             );
         }
-    }
-
-    #[test]
-    fn error_messages_are_taken_from_common_shapes() {
-        assert_eq!(
-            upstream_message(br#"{"error":{"message":"slow down","type":"x"}}"#),
-            "slow down"
-        );
-        assert_eq!(upstream_message(br#"{"error":"bad key"}"#), "bad key");
-        assert_eq!(upstream_message(br#"{"detail":"nope"}"#), "nope");
-        assert_eq!(upstream_message(b"  plain text "), "plain text");
-        assert_eq!(upstream_message(b""), "(no message)");
-        assert!(upstream_message("x".repeat(2000).as_bytes()).len() < 600);
     }
 
     #[test]

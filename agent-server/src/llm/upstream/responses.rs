@@ -1,7 +1,7 @@
 //! A Responses turn sent to an upstream that serves the Responses API, and its answer read back.
 //!
 //! The request is the client's ([`ResponsesTurn`]) with the agent's prompt as `instructions` and
-//! `input` ([`super::prompt::responses_input`]): its tools, tool_choice, temperature,
+//! `input` ([`crate::llm::prompt::responses_input`]): its tools, tool_choice, temperature,
 //! max_output_tokens, metadata and unknown fields go unchanged; `store` is always `false` (the
 //! state is agent-server's), and `previous_response_id` and `conversation` never leave.
 //!
@@ -21,8 +21,8 @@ use protocol::openai::{
     FunctionCall, FunctionCallDelta, ToolCall, ToolCallDelta, Usage,
 };
 
-use super::upstream::{Progress, StreamDecoder, UpstreamConfig};
-use super::{LlmError, Prompt, ResponsesTurn, StreamedChunk, prompt};
+use super::{Progress, StreamDecoder, UpstreamConfig};
+use crate::llm::{LlmError, Prompt, ResponsesTurn, StreamedChunk, prompt};
 
 /// The upstream Responses request for `prompt`, a turn that came as `turn`.
 ///
