@@ -45,14 +45,6 @@ impl Application {
             recall_limit: config.recall_limit,
             episodes: config.episodes,
         };
-        let stateless = Agent::new(
-            store.clone(),
-            model.clone(),
-            AgentOptions {
-                memory: false,
-                ..options
-            },
-        );
         let mut agent = Agent::new(store.clone(), model, options);
         if let Some(embedder) = recall.embedder()
             && config.memory_enabled()
@@ -63,7 +55,6 @@ impl Application {
         }
         let state = web::Data::new(AppState {
             agent: std::sync::Arc::new(agent),
-            stateless: Arc::new(stateless),
             responses,
             recall: recall.clone(),
             require_session: config.require_session,

@@ -2,7 +2,7 @@
 //!
 //! [`Agent::prepare`] (before the model):
 //! 1. **recall**: working memory, ranked facts and standing items for the session at its clock;
-//! 2. **extract**: what the new user turn teaches ([`extract`], [`lists`]), before the model runs
+//! 2. **extract**: what the new user turn teaches ([`crate::text::extract`], [`crate::text::lists`]), before the model runs
 //!    so the reply can acknowledge exactly what was learned, and what standing items require.
 //!
 //! Then the model answers the [`PreparedTurn::prompt`] (standing rules and due reminders
@@ -19,14 +19,9 @@
 //! after it. So a reply is never completed for a turn that was not stored, whatever API encodes
 //! it.
 
-pub mod dates;
-pub mod extract;
-pub mod language;
-pub mod lists;
 pub mod promote;
 pub mod relay;
 pub mod semantic;
-pub mod standing;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -36,7 +31,7 @@ use protocol::SessionId;
 use protocol::control::{FactKind, FactSource};
 use protocol::openai::{ChatCompletion, ChatCompletionRequest, ChatMessage};
 
-use crate::llm::upstream::reply_text;
+use crate::llm::prompt::reply_text;
 use crate::llm::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt, ResponsesTurn};
 use crate::memory::ranking::{self, Terms};
 use crate::memory::{
@@ -44,12 +39,13 @@ use crate::memory::{
     StoredFact, TurnRole, TurnWrite, WorkingItem,
 };
 use crate::telemetry::{metrics, sampling};
-use extract::{FactExtractor, Learned};
-use language::to_second_person;
+use crate::text::extract::{FactExtractor, Learned};
+use crate::text::language::to_second_person;
+use crate::text::lists;
+use crate::text::standing::{self, Agenda};
 use promote::PromotionEngine;
 pub use relay::{StreamEvent, TurnStream};
 use semantic::Semantic;
-use standing::Agenda;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
@@ -95,7 +91,9 @@ macro_rules! step_span {
 /// One validated turn, as the HTTP layer hands it over.
 #[derive(Debug, Clone)]
 pub struct TurnInput {
-    pub session: SessionId,
+    /// The session whose memory the turn reads and writes; `None` for a request that belongs to
+    /// no session, which is answered without memory and stores nothing.
+    pub session: Option<SessionId>,
     /// The session clock: `X-Mock-Time`, or the real clock.
     pub now: DateTime<Utc>,
     /// The new user turn.
@@ -321,21 +319,22 @@ impl Agent {
 
     /// Steps 1 and 2: recall, then extract what the turn teaches and what standing items require.
     async fn prepare(&self, input: TurnInput) -> Result<PreparedTurn, AgentError> {
-        let user_terms = if self.memory_enabled {
+        let session = self.memory_of(&input);
+        let user_terms = if session.is_some() {
             Terms::of(&input.user_text)
         } else {
             Terms::default()
         };
         // 1. recall
-        let query_vector = if self.memory_enabled {
+        let query_vector = if session.is_some() {
             self.query_vector(&input.user_text).await
         } else {
             None
         };
-        let memory = if self.memory_enabled {
+        let memory = if let Some(session) = session {
             let span = step_span!(
                 "recall",
-                session.id = %input.session,
+                session.id = %session,
                 memory.backend = self.store.backend(),
                 memory.working = Empty,
                 memory.facts = Empty,
@@ -351,7 +350,7 @@ impl Agent {
             let started = Instant::now();
             let result = self
                 .store
-                .recall(&input.session, query)
+                .recall(session, query)
                 .instrument(span.clone())
                 .await;
             self.observe("recall", started, result.is_ok());
@@ -433,7 +432,10 @@ impl Agent {
     /// Does nothing with memory off.
     async fn commit(&self, turn: PreparedTurn, reply_text: &str) -> Result<(), AgentError> {
         // The one place that decides whether a turn writes memory.
-        if !self.memory_enabled || !turn.input.memory.write {
+        let Some(session) = self.memory_of(&turn.input).cloned() else {
+            return Ok(());
+        };
+        if !turn.input.memory.write {
             return Ok(());
         }
         let PreparedTurn {
@@ -474,7 +476,7 @@ impl Agent {
         // 5. store
         let span = step_span!(
             "store",
-            session.id = %input.session,
+            session.id = %session,
             memory.backend = self.store.backend(),
             memory.facts_written = facts.len(),
             memory.facts_restated = restate.len(),
@@ -508,12 +510,18 @@ impl Agent {
         let started = Instant::now();
         let result = self
             .store
-            .commit_turn(&input.session, write)
+            .commit_turn(&session, write)
             .instrument(span)
             .await;
         self.observe("commit", started, result.is_ok());
         result?;
         Ok(())
+    }
+
+    /// The session whose memory `input` reads and writes: none with memory off, or for a turn
+    /// that belongs to no session.
+    fn memory_of<'t>(&self, input: &'t TurnInput) -> Option<&'t SessionId> {
+        input.session.as_ref().filter(|_| self.memory_enabled)
     }
 
     /// How many episodes a recall of `limit` facts also asks for.
@@ -749,7 +757,7 @@ mod tests {
                 }))
                 .unwrap();
                 let input = TurnInput {
-                    session: SessionId::parse("episodes-read").unwrap(),
+                    session: Some(SessionId::parse("episodes-read").unwrap()),
                     now: Utc::now(),
                     user_text: text.to_owned(),
                     history: Vec::new(),
@@ -800,7 +808,7 @@ mod tests {
                 tracing_subscriber::registry().with(recorded.clone().with_filter(level));
             let _default = tracing::subscriber::set_default(subscriber);
             let input = TurnInput {
-                session: SessionId::parse("spans").unwrap(),
+                session: Some(SessionId::parse("spans").unwrap()),
                 now: Utc::now(),
                 user_text: "My kayak is green.".to_owned(),
                 history: Vec::new(),

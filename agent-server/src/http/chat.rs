@@ -26,7 +26,8 @@ use super::auth::ApiKey;
 use super::body::read_json;
 use super::context::turn_memory;
 use super::session::{self, Caller, Claims, session_header};
-use crate::agent::{StreamEvent, TurnInput, TurnOutput, TurnStream};
+use super::turn::{self, Turn};
+use crate::agent::{StreamEvent, TurnOutput, TurnStream};
 use crate::error::ApiError;
 use crate::llm::ModelReply;
 
@@ -64,19 +65,7 @@ pub async fn chat_completions(
     let memory = turn_memory(&req)?;
     let write = memory.write;
     let request: ChatCompletionRequest = read_json(&req, payload, state.max_body_bytes).await?;
-    let (user_text, history) = split_new_turn(&request)?;
-    // Messages after the last user message (an assistant tool call and its tool results) continue
-    // a turn that is already stored.
-    let continuation = request
-        .messages
-        .last()
-        .is_some_and(|m| m.role != Role::User);
     validate_parameters(&request)?;
-    let model = request
-        .model
-        .clone()
-        .filter(|m| !m.is_empty())
-        .unwrap_or_else(|| state.agent.model_name().to_owned());
     let stream = request.is_stream();
     let include_usage = request.wants_stream_usage();
     let now = caller.now;
@@ -85,24 +74,8 @@ pub async fn chat_completions(
         ..Claims::default()
     };
     let session = session::resolve(&state, &caller, claims)?;
-    // Without a session the turn runs on an agent without memory: nothing is recalled or stored.
-    let agent = if session.is_some() {
-        &state.agent
-    } else {
-        &state.stateless
-    };
-    let output = agent
-        .turn(TurnInput {
-            session: session.clone().unwrap_or_else(session::new_session),
-            now,
-            user_text,
-            history,
-            request,
-            responses: None,
-            continuation,
-            memory,
-        })
-        .await?;
+    let Turn { input, model } = turn::resolve(&state, session.clone(), now, request, None, memory)?;
+    let output = state.agent.turn(input).await?;
     let mut response = match output {
         TurnOutput::Reply(reply) => {
             let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());
@@ -197,56 +170,6 @@ fn push_json_event(events: &mut Vec<u8>, value: &impl serde::Serialize) {
     events.extend_from_slice(b"data: ");
     serde_json::to_writer(&mut *events, value).expect("chunks and error bodies serialise");
     events.extend_from_slice(b"\n\n");
-}
-
-/// The last user message is the new turn; everything before it is the client's own context.
-pub(super) fn split_new_turn(
-    request: &ChatCompletionRequest,
-) -> Result<(String, Vec<ChatMessage>), ApiError> {
-    if request.messages.is_empty() {
-        return Err(ApiError::invalid(
-            "messages is empty; send at least one message with role \"user\"",
-            Some("messages"),
-        ));
-    }
-    let index = request
-        .messages
-        .iter()
-        .rposition(|m| m.role == Role::User)
-        .ok_or_else(|| {
-            ApiError::invalid(
-                "messages has no message with role \"user\"; the last user message is the new turn",
-                Some("messages"),
-            )
-        })?;
-    for (i, message) in request.messages.iter().enumerate() {
-        if let Some(part) = message
-            .content
-            .as_ref()
-            .and_then(|c| c.first_non_text_part())
-        {
-            return Err(ApiError::invalid(
-                format!(
-                    "messages[{i}].content: content part type {:?} is not supported; send text parts only",
-                    part.kind
-                ),
-                Some(&format!("messages[{i}].content")),
-            ));
-        }
-    }
-    let text = request.messages[index]
-        .text_content()
-        .map(|t| t.trim().to_owned())
-        .filter(|t| !t.is_empty())
-        .ok_or_else(|| {
-            ApiError::invalid(
-                format!("messages[{index}].content is empty; the new user turn needs text"),
-                Some(&format!("messages[{index}].content")),
-            )
-        })?;
-    let mut history = request.messages.clone();
-    history.remove(index);
-    Ok((text, history))
 }
 
 pub(super) fn validate_parameters(request: &ChatCompletionRequest) -> Result<(), ApiError> {
@@ -467,21 +390,5 @@ mod tests {
         let sent = &["data: {\"a\":1}\n\n", "data: [DONE]\n\n"];
         assert_eq!(relayed_body(sent, false).await, sent);
         assert!(relayed_body(&[], false).await.is_empty());
-    }
-
-    #[test]
-    fn new_turn_is_the_last_user_message() {
-        let request = ChatCompletionRequest {
-            messages: vec![
-                ChatMessage::system("s"),
-                ChatMessage::user("first"),
-                ChatMessage::assistant("a"),
-                ChatMessage::user("  second "),
-            ],
-            ..Default::default()
-        };
-        let (text, history) = split_new_turn(&request).unwrap();
-        assert_eq!(text, "second");
-        assert_eq!(history.len(), 3);
     }
 }

@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod panics;
 pub mod responses;
 pub mod session;
+mod turn;
 
 use std::sync::Arc;
 
@@ -25,8 +26,6 @@ use crate::memory::responses::ResponseStore;
 /// Shared by all handlers.
 pub struct AppState {
     pub agent: Arc<Agent>,
-    /// The same model without memory: answers requests that belong to no session.
-    pub stateless: Arc<Agent>,
     /// Stored responses and conversations of the Responses API.
     pub responses: Arc<dyn ResponseStore>,
     /// Which recall is on: lexical, or semantic with an embedding model (`/readyz` reports it).

@@ -31,17 +31,18 @@ use futures_util::StreamExt as _;
 use protocol::SessionId;
 use protocol::headers::{MEMORY_WRITE, MEMORY_WRITE_OFF};
 use protocol::openai::responses::ResponseCreateRequest;
-use protocol::openai::{ChatCompletionChunk, Role, StreamOptions};
+use protocol::openai::{ChatCompletionChunk, StreamOptions};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::AppState;
 use super::auth::ApiKey;
 use super::body::read_json;
-use super::chat::{split_new_turn, validate_parameters};
+use super::chat::validate_parameters;
 use super::context::turn_memory;
 use super::session::{self, Caller, Claims, ok_in};
-use crate::agent::{StreamEvent, TurnInput, TurnOutput, TurnStream};
+use super::turn::{self, Turn};
+use crate::agent::{StreamEvent, TurnOutput, TurnStream};
 use crate::error::ApiError;
 use crate::llm::ResponsesTurn;
 use crate::memory::MemoryError;
@@ -118,8 +119,6 @@ pub async fn create(
             Some("input"),
         ));
     }
-    let (user_text, history) = split_new_turn(&chat)?;
-    let continuation = chat.messages.last().is_some_and(|m| m.role != Role::User);
     // An upstream model that serves this API takes the turn in its terms (the builtin model
     // answers the chat translation, so it is not kept for it).
     let responses = state
@@ -132,13 +131,11 @@ pub async fn create(
             items: items.iter().copied().cloned().collect(),
         });
 
+    let Turn { input, model } =
+        turn::resolve(&state, session.clone(), caller.now, chat, responses, memory)?;
     let head = Head {
         id: new_id("resp"),
-        model: request
-            .model
-            .clone()
-            .filter(|m| !m.is_empty())
-            .unwrap_or_else(|| state.agent.model_name().to_owned()),
+        model,
         created_at: chrono::Utc::now(),
         previous_response_id: request.previous_response_id.clone(),
         conversation: conversation.clone(),
@@ -155,24 +152,7 @@ pub async fn create(
         created_at: head.created_at,
         input: new_items,
     };
-    // Without a session the turn runs on an agent without memory: nothing is recalled or stored.
-    let agent = if session.is_some() {
-        &state.agent
-    } else {
-        &state.stateless
-    };
-    let output = agent
-        .turn(TurnInput {
-            session: session.clone().unwrap_or_else(session::new_session),
-            now: caller.now,
-            user_text,
-            history,
-            request: chat,
-            responses,
-            continuation,
-            memory,
-        })
-        .await?;
+    let output = state.agent.turn(input).await?;
 
     let mut response = ok_in(session.as_ref());
     if !write {
