@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 use std::num::NonZeroUsize;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use lru::LruCache;
@@ -15,23 +15,30 @@ use protocol::openai::{FinishReason, Role, ToolCall, Usage};
 
 use super::actions::{Catalogue, Style, app_turn};
 use super::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt, approximate_tokens};
-use crate::agent::extract::FactExtractor;
-use crate::agent::language::{is_question, sentences, to_second_person, trim_sentence};
-use crate::agent::standing::Obligation;
 use crate::memory::TurnRole;
 use crate::memory::ranking::query_terms;
+use crate::text::extract::FactExtractor;
+use crate::text::language::{is_question, sentences, to_second_person, trim_sentence};
+use crate::text::standing::Obligation;
 
 /// Said when memory holds nothing relevant.
 pub const DONT_KNOW: &str = "I don't know; you haven't told me that.";
 
+/// The builtin model: answers from what memory and the conversation hold, reading text with
+/// [`crate::text`]. It keeps what recent texts say ([`Readings`]), since each turn re-reads the
+/// conversation's user texts; that cache is the model's own, so two models share nothing.
 #[derive(Debug, Clone)]
 pub struct BuiltinModel {
     name: String,
+    readings: Arc<Readings>,
 }
 
 impl BuiltinModel {
     pub fn new(name: impl Into<String>) -> Self {
-        Self { name: name.into() }
+        Self {
+            name: name.into(),
+            readings: Arc::default(),
+        }
     }
 }
 
@@ -48,7 +55,7 @@ impl ChatModel for BuiltinModel {
     }
 
     async fn complete(&self, prompt: Prompt<'_>) -> Result<ModelReply, LlmError> {
-        let (text, tool_calls) = respond_with_actions(&prompt);
+        let (text, tool_calls) = respond_with_actions(&prompt, &self.readings);
         let prompt_tokens = approximate_tokens(prompt.user_text)
             + prompt
                 .history
@@ -73,9 +80,9 @@ impl ChatModel for BuiltinModel {
 /// mode, `APP_ACTION:` lines in directive mode. A turn about the apps (an action asked for, or
 /// results reported back) is answered with what was done and what happened; any other turn by
 /// [`respond`].
-pub fn respond_with_actions(prompt: &Prompt<'_>) -> (String, Vec<ToolCall>) {
+fn respond_with_actions(prompt: &Prompt<'_>, readings: &Readings) -> (String, Vec<ToolCall>) {
     let Some(catalogue) = Catalogue::from_request(prompt.request) else {
-        return (respond(prompt), Vec::new());
+        return (respond(prompt, readings), Vec::new());
     };
     let remembered: Vec<&str> = prompt
         .memory
@@ -86,7 +93,7 @@ pub fn respond_with_actions(prompt: &Prompt<'_>) -> (String, Vec<ToolCall>) {
         .collect();
     let turn = app_turn(&catalogue, prompt.user_text, prompt.history, &remembered);
     if turn.is_empty() {
-        return (respond(prompt), Vec::new());
+        return (respond(prompt, readings), Vec::new());
     }
     let mut parts = obligations(prompt);
     parts.extend(turn.updates.iter().cloned());
@@ -145,8 +152,9 @@ fn truncate(text: String, limit: Option<u32>) -> (String, FinishReason) {
     (kept.join(" "), FinishReason::Length)
 }
 
-/// The reply text for a prompt. Pure: same prompt, same reply.
-pub fn respond(prompt: &Prompt<'_>) -> String {
+/// The reply text for a prompt. Pure: same prompt, same reply (`readings` only saves reading a
+/// text again).
+fn respond(prompt: &Prompt<'_>, readings: &Readings) -> String {
     let mut parts = obligations(prompt);
 
     let questions: Vec<&str> = sentences(prompt.user_text)
@@ -158,7 +166,7 @@ pub fn respond(prompt: &Prompt<'_>) -> String {
         .iter()
         .any(|o| matches!(o, Obligation::RuleReply(_)));
     if !questions.is_empty() {
-        let knowledge = Knowledge::gather(prompt);
+        let knowledge = Knowledge::gather(prompt, readings);
         parts.extend(
             questions
                 .iter()
@@ -186,7 +194,7 @@ fn clock_question(question: &str, now: chrono::DateTime<chrono::Utc>) -> Option<
         || q.contains("what day is it")
         || q.contains("what is the date")
         || q.contains("what's the date");
-    asks_date.then(|| format!("Today is {}.", crate::agent::dates::describe_date(now)))
+    asks_date.then(|| format!("Today is {}.", crate::text::dates::describe_date(now)))
 }
 
 fn acknowledge(learned: &Acknowledgement) -> String {
@@ -248,44 +256,52 @@ struct Said {
     leftovers: Vec<String>,
 }
 
-/// Texts up to this long are remembered with what they say ([`Said::of`]).
+/// Texts up to this long are remembered with what they say ([`Readings::of`]).
 const REMEMBERED_TEXT_BYTES: usize = 2048;
 
 /// How many texts are remembered: at most about 4096 × 2 KiB and what they say.
 const REMEMBERED_TEXTS: usize = 4096;
 
-/// What recent texts say, by text. Only texts without a relative time expression are kept: what
-/// is read from them is the same at any time.
-static SAID: LazyLock<Mutex<LruCache<Box<str>, Arc<Said>>>> = LazyLock::new(|| {
-    Mutex::new(LruCache::new(
-        NonZeroUsize::new(REMEMBERED_TEXTS).expect("not zero"),
-    ))
-});
+/// What recent texts say, by text, for [`REMEMBERED_TEXTS`] texts. Only texts without a relative
+/// time expression are kept: what is read from them is the same at any time.
+#[derive(Debug)]
+struct Readings(Mutex<LruCache<Box<str>, Arc<Said>>>);
 
-impl Said {
+impl Default for Readings {
+    fn default() -> Self {
+        Self(Mutex::new(LruCache::new(
+            NonZeroUsize::new(REMEMBERED_TEXTS).expect("not zero"),
+        )))
+    }
+}
+
+impl Readings {
     /// What `text` says at `now`: extracted ([`Said::read`]), or remembered from an earlier
     /// answer. A question is answered from every user message of the conversation and of working
     /// memory, so without this each turn of a conversation extracts from all of its history again
     /// (most of what a turn continuing a ten-response chain added, docs/results/responses-api.md).
-    fn of(text: &str, now: chrono::DateTime<chrono::Utc>) -> Arc<Said> {
+    fn of(&self, text: &str, now: chrono::DateTime<chrono::Utc>) -> Arc<Said> {
         if text.len() > REMEMBERED_TEXT_BYTES {
-            return Arc::new(Self::read(text, now));
+            return Arc::new(Said::read(text, now));
         }
         let lock = || {
-            SAID.lock()
+            self.0
+                .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
         };
         // Only texts that hold no relative date are ever kept, so a remembered one is good now.
         if let Some(said) = lock().get(text) {
             return Arc::clone(said);
         }
-        let said = Arc::new(Self::read(text, now));
-        if !crate::agent::dates::mentions_relative_time(text) {
+        let said = Arc::new(Said::read(text, now));
+        if !crate::text::dates::mentions_relative_time(text) {
             lock().put(text.into(), Arc::clone(&said));
         }
         said
     }
+}
 
+impl Said {
     /// Extracts what `text` says at `now`.
     fn read(text: &str, now: chrono::DateTime<chrono::Utc>) -> Self {
         let extraction = FactExtractor.extract_turn(text, now);
@@ -293,7 +309,7 @@ impl Said {
             .learned
             .into_iter()
             .filter_map(|learned| match learned {
-                crate::agent::extract::Learned::Item(f)
+                crate::text::extract::Learned::Item(f)
                     if f.kind == protocol::control::FactKind::Fact =>
                 {
                     Some((f.key, f.text))
@@ -323,7 +339,7 @@ struct Candidate<'p> {
 }
 
 impl<'p> Knowledge<'p> {
-    fn gather(prompt: &'p Prompt<'p>) -> Self {
+    fn gather(prompt: &'p Prompt<'p>, readings: &Readings) -> Self {
         let facts = prompt
             .memory
             .facts
@@ -358,7 +374,7 @@ impl<'p> Knowledge<'p> {
             .join(" ");
         let current = Some(current).filter(|c| !c.trim().is_empty());
         for text in working.chain(user_history).chain(current) {
-            let said = Said::of(&text, prompt.now);
+            let said = readings.of(&text, prompt.now);
             for (key, text) in &said.facts {
                 history_facts.retain(|(k, _)| key.is_none() || k != key);
                 history_facts.push((key.clone(), text.clone()));
@@ -445,7 +461,7 @@ impl<'p> Knowledge<'p> {
             for name in proper_names(&c.text) {
                 let hop = self.facts.iter().chain(&self.statements).find(|other| {
                     !std::ptr::eq(*c, *other)
-                        && crate::agent::language::contains_phrase(&other.text, &name)
+                        && crate::text::language::contains_phrase(&other.text, &name)
                         && overlap(&other.text) > 0
                 });
                 if let Some(hop) = hop {
@@ -523,16 +539,19 @@ mod tests {
         learned: &[Acknowledgement],
     ) -> String {
         let request = ChatCompletionRequest::default();
-        respond(&Prompt {
-            now: now(),
-            user_text: user,
-            history,
-            memory,
-            learned,
-            must_say,
-            request: &request,
-            responses: None,
-        })
+        respond(
+            &Prompt {
+                now: now(),
+                user_text: user,
+                history,
+                memory,
+                learned,
+                must_say,
+                request: &request,
+                responses: None,
+            },
+            &Readings::default(),
+        )
     }
 
     #[test]
@@ -634,21 +653,22 @@ mod tests {
     /// with a relative date is read again at each time.
     #[test]
     fn what_a_text_says_is_remembered_only_when_it_does_not_depend_on_the_time() {
+        let readings = Readings::default();
         let later = now() + chrono::Duration::days(3);
         let timeless = "My favourite colour is teal. I like long walks.";
-        assert_eq!(*Said::of(timeless, now()), Said::read(timeless, later));
+        assert_eq!(*readings.of(timeless, now()), Said::read(timeless, later));
         assert!(
-            Arc::ptr_eq(&Said::of(timeless, now()), &Said::of(timeless, later)),
+            Arc::ptr_eq(&readings.of(timeless, now()), &readings.of(timeless, later)),
             "remembered"
         );
         let dated = "My dentist appointment is tomorrow.";
         assert_ne!(Said::read(dated, now()), Said::read(dated, later));
-        assert_eq!(*Said::of(dated, later), Said::read(dated, later));
-        assert_eq!(*Said::of(dated, now()), Said::read(dated, now()));
+        assert_eq!(*readings.of(dated, later), Said::read(dated, later));
+        assert_eq!(*readings.of(dated, now()), Said::read(dated, now()));
         let long = "My favourite colour is teal. ".repeat(100);
         assert!(!Arc::ptr_eq(
-            &Said::of(&long, now()),
-            &Said::of(&long, now())
+            &readings.of(&long, now()),
+            &readings.of(&long, now())
         ));
     }
 
@@ -698,7 +718,7 @@ mod tests {
             request: &request,
             responses: None,
         };
-        let reply = respond(&prompt);
+        let reply = respond(&prompt, &Readings::default());
         assert!(reply.contains("teal"), "{reply}");
     }
 
