@@ -342,6 +342,12 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
         print_row(c);
     }
     println!("  {}", accounting(&summary.overall));
+    let ingestion_failures: usize = results.ingestion.values().map(|i| i.errors.len()).sum();
+    if ingestion_failures > 0 {
+        println!(
+            "  note: {ingestion_failures} requests of the ingestion failed (listed per conversation in results.json): the questions were asked all the same"
+        );
+    }
     let s = &summary.speed;
     println!(
         "  ingestion: {} turns in {:.1} s ({}); question latency p50 {} ms, p95 {} ms; prompt tokens/question {}",

@@ -147,6 +147,7 @@ fn config(dataset: DatasetKind) -> MembenchConfig {
     }
 }
 
+/// `recall` doubles as the reset capability: the fake target claims both, and serves no reset.
 fn capabilities(recall: bool) -> MembenchCapabilities {
     MembenchCapabilities {
         base: Capabilities {
@@ -154,7 +155,7 @@ fn capabilities(recall: bool) -> MembenchCapabilities {
             model: "fake".to_owned(),
             chat: Some(true),
             responses: None,
-            reset: false,
+            reset: recall,
             inject: false,
             memory_view: false,
             mock_time: true,
@@ -289,7 +290,15 @@ async fn locomo_counts_target_failures_against_it_and_judge_failures_apart() {
             c.name
         );
     }
-    assert_eq!(results.summary.speed.failed_requests, 3);
+    // The reset before each conversation's ingestion failed (404): kept, classified, counted.
+    for ingestion in results.ingestion.values() {
+        assert!(
+            ingestion.errors[0].starts_with("reset: agent_error"),
+            "{:?}",
+            ingestion.errors
+        );
+    }
+    assert_eq!(results.summary.speed.failed_requests, 2 + 2 + 1);
 }
 
 #[actix_rt::test]

@@ -236,6 +236,7 @@ pub async fn run_conversation(
     let config = run.config;
     let session = session_id(&config.session_prefix, &conversation.id);
     let mut request_no = 0u64;
+    let mut reset_failure = None;
     if run.capabilities.base.reset && config.protocol != Protocol::Context {
         request_no += 1;
         let ctx = RequestContext {
@@ -243,9 +244,10 @@ pub async fn run_conversation(
             mock_time: None,
             request_no,
         };
-        let _ = run.client.reset(&ctx).await;
+        // Kept with the ingestion's failures: memory left from before may answer a question.
+        reset_failure = run.client.reset(&ctx).await.err();
     }
-    let ingestion = ingest(
+    let mut ingestion = ingest(
         run.client,
         config.protocol,
         &session,
@@ -253,6 +255,9 @@ pub async fn run_conversation(
         &mut request_no,
     )
     .await;
+    if let Some(e) = reset_failure {
+        ingestion.errors.insert(0, format!("reset: {e}"));
+    }
     let index = TurnIndex::new(conversation);
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed ^ 0x5eed);
     let mut results = Vec::new();
