@@ -476,6 +476,9 @@ async fn ask(
 /// LoCoMo's adversarial category: answered by choosing an option, not judged by the model.
 const ADVERSARIAL_CATEGORY: &str = "5";
 
+/// How a judge model's answer is read: correct or not, or why it cannot be read.
+type ReadVerdict = fn(&str) -> Result<bool, String>;
+
 /// The judge model's verdict on `answer`; a `judge_error` when its call failed or its answer
 /// stayed unreadable ([`ModelJudge::ask`]).
 async fn judge_verdict(
@@ -486,7 +489,7 @@ async fn judge_verdict(
     session: &str,
 ) -> Result<Verdict, TargetError> {
     let label = format!("{session}/{}", question.id);
-    let (prompt, parse): (String, fn(&str) -> Result<bool, String>) = match kind {
+    let (prompt, parse): (String, ReadVerdict) = match kind {
         DatasetKind::Longmemeval => (
             longmemeval_prompt(
                 &question.category,
