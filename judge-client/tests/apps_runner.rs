@@ -178,28 +178,117 @@ fn bad_tool_arguments_fail_that_call_only() {
     assert_eq!(trial.status, TrialStatus::Passed, "{}", trial.why());
 }
 
-struct Down;
+/// The reference agent of a scenario (fresh per trial), except in the trials named in `fails`,
+/// where every turn fails with the given class.
+struct Failing {
+    scenario: Scenario,
+    fails: Vec<(String, FailureKind)>,
+    session: String,
+    current: Option<ReferenceAgent>,
+}
 
-impl AgentEndpoint for Down {
+impl Failing {
+    fn new(scenario: &Scenario, fails: &[(u32, FailureKind)]) -> Self {
+        Self {
+            scenario: scenario.clone(),
+            fails: fails
+                .iter()
+                .map(|(trial, kind)| (format!("-t{trial}"), *kind))
+                .collect(),
+            session: String::new(),
+            current: None,
+        }
+    }
+}
+
+impl AgentEndpoint for Failing {
     fn supports_tools(&self) -> bool {
         false
     }
 
-    async fn respond(&mut self, _: AgentTurn<'_>) -> Result<AgentReply, TargetError> {
-        Err(TargetError::new(
-            FailureKind::Timeout,
-            "no answer in 60000 ms",
-        ))
+    async fn respond(&mut self, turn: AgentTurn<'_>) -> Result<AgentReply, TargetError> {
+        if let Some((_, kind)) = self
+            .fails
+            .iter()
+            .find(|(suffix, _)| turn.session_id.ends_with(suffix.as_str()))
+        {
+            return Err(TargetError::new(*kind, "no answer"));
+        }
+        if self.session != turn.session_id {
+            self.session = turn.session_id.to_owned();
+            self.current = Some(ReferenceAgent::for_scenario(&self.scenario));
+        }
+        self.current.as_mut().unwrap().respond(turn).await
     }
 }
 
 #[test]
-fn target_failures_are_classified_not_graded() {
+fn a_target_failure_counts_against_it_and_a_judge_error_is_left_out() {
     let registry = AppRegistry::builtin();
-    let scenario = scenario("02_check_balance.yaml");
+    let mut scenario = scenario("02_check_balance.yaml");
+    scenario.trials = 4;
+    let mut agent = Failing::new(
+        &scenario,
+        &[
+            (1, FailureKind::Timeout),
+            (2, FailureKind::AgentError),
+            (3, FailureKind::JudgeError),
+        ],
+    );
     let outcome = actix_rt::System::new()
         .block_on(run_scenario(
-            &mut Down,
+            &mut agent,
+            &registry,
+            &scenario,
+            ActionMode::Directives,
+            1,
+        ))
+        .unwrap();
+    let statuses: Vec<TrialStatus> = outcome.trials.iter().map(|t| t.status).collect();
+    assert_eq!(
+        statuses,
+        [
+            TrialStatus::Passed,
+            TrialStatus::Failed,
+            TrialStatus::Failed,
+            TrialStatus::Error
+        ]
+    );
+    let kinds: Vec<Option<FailureKind>> = outcome
+        .trials
+        .iter()
+        .map(|t| t.failure.as_ref().map(|f| f.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            None,
+            Some(FailureKind::Timeout),
+            Some(FailureKind::AgentError),
+            Some(FailureKind::JudgeError)
+        ]
+    );
+    // Graded: the passed trial and the two the target failed; the judge's error is left out.
+    assert_eq!((outcome.graded, outcome.passed), (3, 1));
+    assert_eq!(outcome.pass_rate, Some(1.0 / 3.0));
+    assert_eq!(outcome.pass_hat_k, Some(0.0));
+    assert!(!outcome.all_passed());
+    let why = outcome.failure_summary();
+    assert!(why[0].contains("trial 1: timeout: no answer"), "{why:?}");
+    assert!(why[2].contains("trial 3: judge_error"), "{why:?}");
+}
+
+#[test]
+fn a_target_down_in_every_trial_scores_zero_not_nothing() {
+    let registry = AppRegistry::builtin();
+    let scenario = scenario("02_check_balance.yaml");
+    let fails: Vec<(u32, FailureKind)> = (0..scenario.trials)
+        .map(|t| (t, FailureKind::Timeout))
+        .collect();
+    let mut down = Failing::new(&scenario, &fails);
+    let outcome = actix_rt::System::new()
+        .block_on(run_scenario(
+            &mut down,
             &registry,
             &scenario,
             ActionMode::Directives,
@@ -210,9 +299,12 @@ fn target_failures_are_classified_not_graded() {
         outcome
             .trials
             .iter()
-            .all(|t| t.status == TrialStatus::Error)
+            .all(|t| t.status == TrialStatus::Failed)
     );
-    assert_eq!((outcome.graded, outcome.pass_hat_k), (0, None));
+    assert_eq!(
+        (outcome.graded, outcome.pass_hat_k),
+        (scenario.trials, Some(0.0))
+    );
     assert!(outcome.failure_summary()[0].contains("timeout: no answer"));
 }
 

@@ -12,15 +12,15 @@ use judge_client::suites::membench::Membench;
 use judge_client::suites::membench::dataset::Dataset;
 use judge_client::suites::membench::dataset::{self, DatasetKind};
 use judge_client::suites::membench::ingest::Protocol;
-use judge_client::suites::membench::judge::ModelJudge;
 use judge_client::suites::membench::report::{
-    MembenchDetails, MembenchManifest, TURN_ID_DESIGN, file_sha256,
+    MembenchDetails, MembenchManifest, TURN_ID_DESIGN, accounting, file_sha256,
 };
 use judge_client::suites::membench::results::CategorySummary;
 use judge_client::suites::membench::run::{self as membench_run, planned};
 use judge_client::suites::membench::runner::{
     MembenchConfig, RunContext, probe_capabilities, select,
 };
+use judge_client::suites::model_judge::ModelJudge;
 
 use super::summary::print_files;
 use super::target::TargetArgs;
@@ -110,10 +110,13 @@ fn print_row(c: &CategorySummary) {
     );
 }
 
-/// The judge model behind `--judge-endpoint`, when one is given.
-async fn model_judge(args: &MembenchArgs) -> Option<ModelJudge> {
-    let endpoint = args.judge_endpoint.as_ref()?;
-    let mut judge_client = TargetClient::new(
+/// The client of the judge model behind `--judge-endpoint`, when one is given, its model named
+/// (`--judge-model`, else the first its `/v1/models` lists).
+async fn judge_client(args: &MembenchArgs) -> anyhow::Result<Option<TargetClient>> {
+    let Some(endpoint) = args.judge_endpoint.as_ref() else {
+        return Ok(None);
+    };
+    let mut client = TargetClient::new(
         TargetSettings {
             model: args.judge_model.clone(),
             ..TargetSettings::new(endpoint.clone())
@@ -125,18 +128,22 @@ async fn model_judge(args: &MembenchArgs) -> Option<ModelJudge> {
     );
     let model = match &args.judge_model {
         Some(model) => model.clone(),
-        None => judge_client
+        None => client
             .models()
             .await
-            .ok()
-            .and_then(|m| m.into_iter().next())
-            .unwrap_or_else(|| "default".to_owned()),
+            .with_context(|| {
+                format!(
+                    "asking the judge endpoint {endpoint} for its models (or give --judge-model)"
+                )
+            })?
+            .into_iter()
+            .next()
+            .with_context(|| {
+                format!("the judge endpoint {endpoint} lists no model: give --judge-model")
+            })?,
     };
-    judge_client.set_model(model.clone());
-    Some(ModelJudge {
-        client: judge_client,
-        model,
-    })
+    client.set_model(model);
+    Ok(Some(client))
 }
 
 /// A new run: the file read and checked, the target probed, the run directory created.
@@ -144,7 +151,7 @@ async fn start(
     args: &MembenchArgs,
     kind: DatasetKind,
     path: &Path,
-    judge: Option<&ModelJudge>,
+    judge: Option<&TargetClient>,
 ) -> anyhow::Result<(PathBuf, MembenchManifest, Dataset)> {
     // The file is read and checked before anything is created or sent.
     let data = dataset::load(kind, path)?;
@@ -208,7 +215,7 @@ async fn start(
         turn_ids: TURN_ID_DESIGN.to_owned(),
         target: client.settings().clone(),
         capabilities,
-        judge_model: judge.map(|j| j.model.clone()),
+        judge_model: judge.map(|j| j.model().to_owned()),
         questions_planned: 0,
         excluded: args.exclude.clone(),
         data_problems: data.problems.clone(),
@@ -233,7 +240,7 @@ async fn start(
 }
 
 pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
-    let judge = model_judge(&args).await;
+    let judge = judge_client(&args).await?;
     let (dir, manifest, data) = match (&args.resume, args.dataset, &args.data) {
         (Some(dir), _, _) => {
             let manifest =
@@ -253,6 +260,15 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
         (None, Some(kind), Some(path)) => start(&args, kind, path, judge.as_ref()).await?,
         _ => bail!("give --dataset and --data, or --resume RUN_DIR"),
     };
+    // One model judge asks every verdict: deterministic requests with the run's seed; LongMemEval's
+    // authors let it answer in at most 10 tokens.
+    let judge = judge.map(|client| {
+        let judge = ModelJudge::prompt_only(client, manifest.config.seed);
+        match manifest.dataset {
+            DatasetKind::Longmemeval => judge.with_max_tokens(10),
+            DatasetKind::Locomo => judge,
+        }
+    });
     let mut settings = manifest.target.clone();
     if let Some(endpoint) = &args.target.endpoint {
         settings.endpoint = endpoint.clone();
@@ -278,9 +294,17 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
                 "[{}/{planned}] {} {}",
                 done.get(),
                 q.id,
-                q.score
-                    .or(q.f1_stand_in)
-                    .map_or("error".to_owned(), |s| format!("{s:.2}"))
+                match (&q.failure, q.score.or(q.f1_stand_in)) {
+                    (Some(f), _) => format!("failed ({})", f.kind),
+                    (None, Some(s)) => format!("{s:.2}"),
+                    (None, None) =>
+                        q.judge_failure
+                            .as_ref()
+                            .map_or("not scored".to_owned(), |f| format!(
+                                "excluded ({})",
+                                f.kind
+                            )),
+                }
             );
         }
     })
@@ -316,6 +340,13 @@ pub async fn membench(args: MembenchArgs) -> anyhow::Result<ExitCode> {
         .chain(std::iter::once(&summary.overall))
     {
         print_row(c);
+    }
+    println!("  {}", accounting(&summary.overall));
+    let ingestion_failures: usize = results.ingestion.values().map(|i| i.errors.len()).sum();
+    if ingestion_failures > 0 {
+        println!(
+            "  note: {ingestion_failures} requests of the ingestion failed (listed per conversation in results.json): the questions were asked all the same"
+        );
     }
     let s = &summary.speed;
     println!(

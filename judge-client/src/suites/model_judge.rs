@@ -1,5 +1,6 @@
 //! Asking a model to judge, and what counts as its failure: the one place where the judge's own
-//! model calls (sim's rubric and pairwise judge, LTM's grader) are made and their answers read.
+//! model calls (sim's rubric and pairwise judge, LTM's grader, membench's LongMemEval accuracy
+//! and LoCoMo "J") are made and their answers read.
 //!
 //! A model's answer that cannot be read is asked again, with the reason, up to [`PARSE_RETRIES`]
 //! times: small models often wrap or drift from the asked format once, then correct it when
@@ -21,7 +22,8 @@ pub const PARSE_RETRIES: usize = 2;
 pub struct ModelJudge {
     client: TargetClient,
     seed: u64,
-    system: String,
+    system: Option<String>,
+    max_tokens: Option<u32>,
 }
 
 impl ModelJudge {
@@ -30,8 +32,31 @@ impl ModelJudge {
         Self {
             client,
             seed,
-            system: system.into(),
+            system: Some(system.into()),
+            max_tokens: None,
         }
+    }
+
+    /// A judge asked with the prompt alone, no system message: for benchmarks whose authors
+    /// define the judge's prompt and nothing else (membench).
+    pub fn prompt_only(client: TargetClient, seed: u64) -> Self {
+        Self {
+            client,
+            seed,
+            system: None,
+            max_tokens: None,
+        }
+    }
+
+    /// Caps the tokens of each answer (LongMemEval's authors ask for at most 10).
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = Some(max_tokens);
+        self
+    }
+
+    /// The judge's model, as its requests name it.
+    pub fn model(&self) -> &str {
+        self.client.model()
     }
 
     /// Asks `prompt` and reads the answer with `parse` (which says why an answer is unusable).
@@ -42,15 +67,20 @@ impl ModelJudge {
         prompt: String,
         parse: impl Fn(&str) -> Result<T, String>,
     ) -> Result<T, TargetError> {
-        let mut messages = vec![
-            ChatMessage::system(self.system.clone()),
-            ChatMessage::user(prompt),
-        ];
+        let mut messages: Vec<ChatMessage> = self
+            .system
+            .iter()
+            .map(|s| ChatMessage::system(s.clone()))
+            .collect();
+        messages.push(ChatMessage::user(prompt));
         let session_id = derived_uuid(self.seed, &format!("judge/{label}"));
         let mut why = String::new();
         for attempt in 0..=PARSE_RETRIES {
             let mut request = self.client.chat_request_for(messages.clone());
             request.temperature = Some(0.0);
+            if self.max_tokens.is_some() {
+                request.max_tokens = self.max_tokens;
+            }
             request.seed = Some((self.seed & ((1 << 53) - 1)) as i64);
             let ctx = RequestContext {
                 session_id: session_id.clone(),

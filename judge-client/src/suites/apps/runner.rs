@@ -168,8 +168,10 @@ impl AgentEndpoint for TargetAgent<'_> {
 #[serde(rename_all = "snake_case")]
 pub enum TrialStatus {
     Passed,
+    /// Graded and not passed, or the target failed a turn (classified in `failure`): either
+    /// way it counts against the target.
     Failed,
-    /// The target could not be talked to; classified in `failure`, not graded.
+    /// The judge's own side failed (`judge_error` in `failure`): not graded, counted apart.
     Error,
     /// The scenario needs what the endpoint lacks (tool mode without tools).
     NotApplicable,
@@ -205,7 +207,8 @@ pub struct ScenarioOutcome {
     pub trials: Vec<TrialOutcome>,
     /// Graded trials that passed.
     pub passed: u32,
-    /// Trials graded (errors and not-applicable excluded).
+    /// Trials graded: passed and failed ones, a trial the target failed included (the judge's
+    /// errors and not-applicable trials excluded).
     pub graded: u32,
     /// pass^k with k = the number of graded trials; `None` when nothing was graded.
     pub pass_hat_k: Option<f64>,
@@ -427,17 +430,18 @@ async fn run_trial<A: AgentEndpoint>(
             let reply = match agent.respond(request).await {
                 Ok(reply) => reply,
                 Err(e) => {
+                    // The target's failure counts against it (a failed trial); the judge's own
+                    // is left out of the grades (docs/judge.md, "How failures are counted").
+                    let status = if e.kind == FailureKind::JudgeError {
+                        TrialStatus::Error
+                    } else {
+                        TrialStatus::Failed
+                    };
                     let failure = TrialFailure {
                         kind: e.kind,
                         message: e.message,
                     };
-                    return Ok(finish(
-                        &world,
-                        TrialStatus::Error,
-                        None,
-                        Some(failure),
-                        messages,
-                    ));
+                    return Ok(finish(&world, status, None, Some(failure), messages));
                 }
             };
             messages.push(assistant_message(&reply));

@@ -56,7 +56,8 @@ pub struct Ingestion {
     /// The agent's replies to `chat` turns, in order (recorded, not scored): (turn id, reply).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub replies: Vec<(String, String)>,
-    /// Requests that failed, with why; the run goes on.
+    /// Requests that failed (the reset before the ingestion included), each with what it was
+    /// and its failure class and message; the run goes on, and the questions are asked.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
 }

@@ -2,12 +2,13 @@
 //! with a model judge and one prompt per question type (their `evaluate_qa.py`: temperature 0,
 //! at most 10 tokens, "yes" anywhere in the reply is a pass), and LoCoMo's "J" score as Mem0's
 //! paper defines it (its `llm_judge.py` prompt; the JSON `label` CORRECT or WRONG; category 5 not
-//! judged).
+//! judged). The prompts and the readings of the answers are here; the model is asked through
+//! [`crate::suites::model_judge`], which retries unreadable answers and makes a failed call or
+//! an answer that stays unreadable a `judge_error`.
 
-use protocol::openai::{ChatCompletionRequest, ChatMessage};
 use serde::{Deserialize, Serialize};
 
-use crate::endpoint::{RequestContext, TargetClient, TargetError};
+use crate::suites::model_judge::json_object;
 
 /// One verdict of the judge model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,65 +62,42 @@ pub fn locomo_j_prompt(question: &str, gold: &str, generated: &str) -> String {
     )
 }
 
-/// LongMemEval's reading of a verdict: "yes" anywhere, case-insensitive.
-pub fn reads_yes(reply: &str) -> bool {
-    reply.to_lowercase().contains("yes")
-}
-
-/// Mem0's reading: the JSON object's `label` is CORRECT. A reply without a JSON object is read
-/// by its last CORRECT or WRONG.
-pub fn reads_correct(reply: &str) -> bool {
-    let object = reply
-        .find('{')
-        .zip(reply.rfind('}'))
-        .filter(|(start, end)| start < end)
-        .and_then(|(start, end)| {
-            serde_json::from_str::<serde_json::Value>(&reply[start..=end]).ok()
-        });
-    if let Some(label) = object
-        .as_ref()
-        .and_then(|o| o.get("label"))
-        .and_then(|l| l.as_str())
+/// LongMemEval's reading of a verdict: "yes" anywhere, case-insensitive, is a pass, as its
+/// authors read it; otherwise a reply that says "no" is a fail, and one that says neither cannot
+/// be read (asked again, then a `judge_error`: see [`crate::suites::model_judge`]).
+pub fn parse_yes_no(reply: &str) -> Result<bool, String> {
+    let lower = reply.to_lowercase();
+    if lower.contains("yes") {
+        return Ok(true);
+    }
+    if lower
+        .split(|c: char| !c.is_alphanumeric())
+        .any(|word| word == "no")
     {
-        return label.trim().eq_ignore_ascii_case("CORRECT");
+        return Ok(false);
     }
-    let upper = reply.to_uppercase();
-    match (upper.rfind("CORRECT"), upper.rfind("WRONG")) {
-        (Some(c), Some(w)) => c > w,
-        (Some(_), None) => true,
-        _ => false,
-    }
+    Err("neither yes nor no".to_owned())
 }
 
-/// The judge model behind `--judge-endpoint`.
-pub struct ModelJudge {
-    pub client: TargetClient,
-    /// Recorded in the manifest.
-    pub model: String,
-}
-
-impl ModelJudge {
-    /// Asks the judge one prompt (temperature 0); each call in its own session.
-    pub async fn ask(
-        &self,
-        session: &str,
-        prompt: String,
-        max_tokens: Option<u32>,
-    ) -> Result<String, TargetError> {
-        let request = ChatCompletionRequest {
-            max_tokens,
-            temperature: Some(0.0),
-            ..self
-                .client
-                .chat_request_for(vec![ChatMessage::user(prompt)])
-        };
-        let ctx = RequestContext {
-            session_id: session.to_owned(),
-            mock_time: None,
-            request_no: 1,
-        };
-        Ok(self.client.chat_request(&ctx, &request).await?.text)
+/// Mem0's reading: the JSON object's `label`, CORRECT or WRONG. A reply without a JSON object
+/// is read by its last word CORRECT or WRONG; a reply with neither cannot be read (asked again,
+/// then a `judge_error`), never a verdict of WRONG.
+pub fn parse_label(reply: &str) -> Result<bool, String> {
+    let label = |text: &str| match text.trim().to_uppercase().as_str() {
+        "CORRECT" => Some(true),
+        "WRONG" => Some(false),
+        _ => None,
+    };
+    if let Some(object) = json_object(reply)
+        && let Some(value) = object.get("label").and_then(|l| l.as_str())
+    {
+        return label(value).ok_or_else(|| format!("label {value:?} is not CORRECT or WRONG"));
     }
+    reply
+        .split(|c: char| !c.is_alphabetic())
+        .rev()
+        .find_map(label)
+        .ok_or_else(|| "no label CORRECT or WRONG".to_owned())
 }
 
 #[cfg(test)]
@@ -141,12 +119,24 @@ mod tests {
 
     #[test]
     fn verdicts_are_read_as_their_authors_read_them() {
-        assert!(reads_yes("Yes."));
-        assert!(!reads_yes("No"));
-        assert!(reads_correct(r#"The answer matches. {"label": "CORRECT"}"#));
-        assert!(!reads_correct(r#"{"label": "WRONG"}"#));
-        assert!(reads_correct("Same city. CORRECT"));
-        assert!(!reads_correct("It names another city, so WRONG"));
-        assert!(!reads_correct("no label"));
+        assert_eq!(parse_yes_no("Yes."), Ok(true));
+        assert_eq!(parse_yes_no("No"), Ok(false));
+        assert_eq!(parse_yes_no("no, it does not"), Ok(false));
+        assert_eq!(
+            parse_label(r#"The answer matches. {"label": "CORRECT"}"#),
+            Ok(true)
+        );
+        assert_eq!(parse_label(r#"{"label": "WRONG"}"#), Ok(false));
+        assert_eq!(parse_label("Same city. CORRECT"), Ok(true));
+        assert_eq!(parse_label("It names another city, so WRONG"), Ok(false));
+    }
+
+    #[test]
+    fn an_answer_without_a_verdict_cannot_be_read() {
+        assert!(parse_yes_no("Not sure; it depends.").is_err());
+        assert!(parse_yes_no("%%%###").is_err());
+        assert!(parse_label("no label").is_err());
+        assert!(parse_label("INCORRECT-ish noise").is_err());
+        assert!(parse_label(r#"{"label": "MAYBE"}"#).is_err());
     }
 }

@@ -11,6 +11,8 @@
 //!
 //! [`Membench`] is the suite as its runs are read back ([`Suite`]).
 
+#[cfg(test)]
+mod accounting_tests;
 pub mod bm25;
 pub mod compare;
 pub mod dataset;

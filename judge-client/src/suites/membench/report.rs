@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 
 use super::bm25::RECALL_KS;
 use super::dataset::{DataProblem, Dataset, DatasetKind};
-use super::results::{CategorySummary, MembenchResults, QuestionResult};
+use super::results::{CategorySummary, MembenchResults, Outcome, QuestionResult};
 use super::runner::{MembenchCapabilities, MembenchConfig};
 use crate::endpoint::TargetSettings;
 use crate::report::chart::{Bar, BarChart, Scale, Series, colour};
@@ -80,12 +80,17 @@ pub fn passed(dataset: DatasetKind, q: &QuestionResult) -> bool {
     verdict(dataset, q).0 == "passed"
 }
 
-/// Passed, failed, not applicable or error, as junit.xml and the report show it.
+/// Passed, failed, not applicable or error, as junit.xml and the report show it: a question the
+/// target failed is a failure carrying its failure class, one the judge's side spoiled an error.
 fn verdict(dataset: DatasetKind, q: &QuestionResult) -> (&'static str, String) {
-    if let Some(error) = &q.error
-        && q.reply.is_none()
-    {
-        return ("error", error.clone());
+    match (q.outcome(), &q.failure, &q.judge_failure) {
+        (Outcome::Failed(_), Some(f), _) => {
+            return ("failed", format!("no answer: {}: {}", f.kind, f.message));
+        }
+        (Outcome::Excluded(_), Some(f), _) | (Outcome::Excluded(_), None, Some(f)) => {
+            return ("error", format!("excluded: {}: {}", f.kind, f.message));
+        }
+        _ => {}
     }
     match (dataset, q.score) {
         (DatasetKind::Locomo, Some(score)) if score >= PASS_F1 => {
@@ -177,6 +182,38 @@ pub fn junit(manifest: &MembenchManifest, results: &MembenchResults) -> String {
     out
 }
 
+/// How the questions were counted, in one line: the counts add up to `questions`, with the
+/// failure classes and the judge's own failures named.
+pub fn accounting(c: &CategorySummary) -> String {
+    let classes = if c.failures.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " ({})",
+            c.failures
+                .iter()
+                .map(|(kind, n)| format!("{kind} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let mut line = format!(
+        "{} questions: {} answered, {} failed by the target (scored 0), {} excluded by the judge's own failure{classes}",
+        c.questions, c.answered, c.failed, c.excluded
+    );
+    if c.judge_errors > 0 {
+        let _ = write!(
+            line,
+            "; the model judge gave no verdict on {} (judge_error, left out of its score)",
+            c.judge_errors
+        );
+    }
+    if c.recall_failures > 0 {
+        let _ = write!(line, "; {} recall requests failed", c.recall_failures);
+    }
+    line
+}
+
 fn recall_cells(recall: &Option<std::collections::BTreeMap<usize, f64>>) -> String {
     RECALL_KS
         .iter()
@@ -205,10 +242,18 @@ fn category_row(c: &CategorySummary, longmemeval: bool) -> String {
     } else {
         c.judge_accuracy.map_or("–".to_owned(), |v| pct(Some(v)))
     };
+    let judge_errors = if c.judge_errors > 0 {
+        format!(" ({} judge_error)", c.judge_errors)
+    } else {
+        String::new()
+    };
     format!(
-        "<tr><td>{}</td><td>{}</td><td>{score}</td><td>{second}</td><td>{}</td>{}{}</tr>",
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{score}</td><td>{second}{judge_errors}</td><td>{}</td>{}{}</tr>",
         escape(&c.name),
         c.questions,
+        c.answered,
+        c.failed,
+        c.excluded,
         c.recall_questions,
         recall_cells(&c.agent_recall),
         recall_cells(&c.bm25_recall)
@@ -302,13 +347,18 @@ pub fn html(manifest: &MembenchManifest, results: &MembenchResults, dataset: &Da
     let ks: String = RECALL_KS.iter().map(|k| format!("<th>@{k}</th>")).collect();
     let _ = write!(
         out,
-        r#"<table><tr><th rowspan="2">category</th><th rowspan="2">questions</th><th rowspan="2">score (95 % CI)</th><th rowspan="2">{second}</th><th rowspan="2">in recall</th><th colspan="3">agent recall</th><th colspan="3">BM25 recall</th></tr><tr>{ks}{ks}</tr>"#
+        r#"<table><tr><th rowspan="2">category</th><th rowspan="2">questions</th><th rowspan="2">answered</th><th rowspan="2">failed by the target</th><th rowspan="2">excluded (judge_error)</th><th rowspan="2">score (95 % CI)</th><th rowspan="2">{second}</th><th rowspan="2">in recall</th><th colspan="3">agent recall</th><th colspan="3">BM25 recall</th></tr><tr>{ks}{ks}</tr>"#
     );
     for c in &summary.categories {
         out.push_str(&category_row(c, longmemeval));
     }
     out.push_str(&category_row(&summary.overall, longmemeval));
     out.push_str("</table>");
+    let _ = write!(
+        out,
+        r#"<p class="meta">{}</p>"#,
+        escape(&accounting(&summary.overall))
+    );
     let s = &summary.speed;
     let _ = write!(
         out,
@@ -358,6 +408,23 @@ pub fn html(manifest: &MembenchManifest, results: &MembenchResults, dataset: &Da
                 "<p class=\"meta\">judge: {} ({})</p>",
                 if v.correct { "correct" } else { "wrong" },
                 escape(&v.reply)
+            );
+        }
+        if let Some(f) = &q.judge_failure {
+            let _ = write!(
+                out,
+                "<p class=\"error\">judge: no verdict ({}: {}); left out of {}</p>",
+                f.kind,
+                escape(&f.message),
+                if longmemeval { "the score" } else { "J" }
+            );
+        }
+        if let Some(f) = &q.recall_failure {
+            let _ = write!(
+                out,
+                "<p class=\"error\">agent recall failed ({}: {})</p>",
+                f.kind,
+                escape(&f.message)
             );
         }
         out.push_str("<p>evidence:</p>");

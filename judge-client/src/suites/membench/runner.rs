@@ -23,12 +23,13 @@ use serde::{Deserialize, Serialize};
 use super::bm25::{RECALL_KS, TurnIndex, recall_at};
 use super::dataset::{Conversation, Dataset, DatasetKind, Question};
 use super::ingest::{Ingestion, Protocol, context_prompt, ingest};
-use super::judge::{
-    ModelJudge, Verdict, locomo_j_prompt, longmemeval_prompt, reads_correct, reads_yes,
-};
+use super::judge::{Verdict, locomo_j_prompt, longmemeval_prompt, parse_label, parse_yes_no};
 use super::results::{MembenchResults, QuestionResult, Summary, summarise_all};
 use super::scoring::{TwoOptions, locomo_question, locomo_score, token_f1};
-use crate::endpoint::{Capabilities, RequestContext, TargetClient, TargetError, probe};
+use crate::endpoint::{
+    Capabilities, Failure, FailureKind, RequestContext, TargetClient, TargetError, probe,
+};
+use crate::suites::model_judge::ModelJudge;
 
 /// What was asked of the run; recorded in the manifest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -235,6 +236,7 @@ pub async fn run_conversation(
     let config = run.config;
     let session = session_id(&config.session_prefix, &conversation.id);
     let mut request_no = 0u64;
+    let mut reset_failure = None;
     if run.capabilities.base.reset && config.protocol != Protocol::Context {
         request_no += 1;
         let ctx = RequestContext {
@@ -242,9 +244,10 @@ pub async fn run_conversation(
             mock_time: None,
             request_no,
         };
-        let _ = run.client.reset(&ctx).await;
+        // Kept with the ingestion's failures: memory left from before may answer a question.
+        reset_failure = run.client.reset(&ctx).await.err();
     }
-    let ingestion = ingest(
+    let mut ingestion = ingest(
         run.client,
         config.protocol,
         &session,
@@ -252,6 +255,9 @@ pub async fn run_conversation(
         &mut request_no,
     )
     .await;
+    if let Some(e) = reset_failure {
+        ingestion.errors.insert(0, format!("reset: {e}"));
+    }
     let index = TurnIndex::new(conversation);
     let mut rng = ChaCha8Rng::seed_from_u64(config.seed ^ 0x5eed);
     let mut results = Vec::new();
@@ -347,21 +353,27 @@ async fn ask(
         })
         .flatten();
 
-    let (recalled, mut error) = if run.capabilities.recall && config.protocol != Protocol::Context {
-        let request = RecallRequest {
-            text: question.question.clone(),
-            limit: RECALL_KS[RECALL_KS.len() - 1] as u32,
+    let (recalled, recall_failure) =
+        if run.capabilities.recall && config.protocol != Protocol::Context {
+            let request = RecallRequest {
+                text: question.question.clone(),
+                limit: RECALL_KS[RECALL_KS.len() - 1] as u32,
+            };
+            match run.client.recall(&ctx, &request).await {
+                Ok(response) => (Some(response.items), None),
+                Err(e) => (None, Some(Failure::from(e))),
+            }
+        } else {
+            (None, None)
         };
-        match run.client.recall(&ctx, &request).await {
-            Ok(response) => (Some(response.items), None),
-            Err(e) => (None, Some(format!("recall: {e}"))),
-        }
-    } else {
-        (None, None)
+    // A recall the target failed recalled nothing: 0 at every k, counted against it. One the
+    // judge could not send is left out of recall@k.
+    let recalled_ids = match (&recalled, &recall_failure) {
+        (Some(items), _) => Some(items.iter().map(|i| i.source_turn_ids.clone()).collect()),
+        (None, Some(f)) if f.kind != FailureKind::JudgeError => Some(Vec::new()),
+        _ => None,
     };
-    let agent_ranked: Option<Vec<Vec<String>>> = recalled
-        .as_ref()
-        .map(|items| items.iter().map(|i| i.source_turn_ids.clone()).collect());
+    let agent_ranked: Option<Vec<Vec<String>>> = recalled_ids;
     let agent_recall = agent_ranked
         .as_ref()
         .filter(|_| counted)
@@ -382,34 +394,51 @@ async fn ask(
         .chat_request_with_headers(&ctx, &request, &headers)
         .await;
     let latency_ms = started.elapsed().as_millis() as u64;
-    let (reply, latency_ms, prompt_tokens) = match reply {
+    let (reply, latency_ms, prompt_tokens, failure) = match reply {
         Ok(reply) => (
             Some(reply.text),
             Some(latency_ms),
             reply.usage.map(|u| u.prompt_tokens),
+            None,
         ),
-        Err(e) => {
-            error = Some(format!("answer: {e}"));
-            (None, None, None)
-        }
+        Err(e) => (None, None, None, Some(Failure::from(e))),
     };
     let scored_reply = reply.as_deref().map(|r| match &options {
         Some(options) => options.resolve(r),
         None => r.to_owned(),
     });
-    let judge = match (run.judge, scored_reply.as_deref()) {
-        (Some(judge), Some(answer)) => judge_verdict(judge, kind, question, answer, &session).await,
-        _ => None,
+    // Whether the judge model gives this question a verdict (LoCoMo's category 5 has none).
+    let judgeable = run.judge.is_some()
+        && !(kind == DatasetKind::Locomo && question.category == ADVERSARIAL_CATEGORY);
+    let (judge, judge_failure) = match (run.judge, scored_reply.as_deref()) {
+        (Some(judge), Some(answer)) if judgeable => {
+            match judge_verdict(judge, kind, question, answer, &session).await {
+                Ok(verdict) => (Some(verdict), None),
+                Err(e) => (None, Some(Failure::from(e))),
+            }
+        }
+        _ => (None, None),
+    };
+    let verdict_score = judge.as_ref().map(|v| if v.correct { 1.0 } else { 0.0 });
+    // What the target failed counts against it (0); what the judge's side spoiled is left out.
+    let target_failed = failure
+        .as_ref()
+        .is_some_and(|f| f.kind != FailureKind::JudgeError);
+    let judge_score = match kind {
+        DatasetKind::Locomo if judgeable && target_failed => Some(0.0),
+        DatasetKind::Locomo => verdict_score,
+        DatasetKind::Longmemeval => None,
     };
     let (score, f1_stand_in) = match (kind, scored_reply.as_deref()) {
         (DatasetKind::Locomo, Some(r)) => (
             Some(locomo_score(&question.category, r, &question.answer)),
             None,
         ),
-        (DatasetKind::Locomo, None) => (Some(0.0), None),
-        (DatasetKind::Longmemeval, r) => (
-            judge.as_ref().map(|v| if v.correct { 1.0 } else { 0.0 }),
-            Some(r.map_or(0.0, |r| token_f1(r, &question.answer))),
+        (DatasetKind::Locomo, None) => (target_failed.then_some(0.0), None),
+        (DatasetKind::Longmemeval, Some(r)) => (verdict_score, Some(token_f1(r, &question.answer))),
+        (DatasetKind::Longmemeval, None) => (
+            (judgeable && target_failed).then_some(0.0),
+            target_failed.then_some(0.0),
         ),
     };
     QuestionResult {
@@ -425,11 +454,14 @@ async fn ask(
         score,
         f1_stand_in,
         judge,
+        judge_failure,
+        judge_score,
         evidence: question.evidence.clone(),
         evidence_sessions: question.evidence_sessions.clone(),
         recall_excluded: question.recall_excluded.clone(),
         recalled,
         agent_recall,
+        recall_failure,
         bm25_top,
         bm25_recall,
         agent_session_recall,
@@ -437,44 +469,49 @@ async fn ask(
         latency_ms,
         prompt_tokens,
         context_truncated,
-        error,
+        failure,
     }
 }
 
+/// LoCoMo's adversarial category: answered by choosing an option, not judged by the model.
+const ADVERSARIAL_CATEGORY: &str = "5";
+
+/// How a judge model's answer is read: correct or not, or why it cannot be read.
+type ReadVerdict = fn(&str) -> Result<bool, String>;
+
+/// The judge model's verdict on `answer`; a `judge_error` when its call failed or its answer
+/// stayed unreadable ([`ModelJudge::ask`]).
 async fn judge_verdict(
     judge: &ModelJudge,
     kind: DatasetKind,
     question: &Question,
     answer: &str,
     session: &str,
-) -> Option<Verdict> {
-    let session = format!("{session}-judge");
-    let session: String = session.chars().take(128).collect();
-    match kind {
-        DatasetKind::Longmemeval => {
-            let prompt = longmemeval_prompt(
+) -> Result<Verdict, TargetError> {
+    let label = format!("{session}/{}", question.id);
+    let (prompt, parse): (String, ReadVerdict) = match kind {
+        DatasetKind::Longmemeval => (
+            longmemeval_prompt(
                 &question.category,
                 question.abstention,
                 &question.question,
                 &question.answer,
                 answer,
-            );
-            let reply = judge.ask(&session, prompt, Some(10)).await.ok()?;
-            Some(Verdict {
-                correct: reads_yes(&reply),
-                reply,
-            })
-        }
-        DatasetKind::Locomo if question.category == "5" => None,
-        DatasetKind::Locomo => {
-            let prompt = locomo_j_prompt(&question.question, &question.answer, answer);
-            let reply = judge.ask(&session, prompt, None).await.ok()?;
-            Some(Verdict {
-                correct: reads_correct(&reply),
-                reply,
-            })
-        }
-    }
+            ),
+            parse_yes_no,
+        ),
+        DatasetKind::Locomo => (
+            locomo_j_prompt(&question.question, &question.answer, answer),
+            parse_label,
+        ),
+    };
+    // The reply is kept as the judge wrote it, beside the verdict read from it.
+    let (correct, reply) = judge
+        .ask(&label, prompt, |text| {
+            parse(text).map(|correct| (correct, text.to_owned()))
+        })
+        .await?;
+    Ok(Verdict { correct, reply })
 }
 
 /// One conversation, run: what its ingestion did and its questions' results (in asking
