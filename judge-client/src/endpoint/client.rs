@@ -14,7 +14,7 @@ use protocol::control::{InjectRequest, InjectResponse, MemoryView, ResetResponse
 use protocol::headers::{MOCK_TIME, SESSION_ID, TRACEPARENT, format_mock_time};
 use protocol::openai::responses::{Response, ResponseCreateRequest};
 use protocol::openai::{
-    ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody, FunctionCall, ModelList, Tool,
+    ChatCompletion, ChatCompletionRequest, ChatMessage, ErrorBody, FunctionCall, ModelList,
     ToolCall, Usage,
 };
 use protocol::recall::{RecallRequest, RecallResponse};
@@ -256,19 +256,6 @@ impl TargetClient {
         messages: Vec<ChatMessage>,
     ) -> Result<ChatReply, TargetError> {
         let request = self.chat_request_for(messages);
-        self.chat_request(ctx, &request).await
-    }
-
-    /// `POST /v1/chat/completions` (non-streamed) offering `tools`: the reply's text and tool
-    /// calls. A reply with neither is the agent's error.
-    pub async fn chat_with_tools(
-        &self,
-        ctx: &RequestContext,
-        messages: Vec<ChatMessage>,
-        tools: Option<&[Tool]>,
-    ) -> Result<ChatReply, TargetError> {
-        let mut request = self.chat_request_for(messages);
-        request.tools = tools.filter(|t| !t.is_empty()).map(<[Tool]>::to_vec);
         self.chat_request(ctx, &request).await
     }
 

@@ -558,8 +558,10 @@ pub async fn run_conversations(
     outcomes
 }
 
-/// Runs every selected conversation (`config.concurrency` at once) and summarises.
-pub async fn run(
+/// Runs every selected conversation (`config.concurrency` at once) and summarises: what
+/// `run.rs` does around its progress and run directory, for the tests of this module's rules.
+#[cfg(test)]
+pub(crate) async fn run(
     run: &RunContext<'_>,
     conversations: &[Conversation],
     on_question: &dyn Fn(&QuestionResult),
