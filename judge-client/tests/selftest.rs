@@ -35,6 +35,7 @@ fn config(seed: u64, trials: u32) -> LtmConfig {
         filler_turn_tokens: 120,
         history: HistoryMode::New,
         api: Default::default(),
+        phrasing: Default::default(),
         concurrency: 3,
         types: TestType::ALL.to_vec(),
     }
@@ -369,6 +370,7 @@ async fn cli_fail_under_and_compare_exit_codes() {
         filler_turn_tokens: 250,
         history: HistoryMode::New,
         api: Default::default(),
+        phrasing: Default::default(),
         concurrency: 3,
         types: TestType::ALL.to_vec(),
     };
@@ -479,6 +481,7 @@ async fn a_killed_cli_run_resumes_to_the_same_results() {
         filler_turn_tokens: 250,
         history: HistoryMode::New,
         api: Default::default(),
+        phrasing: Default::default(),
         concurrency: 4,
         types: TestType::ALL.to_vec(),
     };
@@ -582,6 +585,7 @@ async fn spans_are_exported_and_their_context_is_the_traceparent() {
         filler_turn_tokens: 250,
         history: HistoryMode::New,
         api: Default::default(),
+        phrasing: Default::default(),
         concurrency: 4,
         types: vec![TestType::Needle, TestType::ResetIsolation],
     };
