@@ -49,13 +49,13 @@ pub(crate) const ATTRIBUTES: &[AttributePhrases] = &[
         name: "favourite fruit",
         tell: &[
             "Bought a whole crate of {v} at the market on Saturday, I could honestly live on the stuff.",
-            "Nothing beats a ripe {v}. Seriously, it's what I'd take to a desert island.",
+            "Nothing beats a perfectly ripe {v}. Seriously, it's what I'd take to a desert island.",
             "my smoothies are always {v} based bc nothing else comes close for me",
         ],
         change: &[
             "Weirdly I've stopped craving my usual fruit, {v} has taken over completely.",
             "new obsession at breakfast: {v}. the old fave is dethroned",
-            "Turns out I'm a {v} person now, I went off the other one entirely.",
+            "Turns out I'm all about {v} now, I went off the other one entirely.",
         ],
         clause: &[
             "I could eat {v} all day long",
@@ -89,7 +89,7 @@ pub(crate) const ATTRIBUTES: &[AttributePhrases] = &[
     AttributePhrases {
         name: "favourite sport",
         tell: &[
-            "Signed up for a {v} club last month, it's the only sport I've ever stuck with.",
+            "Joined the local {v} club last month, it's the only sport I've ever stuck with.",
             "Watched {v} on TV all evening again. Nothing else gets me off the sofa shouting like that.",
             "i'd play {v} every day if my knees let me",
         ],
@@ -112,7 +112,7 @@ pub(crate) const ATTRIBUTES: &[AttributePhrases] = &[
         name: "favourite instrument",
         tell: &[
             "Been practising the {v} every night, I've loved that instrument since I was a kid.",
-            "Heard someone busking on a {v} today and got goosebumps. That sound gets me every time.",
+            "Heard a street musician playing the {v} today and got goosebumps. That sound gets me every time.",
             "if i could master one instrument it'd be the {v}, no question",
         ],
         change: &[
@@ -133,16 +133,16 @@ pub(crate) const ATTRIBUTES: &[AttributePhrases] = &[
     AttributePhrases {
         name: "favourite drink",
         tell: &[
-            "Can't start the day without a {v}, it's easily what I reach for first.",
-            "ordered a {v} at the cafe again, the staff know me by it now",
-            "Nothing hits like a cold {v} after work, honestly.",
+            "Can't start the day without my {v}, it's easily what I reach for first.",
+            "ordered my usual {v} at the cafe again, the staff know me by it now",
+            "Nothing hits like an ice-cold {v} after work, honestly.",
         ],
         change: &[
             "I've switched what I drink in the mornings: {v} has replaced the old one.",
             "new go-to when I'm thirsty: {v}, can't get enough",
             "Gave up my usual drink last month, I'm on {v} now.",
         ],
-        clause: &["my usual order is a {v}", "I drink {v} by the litre"],
+        clause: &["my usual order is {v}", "I drink {v} by the litre"],
         ask: &[
             "What should you order for me if we meet at a café?",
             "What do I usually sip on to get through the afternoon?",
@@ -280,7 +280,7 @@ pub(crate) const WORD_IN_PASSING: &[&str] = &[
 pub(crate) const LATER_REPLY: &[&str] = &[
     "A little test of your memory: don't say it yet, but in the {nth} answer you give after this one, include the word {word}.",
     "Small challenge: count your answers starting with the next one, and when you get to number {n}, slip the word {word} in.",
-    "pls work the word {word} into your answer {n} turns down the line, not before",
+    "pls work the word {word} into answer number {n} after this one, not before",
 ];
 
 /// Small talk that asks for nothing in particular.
