@@ -1,6 +1,7 @@
 //! The whole LTM suite against fake targets: an oracle passes everything applicable, an amnesiac
 //! fails the memory tests, a plain stub gets not-applicable (never 0) for control-plane tests.
-//! Also determinism, resume, history modes, failure reporting and the CLI's exit codes.
+//! Also determinism, resume, history modes, failure reporting, the CLI's exit codes and the
+//! held-out phrasing.
 
 mod common;
 
@@ -12,7 +13,8 @@ use common::{Behaviour, amnesiac, oracle, scripted, slow_oracle, stub};
 use judge_client::endpoint::{Credentials, FailureKind, RetryPolicy, TargetSettings};
 use judge_client::suites::ltm::results::TestStatus;
 use judge_client::suites::ltm::run::{self, RunOutcome, Silent};
-use judge_client::suites::ltm::{Step, TestType};
+use judge_client::suites::ltm::summary::render_table;
+use judge_client::suites::ltm::{Phrasing, Step, TestType};
 use judge_client::{HistoryMode, LtmConfig};
 
 fn settings(url: &str, timeout_ms: u64) -> TargetSettings {
@@ -35,6 +37,7 @@ fn config(seed: u64, trials: u32) -> LtmConfig {
         filler_turn_tokens: 120,
         history: HistoryMode::New,
         api: Default::default(),
+        phrasing: Default::default(),
         concurrency: 3,
         types: TestType::ALL.to_vec(),
     }
@@ -369,6 +372,7 @@ async fn cli_fail_under_and_compare_exit_codes() {
         filler_turn_tokens: 250,
         history: HistoryMode::New,
         api: Default::default(),
+        phrasing: Default::default(),
         concurrency: 3,
         types: TestType::ALL.to_vec(),
     };
@@ -479,6 +483,7 @@ async fn a_killed_cli_run_resumes_to_the_same_results() {
         filler_turn_tokens: 250,
         history: HistoryMode::New,
         api: Default::default(),
+        phrasing: Default::default(),
         concurrency: 4,
         types: TestType::ALL.to_vec(),
     };
@@ -582,6 +587,7 @@ async fn spans_are_exported_and_their_context_is_the_traceparent() {
         filler_turn_tokens: 250,
         history: HistoryMode::New,
         api: Default::default(),
+        phrasing: Default::default(),
         concurrency: 4,
         types: vec![TestType::Needle, TestType::ResetIsolation],
     };
@@ -765,4 +771,123 @@ async fn the_llm_grader_is_compared_with_the_rules_and_its_failures_are_counted_
         .and_then(|g| g.failure.as_ref())
         .unwrap();
     assert_eq!(failure.kind, FailureKind::JudgeError);
+}
+
+/// The held-out phrasing end to end: an oracle passes every test the rules grade; the episodic
+/// tests, which only the LLM grader grades, are not gradable without one (excluded, never 0) and
+/// decided by one; the phrasing is recorded in the manifest, the results, the summary and the
+/// report.
+#[actix_rt::test]
+async fn the_heldout_phrasing_is_recorded_and_its_episodic_tests_need_the_grader() {
+    let config = LtmConfig {
+        phrasing: Phrasing::Heldout,
+        ..config(13, 2)
+    };
+    let target = oracle(&config.specs()).await;
+    let out = tempfile::tempdir().unwrap();
+    let outcome = run_against(&target.url, config.clone(), out.path()).await;
+    assert_eq!(outcome.results.phrasing, Phrasing::Heldout);
+    assert_eq!(outcome.manifest.details.config.phrasing, Phrasing::Heldout);
+    let manifest = read(&outcome.dir.join("manifest.json"));
+    assert!(manifest.contains(r#""phrasing": "heldout""#), "{manifest}");
+    assert_eq!(outcome.results.tests.len(), 28);
+    for test in &outcome.results.tests {
+        if test.test_type == TestType::Episodic {
+            assert_eq!(test.status, TestStatus::NotGradable, "{}", test.id);
+            assert_eq!(test.score, None);
+            assert!(test.transcript.is_empty(), "not played");
+            assert!(
+                test.reason
+                    .as_deref()
+                    .unwrap()
+                    .contains("--grader-endpoint")
+            );
+        } else {
+            assert_eq!(
+                test.status,
+                TestStatus::Passed,
+                "{} failed: {:?} {:?}",
+                test.id,
+                test.failure,
+                test.checks
+            );
+        }
+    }
+    let episodic = outcome
+        .results
+        .types
+        .iter()
+        .find(|t| t.test_type == TestType::Episodic)
+        .unwrap();
+    assert_eq!(
+        (episodic.applicable, episodic.not_gradable, episodic.mean),
+        (0, 2, None)
+    );
+    assert_eq!(outcome.results.overall, Some(1.0));
+    let table = render_table(&outcome.results);
+    assert!(table.contains("heldout phrasing"), "{table}");
+    assert!(
+        table.contains("not gradable without --grader-endpoint"),
+        "{table}"
+    );
+    let html = read(&outcome.dir.join("report.html"));
+    assert!(
+        html.contains("<th>phrasing</th><td>heldout"),
+        "phrasing in the header"
+    );
+    let junit = read(&outcome.dir.join("junit.xml"));
+    assert_eq!(junit.matches("<skipped").count(), 2);
+
+    // With a grader, the grader decides them.
+    let config = LtmConfig {
+        types: vec![TestType::Episodic, TestType::Needle],
+        ..config
+    };
+    let graded = |grader: String| {
+        let config = config.clone();
+        let target = settings(&target.url, 10_000);
+        async move {
+            let out = tempfile::tempdir().unwrap();
+            let outcome = run::start_shard(
+                target,
+                Credentials::default(),
+                config,
+                None,
+                Some((TargetSettings::new(grader), Credentials::default())),
+                out.path(),
+                &Silent,
+            )
+            .await
+            .expect("run completes");
+            outcome.results
+        }
+    };
+    let episodes = |results: &judge_client::suites::ltm::results::RunResults| {
+        results
+            .tests
+            .iter()
+            .filter(|t| t.test_type == TestType::Episodic)
+            .map(|t| (t.status, t.score))
+            .collect::<Vec<_>>()
+    };
+    let pass = scripted(vec![Behaviour::Reply("PASS".to_owned()); 50]).await;
+    let results = graded(pass.url.clone()).await;
+    assert_eq!(episodes(&results), vec![(TestStatus::Passed, Some(1.0)); 2]);
+    assert_eq!(results.overall, Some(1.0));
+    let fail = scripted(vec![Behaviour::Reply("FAIL".to_owned()); 50]).await;
+    let results = graded(fail.url.clone()).await;
+    assert_eq!(episodes(&results), vec![(TestStatus::Failed, Some(0.0)); 2]);
+    // A grader that cannot grade is the judge's failure: excluded, never a score.
+    let garbage = scripted(vec![]).await;
+    let results = graded(garbage.url.clone()).await;
+    assert_eq!(episodes(&results), vec![(TestStatus::Error, None); 2]);
+    for test in results
+        .tests
+        .iter()
+        .filter(|t| t.test_type == TestType::Episodic)
+    {
+        assert_eq!(test.failure.as_ref().unwrap().kind, FailureKind::JudgeError);
+    }
+    assert_eq!(results.overall, Some(1.0), "the needle alone");
+    target.stop().await;
 }

@@ -54,6 +54,7 @@ async fn ltm_run(url: &str, seed: u64, out: &Path) -> String {
         filler_turn_tokens: 100,
         history: HistoryMode::New,
         api: Default::default(),
+        phrasing: Default::default(),
         concurrency: 3,
         types: TestType::ALL[..3].to_vec(),
     };
@@ -82,6 +83,7 @@ async fn runs_are_listed_read_and_compared_from_disk() {
         filler_turn_tokens: 100,
         history: HistoryMode::New,
         api: Default::default(),
+        phrasing: Default::default(),
         concurrency: 3,
         types: TestType::ALL[..3].to_vec(),
     }

@@ -20,6 +20,7 @@ fn config(seed: u64) -> LtmConfig {
         filler_turn_tokens: 100,
         history: HistoryMode::New,
         api: Default::default(),
+        phrasing: Default::default(),
         concurrency: 4,
         types: TestType::ALL.to_vec(),
     }

@@ -17,7 +17,7 @@ use judge_client::suites::ltm::run::{self, RunOutcome};
 use judge_client::suites::ltm::shard::Shard;
 use judge_client::suites::ltm::summary::render_table;
 use judge_client::suites::ltm::summary::{latency, one_at_a_time};
-use judge_client::suites::ltm::{Ltm, TestType};
+use judge_client::suites::ltm::{Ltm, Phrasing, TestType};
 use judge_client::{HistoryMode, LtmConfig};
 
 #[derive(Args)]
@@ -49,6 +49,10 @@ pub struct LtmArgs {
     /// The API the turns go through: `chat` or `responses`.
     #[arg(long, default_value = "chat")]
     pub api: Api,
+    /// The phrasings of the user turns: `standard` (the documented templates) or `heldout`
+    /// (everyday phrasings kept disjoint from them).
+    #[arg(long, value_enum, default_value_t = Phrasing::Standard)]
+    pub phrasing: Phrasing,
     /// Comma-separated test types (default: all 14).
     #[arg(long, value_delimiter = ',')]
     pub types: Vec<TestType>,
@@ -100,6 +104,16 @@ pub fn print_outcome(outcome: &RunOutcome) {
     if not_applicable > 0 {
         println!("{not_applicable} test(s) not applicable to this target (see report.html)");
     }
+    let not_gradable = results
+        .tests
+        .iter()
+        .filter(|t| t.status == TestStatus::NotGradable)
+        .count();
+    if not_gradable > 0 {
+        println!(
+            "{not_gradable} test(s) not gradable: only the LLM grader grades them (--grader-endpoint)"
+        );
+    }
     if let Some(l) = latency(&outcome.timings) {
         println!(
             "latency: p50 {} ms, p95 {} ms, max {} ms over {} turns ({} retried)",
@@ -145,6 +159,7 @@ pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
                 filler_turn_tokens: args.filler_turn_tokens.max(32),
                 history: args.history,
                 api: args.api,
+                phrasing: args.phrasing,
                 concurrency: args.concurrency.clamp(1, 10),
                 types: if args.types.is_empty() {
                     TestType::ALL.to_vec()

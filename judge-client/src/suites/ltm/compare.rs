@@ -11,7 +11,7 @@ use super::results::{RunResults, TestStatus};
 use crate::endpoint::TurnMode;
 use crate::endpoint::turns;
 use crate::report::stats::{PairOutcome, pair_stats};
-use crate::suites::ltm::TestType;
+use crate::suites::ltm::{Phrasing, TestType};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
@@ -47,6 +47,11 @@ pub struct Comparison {
     pub turns_a: TurnMode,
     #[serde(default)]
     pub turns_b: TurnMode,
+    /// The set of phrasings each run's user turns were written in.
+    #[serde(default)]
+    pub phrasing_a: Phrasing,
+    #[serde(default)]
+    pub phrasing_b: Phrasing,
     pub pairs: Vec<Pair>,
     /// Passed in A, not in B.
     pub regressions: usize,
@@ -118,6 +123,8 @@ pub fn compare(a: &RunResults, b: &RunResults, alpha: f64) -> Comparison {
         seed_b: b.seed,
         turns_a: a.turns(),
         turns_b: b.turns(),
+        phrasing_a: a.phrasing,
+        phrasing_b: b.phrasing,
         mean_a: stats.mean_a,
         mean_b: stats.mean_b,
         mean_diff: stats.mean_diff,
@@ -143,6 +150,15 @@ pub fn render(c: &Comparison) -> String {
     }
     if let Some(note) = turns::difference(Some(c.turns_a), Some(c.turns_b)) {
         let _ = writeln!(out, "{note}");
+    }
+    if c.phrasing_a == c.phrasing_b {
+        let _ = writeln!(out, "phrasing: {} in both runs", c.phrasing_a);
+    } else {
+        let _ = writeln!(
+            out,
+            "note: the runs used different phrasings (A {}, B {}); tests with the same id ask the same kind of thing in other words, with other values",
+            c.phrasing_a, c.phrasing_b
+        );
     }
     for p in &c.pairs {
         if p.passed_a != p.passed_b || (p.score_a - p.score_b).abs() > 1e-9 {
@@ -222,6 +238,7 @@ mod tests {
             span_tokens: 0,
             history: HistoryMode::New,
             api: crate::endpoint::Api::Chat,
+            phrasing: Phrasing::Standard,
             overall: None,
             types: vec![],
             tests: scores

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use super::{GenParams, TestSpec, TestType, generate_all};
+use super::{GenParams, Phrasing, TestSpec, TestType, generate_all};
 use crate::endpoint::{Api, ChainNeedsResponses, HistoryMode, TargetSettings, TurnMode};
 
 /// Settings of an LTM run.
@@ -20,6 +20,10 @@ pub struct LtmConfig {
     /// The API the turns go through.
     #[serde(default)]
     pub api: Api,
+    /// The set of phrasings the user turns are written in (`standard` in runs made before the
+    /// choice existed).
+    #[serde(default)]
+    pub phrasing: Phrasing,
     /// Tests run at once. Does not change content or scores: every test has its own sessions.
     #[serde(default = "default_concurrency")]
     pub concurrency: usize,
@@ -39,6 +43,7 @@ impl Default for LtmConfig {
             filler_turn_tokens: 250,
             history: HistoryMode::New,
             api: Api::Chat,
+            phrasing: Phrasing::Standard,
             concurrency: default_concurrency(),
             types: TestType::ALL.to_vec(),
         }
@@ -57,6 +62,7 @@ impl LtmConfig {
             run_seed: self.seed,
             span_tokens: self.span_tokens,
             filler_turn_tokens: self.filler_turn_tokens,
+            phrasing: self.phrasing,
         }
     }
 

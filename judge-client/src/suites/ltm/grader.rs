@@ -9,6 +9,10 @@
 //! - A grader answer that stays unusable, or a grader that cannot be reached, is a
 //!   `judge_error` ([`crate::suites::model_judge`]): an undecided check keeps the rules' lenient
 //!   verdict, and the failure is counted apart, never as a grade.
+//! - A check only a model can decide ([`Scorer::Judged`], the held-out phrasing's `episodic`)
+//!   has no verdict of the rules: PASS scores 1, FAIL 0, and a grader failure stops the test as
+//!   a `judge_error` ([`ungraded`]). A run without a grader does not play such tests: they are
+//!   `not_gradable`.
 
 use serde::{Deserialize, Serialize};
 
@@ -79,7 +83,7 @@ impl Grader {
 }
 
 /// Applies `grade` to a check: recorded always; it settles the check only when the rules left it
-/// undecided.
+/// undecided. A check only the grader can decide ([`Scorer::Judged`]) scores 1 on PASS.
 pub fn apply(check: &mut CheckResult, grade: Grade) {
     if check.undecided
         && let Some(passed) = grade.passed
@@ -87,6 +91,8 @@ pub fn apply(check: &mut CheckResult, grade: Grade) {
         check.passed = passed;
         if !passed {
             check.score = 0.0;
+        } else if check.scorer.needs_grader() {
+            check.score = 1.0;
         }
         check.detail = format!(
             "{}; settled by the grader: {}",
@@ -95,6 +101,19 @@ pub fn apply(check: &mut CheckResult, grade: Grade) {
         );
     }
     check.grade = Some(grade);
+}
+
+/// The failure that leaves a check only the grader can decide without a grade: the judge's own
+/// (`judge_error`), so the test stops there and is excluded from the target's scores, never
+/// scored by the rules' placeholder.
+pub fn ungraded(check: &CheckResult) -> Option<&Failure> {
+    if !check.scorer.needs_grader() {
+        return None;
+    }
+    check
+        .grade
+        .as_ref()
+        .and_then(|g| g.failure.as_ref().filter(|_| g.passed.is_none()))
 }
 
 /// How the grader and the rules compare over a run's reached checks.

@@ -155,7 +155,16 @@ fn test_section(test: &TestResult) -> String {
         pct(test.score)
     );
     if let Some(reason) = &test.reason {
-        let _ = write!(out, "<p>Not applicable: {}</p>", escape(reason));
+        let _ = write!(
+            out,
+            "<p>{}{}</p>",
+            if test.status == TestStatus::NotApplicable {
+                "Not applicable: "
+            } else {
+                ""
+            },
+            escape(reason)
+        );
     }
     if let Some(f) = &test.failure {
         let _ = write!(
@@ -193,7 +202,12 @@ fn test_section(test: &TestResult) -> String {
         }
         out.push_str("</table>");
     }
-    if !test.sessions.is_empty() && test.status != TestStatus::NotApplicable {
+    if !test.sessions.is_empty()
+        && !matches!(
+            test.status,
+            TestStatus::NotApplicable | TestStatus::NotGradable
+        )
+    {
         let logs: Vec<String> = test
             .sessions
             .iter()
@@ -229,6 +243,7 @@ pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTimin
         r#"{}<p><span class="big">{}</span> overall score (mean of applicable test types)</p>
 <table><tr><th>target</th><td>{}</td></tr><tr><th>model</th><td>{}</td></tr>
 <tr><th>API · history mode</th><td>{} · {} ({})</td></tr>
+<tr><th>phrasing</th><td>{} ({})</td></tr>
 <tr><th>seed · trials · span</th><td>{} · {} per type · {} tokens (cl100k)</td></tr>
 <tr><th>capabilities</th><td>reset: {} · inject: {} · memory view: {} · X-Mock-Time: {}</td></tr></table>"#,
         results
@@ -246,6 +261,8 @@ pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTimin
         results.api.title(),
         results.history,
         results.history.meaning(),
+        results.phrasing,
+        results.phrasing.meaning(),
         results.seed,
         results.trials,
         results.span_tokens,

@@ -37,7 +37,7 @@ pub fn render(results: &RunResults) -> String {
         results.tests.len(),
         count(TestStatus::Failed),
         count(TestStatus::Error),
-        count(TestStatus::NotApplicable)
+        count(TestStatus::NotApplicable) + count(TestStatus::NotGradable)
     );
     for summary in &results.types {
         let tests: Vec<&TestResult> = results
@@ -65,11 +65,16 @@ pub fn render(results: &RunResults) -> String {
                 TestStatus::Passed => {
                     let _ = writeln!(out, "/>");
                 }
-                TestStatus::NotApplicable => {
+                TestStatus::NotApplicable | TestStatus::NotGradable => {
                     let _ = writeln!(out, ">");
+                    let prefix = if test.status == TestStatus::NotApplicable {
+                        "not applicable: "
+                    } else {
+                        ""
+                    };
                     let _ = writeln!(
                         out,
-                        r#"      <skipped message="not applicable: {}"/>"#,
+                        r#"      <skipped message="{prefix}{}"/>"#,
                         escape(test.reason.as_deref().unwrap_or(""))
                     );
                     let _ = writeln!(out, "    </testcase>");

@@ -1,7 +1,8 @@
 //! The long-term-memory suite: seeded generators, deterministic scorers, the runner, and its run
 //! directory from start (or resume) to its final files, sharded or not.
 //!
-//! - [`types`], [`generators`], [`filler`], [`vocab`], [`script`]: the seeded test plan;
+//! - [`types`], [`generators`], [`filler`], [`vocab`], [`script`]: the seeded test plan, in
+//!   the [`phrasing`] the run asked for;
 //! - [`runner`] plays one test, [`scoring`] scores its replies;
 //! - [`run`] takes a run directory from start (or `--resume`) to its final files, [`shard`]
 //!   splits the plan across processes and merges the parts (`judge merge`);
@@ -17,6 +18,7 @@ pub mod html;
 pub mod junit;
 pub mod logs;
 pub mod manifest;
+pub mod phrasing;
 pub mod results;
 pub mod run;
 pub mod runner;
@@ -28,6 +30,7 @@ pub mod types;
 pub mod vocab;
 
 pub use config::LtmConfig;
+pub use phrasing::Phrasing;
 pub use script::{GenParams, Step, TestSpec};
 pub use types::{TestType, generate_all};
 

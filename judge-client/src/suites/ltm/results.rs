@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::TestType;
 use super::grader::{Grade, GraderAgreement};
+use super::phrasing::Phrasing;
 use super::scoring::Scorer;
 use crate::endpoint::Failure;
 use crate::endpoint::{Api, TurnMode};
@@ -22,6 +23,8 @@ pub enum TestStatus {
     Error,
     /// The target lacks a capability the test needs: excluded, never scored 0.
     NotApplicable,
+    /// Only the LLM grader can grade the test and the run has none: excluded, never scored.
+    NotGradable,
 }
 
 impl TestStatus {
@@ -31,6 +34,7 @@ impl TestStatus {
             TestStatus::Failed => "failed",
             TestStatus::Error => "error",
             TestStatus::NotApplicable => "not_applicable",
+            TestStatus::NotGradable => "not_gradable",
         }
     }
 }
@@ -110,7 +114,7 @@ pub struct TestResult {
     pub test_type: TestType,
     pub trial: u32,
     pub status: TestStatus,
-    /// Why a test is not applicable.
+    /// Why a test is not applicable, or not gradable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -139,6 +143,10 @@ pub struct TestTiming {
     pub turn_sent_unix_ms: Vec<u64>,
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckSummary {
     pub label: String,
@@ -155,6 +163,11 @@ pub struct TypeSummary {
     pub passed: usize,
     pub failed: usize,
     pub errors: usize,
+    /// Tests only the LLM grader can grade, in a run without one (counted in `tests`, not in
+    /// `applicable`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_gradable: usize,
+    /// Why the type's tests are not applicable, or not gradable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_applicable_reason: Option<String>,
     pub mean: Option<f64>,
@@ -176,6 +189,10 @@ pub struct RunResults {
     /// The API the turns went through.
     #[serde(default)]
     pub api: Api,
+    /// The set of phrasings the user turns were written in (`standard` in runs made before the
+    /// choice existed).
+    #[serde(default)]
+    pub phrasing: Phrasing,
     /// Mean of the applicable types' mean scores.
     pub overall: Option<f64>,
     pub types: Vec<TypeSummary>,

@@ -337,6 +337,9 @@ async fn execute(
             async move {
                 let result = match capabilities.missing(&spec.requires) {
                     Some(reason) => Runner::not_applicable(spec, reason),
+                    None if spec.needs_grader() && runner.grader.is_none() => {
+                        Runner::not_gradable(spec)
+                    }
                     None => {
                         let (result, timing) = runner.run(spec, logs).await;
                         write_json(&timing_path(dir, spec), &timing)?;

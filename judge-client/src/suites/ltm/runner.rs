@@ -69,6 +69,20 @@ impl Runner<'_> {
         result
     }
 
+    /// The result of a test only the LLM grader can grade, in a run without one: excluded from
+    /// the scores like a test that is not applicable, and said so.
+    pub fn not_gradable(spec: &TestSpec) -> TestResult {
+        let mut result = Self::not_applicable(
+            spec,
+            format!(
+                "not gradable: the {} phrasing of {} is graded only by the LLM grader (--grader-endpoint)",
+                spec.phrasing, spec.test_type
+            ),
+        );
+        result.status = TestStatus::NotGradable;
+        result
+    }
+
     /// Plays the test. `log_files` names each session's log (neutral names, chosen by the caller).
     pub async fn run(&self, spec: &TestSpec, log_files: &[String]) -> (TestResult, TestTiming) {
         let started = Instant::now();
@@ -222,6 +236,21 @@ impl Play<'_, '_> {
                         let name = format!("{}/{}", self.spec.id, check.label);
                         let grade = grader.grade(&name, text, &reply.text, &check.scorer).await;
                         grader::apply(&mut result, grade);
+                    }
+                    // A check only the grader decides, left without a grade: the judge's failure.
+                    let ungraded = if check.scorer.needs_grader() && self.runner.grader.is_none() {
+                        Some(Failure {
+                            kind: FailureKind::JudgeError,
+                            message: "this check needs the LLM grader (--grader-endpoint)"
+                                .to_owned(),
+                            status: None,
+                            attempts: 0,
+                        })
+                    } else {
+                        grader::ungraded(&result).cloned()
+                    };
+                    if let Some(failure) = ungraded {
+                        self.failure = Some((index, failure));
                     }
                     self.checks.push(result);
                 }

@@ -41,6 +41,10 @@ pub enum Scorer {
     },
     /// The reply names this calendar date.
     Date { date: NaiveDate },
+    /// Only a model can tell whether the reply does what `expectation` says (a reply in the
+    /// user's own words, which no word list covers): the rules leave it undecided, the LLM
+    /// grader (`--grader-endpoint`) decides it, and without one the test is not gradable.
+    Judged { expectation: String },
 }
 
 /// The verdict on one reply.
@@ -322,6 +326,11 @@ fn listed(terms: &[String]) -> String {
 }
 
 impl Scorer {
+    /// Whether only the LLM grader can decide this check ([`Scorer::Judged`]).
+    pub fn needs_grader(&self) -> bool {
+        matches!(self, Scorer::Judged { .. })
+    }
+
     /// What a correct reply does, in words a model grading it reads (the LLM grader's brief).
     pub fn expectation(&self) -> String {
         match self {
@@ -382,6 +391,7 @@ impl Scorer {
                     date.format("%A, %-d %B %Y")
                 )
             }
+            Scorer::Judged { expectation } => expectation.clone(),
         }
     }
 
@@ -467,6 +477,10 @@ impl Scorer {
                 } else {
                     Verdict::new(0.0, format!("does not name {date}"))
                 }
+            }
+            // Never a score of the rules' own: 0 until the grader decides.
+            Scorer::Judged { .. } => {
+                Verdict::undecided(0.0, "only the LLM grader can grade this check".to_owned())
             }
         }
     }

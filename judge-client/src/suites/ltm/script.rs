@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::filler::{FILLER_SLACK, filler_turn, filler_turns};
+use super::phrasing::Phrasing;
 use super::scoring::Scorer;
 use super::types::TestType;
 use crate::endpoint::Requirement;
@@ -67,6 +68,9 @@ pub struct TestSpec {
     pub steps: Vec<Step>,
     /// Filler tokens (cl100k) the script holds.
     pub filler_tokens: u32,
+    /// The set of phrasings its user turns are written in.
+    #[serde(default)]
+    pub phrasing: Phrasing,
 }
 
 impl TestSpec {
@@ -76,6 +80,11 @@ impl TestSpec {
             .iter()
             .filter(|s| matches!(s, Step::Say { session: x, .. } if *x == session))
             .count()
+    }
+
+    /// Whether a check of the test can be decided only by the LLM grader.
+    pub fn needs_grader(&self) -> bool {
+        self.checks().any(|c| c.scorer.needs_grader())
     }
 
     pub fn checks(&self) -> impl Iterator<Item = &Check> {
@@ -110,6 +119,8 @@ pub struct GenParams {
     pub span_tokens: u32,
     /// Largest filler turn, in tokens.
     pub filler_turn_tokens: u32,
+    /// The set of phrasings the user turns are written in.
+    pub phrasing: Phrasing,
 }
 
 /// Collects a script.
@@ -117,6 +128,9 @@ pub struct Builder {
     pub rng: ChaCha8Rng,
     pub params: GenParams,
     id: String,
+    /// What the randomness and the session ids derive from: the test id, prefixed for the
+    /// held-out phrasings so that their sessions never meet a standard run's.
+    root: String,
     sessions: Vec<SessionSpec>,
     steps: Vec<Step>,
     filler_tokens: u32,
@@ -127,7 +141,11 @@ pub struct Builder {
 
 impl Builder {
     pub fn new(params: GenParams, id: String) -> Self {
-        let mut rng = ChaCha8Rng::from_seed(derive_seed(params.run_seed, &id));
+        let root = match params.phrasing {
+            Phrasing::Standard => id.clone(),
+            Phrasing::Heldout => format!("heldout/{id}"),
+        };
+        let mut rng = ChaCha8Rng::from_seed(derive_seed(params.run_seed, &root));
         // Virtual clocks start on a seeded day of 2026 at 09:00 UTC.
         let day = rng.random_range(0..300i64);
         let start = Utc.with_ymd_and_hms(2026, 1, 5, 9, 0, 0).unwrap() + Duration::days(day);
@@ -135,6 +153,7 @@ impl Builder {
             rng,
             params,
             id,
+            root,
             sessions: Vec::new(),
             steps: Vec::new(),
             filler_tokens: 0,
@@ -151,7 +170,7 @@ impl Builder {
     pub fn session(&mut self, label: &str) -> usize {
         self.sessions.push(SessionSpec {
             label: label.to_owned(),
-            session_id: derive_uuid(self.params.run_seed, &format!("{}:{label}", self.id)),
+            session_id: derive_uuid(self.params.run_seed, &format!("{}:{label}", self.root)),
             start: self.start,
         });
         self.clocks.push(self.start);
@@ -261,6 +280,7 @@ impl Builder {
             sessions: self.sessions,
             steps: self.steps,
             filler_tokens: self.filler_tokens,
+            phrasing: self.params.phrasing,
         }
     }
 }

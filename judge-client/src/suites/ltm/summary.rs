@@ -44,13 +44,21 @@ pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
                 test_type: *t,
                 title: t.title().to_owned(),
                 tests: of_type.len(),
-                applicable: of_type.len() - count(TestStatus::NotApplicable),
+                applicable: of_type.len()
+                    - count(TestStatus::NotApplicable)
+                    - count(TestStatus::NotGradable),
                 passed,
                 failed: count(TestStatus::Failed),
                 errors: count(TestStatus::Error),
+                not_gradable: count(TestStatus::NotGradable),
                 not_applicable_reason: of_type
                     .iter()
-                    .find(|r| r.status == TestStatus::NotApplicable)
+                    .find(|r| {
+                        matches!(
+                            r.status,
+                            TestStatus::NotApplicable | TestStatus::NotGradable
+                        )
+                    })
                     .and_then(|r| r.reason.clone()),
                 mean: mean(&scores),
                 ci_low: ci.map(|c| c.0),
@@ -69,6 +77,7 @@ pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
         span_tokens: config.span_tokens,
         history: config.history,
         api: config.api,
+        phrasing: config.phrasing,
         overall: mean(&means),
         types,
         grader: grader::agreement(&tests),
@@ -94,7 +103,9 @@ pub fn render_table(results: &RunResults) -> String {
             (Some(lo), Some(hi)) => format!("{:.0}-{:.0}%", lo * 100.0, hi * 100.0),
             _ => "-".to_owned(),
         };
-        let note = if t.applicable == 0 {
+        let note = if t.applicable == 0 && t.not_gradable > 0 {
+            "not gradable without --grader-endpoint".to_owned()
+        } else if t.applicable == 0 {
             "not applicable".to_owned()
         } else if t.errors > 0 {
             format!("{} judge error(s)", t.errors)
@@ -113,9 +124,10 @@ pub fn render_table(results: &RunResults) -> String {
     }
     let _ = writeln!(
         out,
-        "overall score: {} (mean of applicable types; {})",
+        "overall score: {} (mean of applicable types; {}; {} phrasing)",
         pct(results.overall),
-        results.turns().describe()
+        results.turns().describe(),
+        results.phrasing
     );
     if let Some(g) = &results.grader {
         let _ = writeln!(out, "{}", grader_line(g));

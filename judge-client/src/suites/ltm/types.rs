@@ -7,6 +7,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::generators;
+use super::phrasing::Phrasing;
 use super::script::{Builder, GenParams, TestSpec};
 use crate::endpoint::Requirement;
 
@@ -106,6 +107,10 @@ impl TestType {
     /// Generates trial `trial` (1-based) of this type.
     pub fn generate(self, params: GenParams, trial: u32) -> TestSpec {
         let mut b = Builder::new(params, format!("{}-{trial:02}", self.name()));
+        if params.phrasing == Phrasing::Heldout {
+            generators::heldout::generate(self, &mut b);
+            return b.finish(self, trial);
+        }
         match self {
             TestType::Needle => generators::facts::needle(&mut b),
             TestType::KnowledgeUpdate => generators::facts::knowledge_update(&mut b),
@@ -168,6 +173,7 @@ mod tests {
             run_seed: seed,
             span_tokens: span,
             filler_turn_tokens: 200,
+            phrasing: Phrasing::Standard,
         }
     }
 
@@ -257,6 +263,7 @@ mod tests {
             run_seed: 4,
             span_tokens: 500_000,
             filler_turn_tokens: 250,
+            phrasing: Phrasing::Standard,
         };
         for t in TestType::ALL {
             let spec = t.generate(params, 1);
@@ -285,6 +292,7 @@ mod tests {
                 run_seed: 3,
                 span_tokens: span,
                 filler_turn_tokens: 250,
+                phrasing: Phrasing::Standard,
             };
             // A reminder is silent an hour before it is due and fires an hour after.
             let spec = TestType::Reminder.generate(params, 1);

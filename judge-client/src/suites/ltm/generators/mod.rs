@@ -1,8 +1,10 @@
 //! One generator per test type, grouped by theme. Each writes plain English user turns following
 //! the templates in `LTM_TEMPLATES.md`, and for each scored turn an ideal reply and a scorer.
+//! [`heldout`] writes the same tests in other words (`--phrasing heldout`).
 
 pub mod control;
 pub mod facts;
+pub(crate) mod heldout;
 pub mod rules;
 pub mod time;
 
