@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every figure in docs/benchmarks.md, in one command. Each part prints its table; the
-# load part also keeps its raw results under runs/bench-load-<time>/.
+# Most figures of docs/benchmarks.md in one command (the rows comparing two builds, the
+# Responses API row and the LoCoMo row have their own commands there). Each part prints its
+# table; the load part also keeps its raw results under runs/bench-load-<time>/.
 #
 #   scripts/bench.sh                       # everything (about 15 minutes on 2 cores)
 #   BENCH_SECONDS=5 BENCH_REPEATS=1 scripts/bench.sh   # quicker, noisier
