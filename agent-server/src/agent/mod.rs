@@ -208,18 +208,6 @@ impl Default for AgentOptions {
     }
 }
 
-impl Drop for Agent {
-    /// A memory store may need the Tokio runtime to close (the embedded store returns its
-    /// connections through the blocking pool). When the last reference goes away outside any
-    /// runtime (a test's runtime being torn down with the server task still in it), closing it
-    /// would panic inside a destructor and abort; it is left to the process's exit instead.
-    fn drop(&mut self) {
-        if tokio::runtime::Handle::try_current().is_err() && Arc::strong_count(&self.store) == 1 {
-            std::mem::forget(Arc::clone(&self.store));
-        }
-    }
-}
-
 impl Agent {
     pub fn new(
         store: Arc<dyn MemoryStore>,

@@ -15,6 +15,7 @@ use super::auth::AdminToken;
 use super::body::read_json;
 use super::context::{SessionContext, turn_ids};
 use crate::error::ApiError;
+use crate::memory::responses::forget_session;
 use crate::memory::{EpisodeData, NewFact, Recalled, TurnRole, normalize_key};
 use crate::text::extract::{FactExtractor, Learned};
 
@@ -37,10 +38,14 @@ pub async fn reset(
     ctx: SessionContext,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let counts = state.agent.store().reset(&ctx.session).await?;
-    // Stored responses and conversations go with their session's memory.
-    let (responses, conversations) = state.responses.reset(&ctx.session).await?;
-    tracing::info!(session = %ctx.session, working = counts.working_items, facts = counts.facts, responses, conversations, "session reset");
+    let forgotten = forget_session(
+        state.agent.store().as_ref(),
+        state.responses.as_ref(),
+        &ctx.session,
+    )
+    .await?;
+    let counts = forgotten.memory;
+    tracing::info!(session = %ctx.session, working = counts.working_items, facts = counts.facts, responses = forgotten.responses, conversations = forgotten.conversations, "session reset");
     Ok(HttpResponse::Ok().json(ResetResponse {
         session_id: ctx.session.to_string(),
         working_items_removed: counts.working_items,

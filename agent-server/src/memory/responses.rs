@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use protocol::SessionId;
 use serde_json::Value;
 
-use super::MemoryError;
+use super::{MemoryError, MemoryStore, ResetCounts};
 
 /// How many responses a `previous_response_id` chain may hold; the oldest beyond are not read
 /// (a chain that long is past any model's context anyway).
@@ -104,6 +104,31 @@ pub trait ResponseStore: Send + Sync + 'static {
 
     /// Removes the session's responses and conversations; how many of each.
     async fn reset(&self, session: &SessionId) -> Result<(u64, u64), MemoryError>;
+}
+
+/// What [`forget_session`] removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Forgotten {
+    pub memory: ResetCounts,
+    pub responses: u64,
+    pub conversations: u64,
+}
+
+/// Forgets `session` wherever a backend keeps it: its memory first (which bumps the session's
+/// epoch, so a turn that read before cannot write back), then the responses and conversations
+/// stored with it. The one reset `/control/session/reset` runs.
+pub async fn forget_session(
+    memory: &dyn MemoryStore,
+    responses: &dyn ResponseStore,
+    session: &SessionId,
+) -> Result<Forgotten, MemoryError> {
+    let counts = memory.reset(session).await?;
+    let (responses, conversations) = responses.reset(session).await?;
+    Ok(Forgotten {
+        memory: counts,
+        responses,
+        conversations,
+    })
 }
 
 /// The items a response adds to its conversation: its input, then its output.

@@ -97,6 +97,22 @@ pub struct EmbeddedStore {
     writer: writer::Writer,
 }
 
+impl Drop for EmbeddedStore {
+    fn drop(&mut self) {
+        release_outside_runtime(&self.pool);
+    }
+}
+
+/// Lets `pool` go when its owner is dropped outside any Tokio runtime (a test's runtime torn
+/// down with the server still in it): its connections close through the runtime's blocking pool,
+/// and closing them there would panic inside a destructor and abort. They are left to the
+/// process's exit instead. Inside a runtime the pool closes as usual.
+fn release_outside_runtime(pool: &Pool) {
+    if tokio::runtime::Handle::try_current().is_err() {
+        std::mem::forget(pool.clone());
+    }
+}
+
 impl std::fmt::Debug for EmbeddedStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EmbeddedStore")

@@ -23,7 +23,10 @@ use serde_json::Value;
 
 use self::cache::ResponseCache;
 use self::writer::{CacheEffect, ResponsesWriter};
-use super::{DEPENDENCY, create_parent_dir, interact_error, pool_error, sqlite_error};
+use super::{
+    DEPENDENCY, create_parent_dir, interact_error, pool_error, release_outside_runtime,
+    sqlite_error,
+};
 use crate::memory::MemoryError;
 use crate::memory::responses::{
     Conversation, MAX_CHAIN, ResponseStore, StoredResponse, conversation_additions,
@@ -60,6 +63,12 @@ pub struct EmbeddedResponses {
     pool: Pool,
     writer: ResponsesWriter,
     cache: Arc<ResponseCache>,
+}
+
+impl Drop for EmbeddedResponses {
+    fn drop(&mut self) {
+        release_outside_runtime(&self.pool);
+    }
 }
 
 impl EmbeddedResponses {
