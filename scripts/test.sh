@@ -83,10 +83,11 @@ source "$services_env"
 export AGENTWALL_REAL_MODEL_URL AGENTWALL_REAL_MODEL_NAME
 
 cargo build --workspace --bins
-# nextest runs each test in a process of its own, which some tests rely on: they read counts from
-# the process-wide `/metrics` (agent-server/tests/upstream_responses.rs), which tests running
-# beside them in one process (`cargo test`) would add to. Installed once where missing (a few
-# minutes' build, from crates.io), at the version these tests were run with.
+# nextest runs each test in a process of its own: a test that hangs or crashes takes only itself
+# down, and its output is kept apart. No test needs that: each server and store has its own
+# metrics (no process-wide state), so plain `cargo test --workspace`, with this environment,
+# passes too. Installed once where missing (a few minutes' build, from crates.io), at the version
+# these tests were run with.
 if ! cargo nextest --version >/dev/null 2>&1; then
   echo "test: installing cargo-nextest (once per machine)" >&2
   cargo install --locked cargo-nextest@0.9.143

@@ -389,6 +389,7 @@ impl Fresh {
                 // Large enough that the measured session is never evicted.
                 let cache = EmbeddedOptions {
                     cache_items: 10_000_000,
+                    ..EmbeddedOptions::default()
                 };
                 Box::new(
                     EmbeddedStore::open_with(&self.embedded_path, config, cache)
@@ -442,7 +443,7 @@ async fn time_embeddings(dir: &std::path::Path, rounds: usize) {
         batch_size: 32,
     };
     let started = Instant::now();
-    let (embedder, _health) = InProcess::start(config)
+    let (embedder, _health) = InProcess::start(config, Default::default())
         .await
         .expect("load the embedding model");
     let loaded = started.elapsed();

@@ -3,6 +3,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
@@ -15,7 +16,7 @@ use crate::llm::upstream::UpstreamConfig;
 use crate::llm::upstream_api::LlmApi;
 use crate::memory::MemoryConfig;
 use crate::memory::embedded::EmbeddedOptions;
-use crate::telemetry::LogFormat;
+use crate::telemetry::{LogFormat, Metrics};
 
 /// OpenAI-compatible chat server that gives a model long-term memory, with a control plane for
 /// benchmarks (reset, inject, mock time).
@@ -227,10 +228,11 @@ impl Config {
         }
     }
 
-    /// Settings of the embedded store.
-    pub fn embedded_options(&self) -> EmbeddedOptions {
+    /// Settings of the embedded store, which records into `metrics`.
+    pub fn embedded_options(&self, metrics: Arc<Metrics>) -> EmbeddedOptions {
         EmbeddedOptions {
             cache_items: self.memory_cache_items,
+            metrics,
         }
     }
 
@@ -311,10 +313,11 @@ mod tests {
 
     #[test]
     fn the_session_cache_budget_reaches_the_embedded_store() {
-        let default = Config::parse_from(["agent-server"]).embedded_options();
-        assert_eq!(default, EmbeddedOptions::default());
+        let options = |c: &Config| c.embedded_options(Arc::default()).cache_items;
+        let default = Config::parse_from(["agent-server"]);
+        assert_eq!(options(&default), EmbeddedOptions::default().cache_items);
         let c = Config::parse_from(["agent-server", "--memory-cache-items", "5000"]);
-        assert_eq!(c.embedded_options().cache_items, 5000);
+        assert_eq!(options(&c), 5000);
         assert!(Config::try_parse_from(["agent-server", "--memory-cache-items", "-1"]).is_err());
     }
 

@@ -1,5 +1,7 @@
 //! Building and running the server: open the memory backend, pick the model, bind the listener.
 //! [`Application::build`] binds before it returns, so tests can ask for port 0 and read the port.
+//! The application owns its [`Metrics`]: made here, handed to everything that records into them
+//! (stores, model, embedder, agent, the HTTP layer), so two servers of one process count apart.
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -21,35 +23,39 @@ use crate::memory::embedded::responses::EmbeddedResponses;
 use crate::memory::redis_pg::responses::PostgresResponses;
 use crate::memory::redis_pg::{RedisPostgresConfig, RedisPostgresStore};
 use crate::memory::responses::ResponseStore;
+use crate::telemetry::Metrics;
 
 pub struct Application {
     port: u16,
     server: Server,
     recall: Recall,
+    metrics: Arc<Metrics>,
 }
 
 impl Application {
     pub async fn build(config: Config) -> anyhow::Result<Self> {
-        let store = open_store(&config).await?;
+        let metrics = Arc::new(Metrics::new());
+        let store = open_store(&config, &metrics).await?;
         let model: Arc<dyn ChatModel> = match config.upstream()? {
             Some(upstream) => {
                 tracing::info!(url = %upstream.base_url, model = ?upstream.model, "answering with the upstream model");
-                Arc::new(UpstreamModel::new(upstream)?)
+                Arc::new(UpstreamModel::new(upstream, Arc::clone(&metrics))?)
             }
             None => Arc::new(BuiltinModel::new(config.model_name.clone())),
         };
         let responses = open_responses(&config).await?;
-        let recall = Recall::start(config.embeddings()?).await?;
+        let recall = Recall::start(config.embeddings()?, Arc::clone(&metrics)).await?;
         let options = AgentOptions {
             memory: config.memory_enabled(),
             recall_limit: config.recall_limit,
             episodes: config.episodes,
+            metrics: Arc::clone(&metrics),
         };
         let mut agent = Agent::new(store.clone(), model, options);
         if let Some(embedder) = recall.embedder()
             && config.memory_enabled()
         {
-            let semantic = Semantic::new(Arc::clone(embedder));
+            let semantic = Semantic::new(Arc::clone(embedder), Arc::clone(&metrics));
             semantic.start_backfill(store);
             agent = agent.with_semantic(semantic);
         }
@@ -57,6 +63,7 @@ impl Application {
             agent: std::sync::Arc::new(agent),
             responses,
             recall: recall.clone(),
+            metrics: Arc::clone(&metrics),
             require_session: config.require_session,
             session_from_user: config.session_from_user,
             api_key: config.api_key.clone(),
@@ -75,11 +82,15 @@ impl Application {
         if config.admin_token.is_none() && !config.addr.ip().is_loopback() {
             tracing::warn!(addr = %config.addr, "the control plane is open to the network: set --admin-token");
         }
+        let observed = Arc::clone(&metrics);
         let mut server = HttpServer::new(move || {
+            let metrics = Arc::clone(&observed);
             App::new()
                 // The last `wrap` runs first: a panic answered with a 500 is still observed.
                 .wrap(actix_web::middleware::from_fn(http::panics::answer_panics))
-                .wrap(actix_web::middleware::from_fn(http::metrics::observe))
+                .wrap(actix_web::middleware::from_fn(move |req, next| {
+                    http::metrics::observe(Arc::clone(&metrics), req, next)
+                }))
                 .configure(|cfg| http::configure(cfg, state.clone()))
         })
         // Without TCP_NODELAY a reply written in more than one piece (a streamed head, then its
@@ -106,11 +117,17 @@ impl Application {
             port,
             server: server.run(),
             recall,
+            metrics,
         })
     }
 
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The server's metrics, as `GET /metrics` renders them.
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
     }
 
     /// Which recall the server runs, with its embedder when semantic.
@@ -132,7 +149,10 @@ fn store_name(config: &Config) -> &'static str {
     }
 }
 
-async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn MemoryStore>> {
+async fn open_store(
+    config: &Config,
+    metrics: &Arc<Metrics>,
+) -> anyhow::Result<Arc<dyn MemoryStore>> {
     let memory = config.memory_config();
     match (&config.redis_url, &config.database_url) {
         (Some(redis_url), Some(database_url)) => {
@@ -141,6 +161,7 @@ async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn MemoryStore>> {
                 database_url: database_url.clone(),
                 timeout: config.backend_timeout,
                 cache_items: config.memory_cache_items,
+                metrics: Arc::clone(metrics),
                 ..RedisPostgresConfig::default()
             };
             let store = RedisPostgresStore::connect(backend, memory)
@@ -150,7 +171,8 @@ async fn open_store(config: &Config) -> anyhow::Result<Arc<dyn MemoryStore>> {
         }
         _ => {
             let path = config.data_dir.join("memory.sqlite3");
-            let store = EmbeddedStore::open_with(&path, memory, config.embedded_options())
+            let options = config.embedded_options(Arc::clone(metrics));
+            let store = EmbeddedStore::open_with(&path, memory, options)
                 .await
                 .with_context(|| {
                     format!(

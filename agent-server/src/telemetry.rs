@@ -14,7 +14,8 @@
 //!   nobody would receive one, and building them was about 7 % of a turn's CPU
 //!   (docs/benchmarks.md). Trace context still flows from the caller to the upstream model
 //!   ([`propagation`]).
-//! - **Metrics**: Prometheus collectors in [`metrics`], served by `GET /metrics`.
+//! - **Metrics**: Prometheus collectors in [`Metrics`], one set per server (made by
+//!   `startup::Application` and handed to what records into it), served by `GET /metrics`.
 
 mod log_fields;
 pub mod propagation;
@@ -23,7 +24,7 @@ pub mod sampling;
 pub(crate) mod testing;
 
 use std::io::IsTerminal;
-use std::sync::{LazyLock, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use opentelemetry::trace::TracerProvider as _;
@@ -178,7 +179,8 @@ fn tracer_provider() -> (SdkTracerProvider, Option<String>) {
     }
 }
 
-/// The server's Prometheus collectors, registered in their own registry.
+/// The server's Prometheus collectors, registered in their own registry. Each `Application` has
+/// its own (no process-wide instance), so servers and stores of one process count apart.
 ///
 /// The `prometheus` crate rather than `metrics` + `metrics-exporter-prometheus`: the collectors are
 /// typed values with their label names fixed at registration, rendered by our own `/metrics`
@@ -223,14 +225,22 @@ pub struct Metrics {
     pub embedding_pending: IntGauge,
 }
 
-/// The process's metrics.
-pub fn metrics() -> &'static Metrics {
-    static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
-    &METRICS
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
 }
 
 impl Metrics {
-    fn new() -> Self {
+    /// A fresh set of collectors, all at zero, in a registry of their own. The server makes one
+    /// (`startup::Application`) and hands it to everything that records into it.
+    pub fn new() -> Self {
         let registry = Registry::new_custom(Some("agentwall".into()), None).expect("valid prefix");
         let latency = [
             0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
@@ -372,7 +382,7 @@ impl Metrics {
             .observe(jobs as f64);
     }
 
-    /// How many batches, and jobs in them, this process has recorded for `backend`'s `batch`.
+    /// How many batches, and jobs in them, have been recorded here for `backend`'s `batch`.
     pub fn batches(&self, backend: &str, batch: &str) -> (u64, u64) {
         let sizes = self.batch_size.with_label_values(&[backend, batch]);
         // Sizes are whole numbers, far below 2^53: the float sum is exact.

@@ -4,8 +4,6 @@
 //! the two vectors of a text come from independent implementations; every component within
 //! `testkit::embedding::TOLERANCE` (1e-4) of the other's. Then the endpoint's faults
 //! (down, slow, failing, garbage) as typed errors, and how `/readyz` and `/metrics` show them.
-//!
-//! Metric counts are read as differences, under one lock: the counters are the process's.
 // Tests spawn their own servers, outside any request.
 #![allow(clippy::disallowed_methods)]
 
@@ -18,17 +16,12 @@ use agent_server::embed::{
 };
 use agent_server::startup::Application;
 use agent_server::telemetry;
-use agent_server::telemetry::LogFormat;
+use agent_server::telemetry::{LogFormat, Metrics};
 use futures_util::future::join_all;
 use serde_json::Value;
 use testkit::embedding::{EmbeddingsServer, assert_same_vectors, model_dir, reference};
 
 const MODEL: &str = "all-MiniLM-L6-v2";
-
-async fn metrics_lock() -> tokio::sync::MutexGuard<'static, ()> {
-    static LOCK: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-    LOCK.lock().await
-}
 
 fn texts() -> Vec<String> {
     [
@@ -66,14 +59,16 @@ fn assert_close(ours: &[Vec<f32>], theirs: &[Vec<f32>], texts: &[String], what: 
     assert_same_vectors(ours, theirs, &texts, what);
 }
 
-async fn in_process(batch_size: usize) -> Recall {
-    Recall::start(Some(EmbedConfig::InProcess(InProcessConfig {
+/// The in-process provider, counting its calls in `metrics`.
+async fn in_process(batch_size: usize, metrics: Arc<Metrics>) -> Recall {
+    let config = InProcessConfig {
         model_dir: model_dir(),
         model: Some(MODEL.into()),
         batch_size,
-    })))
-    .await
-    .expect("the model loads")
+    };
+    Recall::start(Some(EmbedConfig::InProcess(config)), metrics)
+        .await
+        .expect("the model loads")
 }
 
 async fn endpoint(
@@ -89,14 +84,13 @@ async fn endpoint(
         timeout,
         batch_size: batch,
     };
-    Recall::start(Some(EmbedConfig::Endpoint(config)))
+    Recall::start(Some(EmbedConfig::Endpoint(config)), Arc::default())
         .await
         .expect("the endpoint's URL is valid")
 }
 
-/// Calls per provider, and the texts they carried.
-fn calls(provider: &str) -> (u64, u64) {
-    let m = telemetry::metrics();
+/// Calls per provider counted in `m`, and the texts they carried.
+fn calls(m: &Metrics, provider: &str) -> (u64, u64) {
     let sizes = m.embedding_batch_size.with_label_values(&[provider]);
     (
         m.embedding_requests.with_label_values(&[provider]).get(),
@@ -123,8 +117,8 @@ async fn concurrently(
 
 #[actix_web::test]
 async fn in_process_vectors_match_the_numpy_reference_and_concurrent_callers_share_batches() {
-    let _metrics = metrics_lock().await;
-    let recall = in_process(8).await;
+    let metrics = Arc::new(Metrics::new());
+    let recall = in_process(8, Arc::clone(&metrics)).await;
     assert_eq!(recall.mode(), "semantic (in-process all-MiniLM-L6-v2)");
     let embedder = recall.embedder().unwrap();
     assert_eq!((embedder.model(), embedder.dimension()), (MODEL, Some(384)));
@@ -133,10 +127,10 @@ async fn in_process_vectors_match_the_numpy_reference_and_concurrent_callers_sha
     let theirs = reference(&refs);
 
     // One caller: its 24 texts are cut into batches of at most 8.
-    let (calls_before, texts_before) = calls("in-process");
+    let (calls_before, texts_before) = calls(&metrics, "in-process");
     let ours = embedder.embed(texts.clone()).await.unwrap();
     assert_close(&ours, &theirs, &texts, "one caller");
-    let (calls_after, texts_after) = calls("in-process");
+    let (calls_after, texts_after) = calls(&metrics, "in-process");
     assert_eq!(
         (calls_after - calls_before, texts_after - texts_before),
         (3, 24)
@@ -145,7 +139,7 @@ async fn in_process_vectors_match_the_numpy_reference_and_concurrent_callers_sha
     // Twelve callers of two texts each, at once: their texts share batches.
     let ours = concurrently(embedder, &texts, 12).await;
     assert_close(&ours, &theirs, &texts, "twelve callers");
-    let (calls_now, texts_now) = calls("in-process");
+    let (calls_now, texts_now) = calls(&metrics, "in-process");
     let batches = calls_now - calls_after;
     assert_eq!(texts_now - texts_after, 24);
     assert!(
@@ -156,7 +150,6 @@ async fn in_process_vectors_match_the_numpy_reference_and_concurrent_callers_sha
 
 #[actix_web::test]
 async fn the_endpoint_gives_the_in_process_vectors_in_batched_requests_with_key_and_trace() {
-    let _metrics = metrics_lock().await;
     let _ = telemetry::init(LogFormat::Text);
     let server = EmbeddingsServer::start(Some("sk-embed"));
     let recall = endpoint(
@@ -173,7 +166,7 @@ async fn the_endpoint_gives_the_in_process_vectors_in_batched_requests_with_key_
         None,
         "not known before the endpoint answers"
     );
-    let local = in_process(32).await;
+    let local = in_process(32, Arc::default()).await;
     let texts = texts();
 
     let theirs = local
@@ -315,17 +308,17 @@ async fn fails(embedder: &Arc<dyn Embedder>) -> (EmbedError, Duration) {
 
 #[actix_web::test]
 async fn endpoint_faults_are_typed_errors_that_readyz_and_metrics_show() {
-    let _metrics = metrics_lock().await;
     let server = EmbeddingsServer::start(None);
     let base_url = server.base_url();
-    let (address, recall, _data) = spawn_app(|c| {
+    let app = spawn_app(|c| {
         c.embeddings_base_url = Some(base_url);
         c.embeddings_model = Some(MODEL.into());
         c.embeddings_timeout = Duration::from_secs(2);
     })
     .await
-    .unwrap()
-    .run();
+    .unwrap();
+    let server_metrics = Arc::clone(app.app.metrics());
+    let (address, recall, _data) = app.run();
     let embedder = recall.embedder().unwrap();
     let (status, report) = readyz(&address).await;
     assert_eq!(
@@ -406,7 +399,7 @@ async fn endpoint_faults_are_typed_errors_that_readyz_and_metrics_show() {
     // is tests/api/semantic.rs's.
 
     // The memory layer's count of items waiting for an embedding.
-    metrics::set_pending(5);
+    metrics::set_pending(&server_metrics, 5);
     let (_, report) = readyz(&address).await;
     assert_eq!(report["recall"]["embeddings"]["pending"], 5);
     let after = get(&address, "/metrics").await.1;
@@ -425,7 +418,7 @@ async fn endpoint_faults_are_typed_errors_that_readyz_and_metrics_show() {
     }
     let timeouts = "agentwall_embedding_request_duration_seconds_count{outcome=\"timeout\",provider=\"endpoint\"}";
     assert_eq!(sample(&after, timeouts) - sample(&before, timeouts), 1.0);
-    metrics::set_pending(0);
+    metrics::set_pending(&server_metrics, 0);
 
     // Back to normal: ready, and the last error kept for whoever looks.
     server.fault("none", 0.0);

@@ -594,9 +594,16 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
     let open = |name: &str, cache_items: usize| {
         let path = dir.path().join(name);
         async move {
-            EmbeddedStore::open_with(&path, config, EmbeddedOptions { cache_items })
-                .await
-                .unwrap()
+            EmbeddedStore::open_with(
+                &path,
+                config,
+                EmbeddedOptions {
+                    cache_items,
+                    ..EmbeddedOptions::default()
+                },
+            )
+            .await
+            .unwrap()
         }
     };
     let cached = open("cached.sqlite3", 1_000_000).await;
@@ -748,7 +755,10 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
         working_capacity: 1000,
         ..conformance::config()
     };
-    let options = EmbeddedOptions { cache_items: 40 };
+    let options = EmbeddedOptions {
+        cache_items: 40,
+        ..EmbeddedOptions::default()
+    };
     let store = Arc::new(
         EmbeddedStore::open_with(&path, config, options)
             .await

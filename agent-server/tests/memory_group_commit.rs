@@ -8,13 +8,15 @@
 #![allow(clippy::disallowed_methods)]
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use agent_server::memory::embedded::EmbeddedStore;
+use agent_server::memory::embedded::{EmbeddedOptions, EmbeddedStore};
 use agent_server::memory::ranking::Terms;
 use agent_server::memory::{
     MemoryConfig, MemoryError, MemoryStore, NewFact, RecallQuery, TurnRole, TurnWrite, WorkingItem,
 };
+use agent_server::telemetry::Metrics;
 use chrono::{DateTime, Utc};
 use deadpool_sqlite::rusqlite;
 use futures_util::future::join_all;
@@ -143,11 +145,20 @@ async fn many_concurrent_commits_are_all_stored() {
 /// timed in `agentwall_memory_batch_duration_seconds` (backend `embedded`, batch `write`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_writers_batches_are_measured() {
-    let metrics = agent_server::telemetry::metrics();
+    let metrics = Arc::new(Metrics::new());
     let batches = || metrics.batches("embedded", "write");
-    let (batches_before, jobs_before) = batches();
     let dir = TempDir::new().unwrap();
-    let store = open(&dir).await;
+    let options = EmbeddedOptions {
+        metrics: Arc::clone(&metrics),
+        ..EmbeddedOptions::default()
+    };
+    let path = dir.path().join("memory.sqlite3");
+    let store = Arc::new(
+        EmbeddedStore::open_with(&path, config(), options)
+            .await
+            .unwrap(),
+    );
+    let (batches_before, jobs_before) = batches();
     let lock = lock_writes(store.path());
     let plug = plug_writer(&store).await;
     let s = session("measured");
@@ -160,8 +171,7 @@ async fn the_writers_batches_are_measured() {
     assert!(written.iter().all(Result::is_ok), "{written:?}");
     plug.await.unwrap().unwrap();
 
-    // A batch is recorded just after its waiters are answered; other tests of this process
-    // only add to the counts.
+    // A batch is recorded just after its waiters are answered.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while batches().1 < jobs_before + 6 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -38,7 +38,7 @@ use crate::memory::{
     EpisodeData, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
     StoredFact, TurnRole, TurnWrite, WorkingItem,
 };
-use crate::telemetry::{metrics, sampling};
+use crate::telemetry::{Metrics, sampling};
 use crate::text::extract::{FactExtractor, Learned};
 use crate::text::language::to_second_person;
 use crate::text::lists;
@@ -185,10 +185,12 @@ pub struct Agent {
     semantic: Option<Semantic>,
     extractor: FactExtractor,
     promotion: PromotionEngine,
+    /// Where memory operations are timed.
+    metrics: Arc<Metrics>,
 }
 
-/// How an [`Agent`] uses memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How an [`Agent`] uses memory, and where it records what memory costs.
+#[derive(Debug, Clone)]
 pub struct AgentOptions {
     /// Read and write memory at all (`false`: a stateless model behind the same API).
     pub memory: bool,
@@ -196,6 +198,9 @@ pub struct AgentOptions {
     pub recall_limit: usize,
     /// Keep every turn as an episode, and recall episodes beside facts.
     pub episodes: bool,
+    /// The server's metrics: each recall and commit is timed in
+    /// `agentwall_memory_operation_duration_seconds`. The default is a set of its own.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Default for AgentOptions {
@@ -204,6 +209,7 @@ impl Default for AgentOptions {
             memory: true,
             recall_limit: 8,
             episodes: true,
+            metrics: Arc::default(),
         }
     }
 }
@@ -223,6 +229,7 @@ impl Agent {
             semantic: None,
             extractor: FactExtractor,
             promotion: PromotionEngine::default(),
+            metrics: options.metrics,
         }
     }
 
@@ -561,7 +568,7 @@ impl Agent {
     }
 
     fn observe(&self, operation: &str, started: Instant, ok: bool) {
-        metrics()
+        self.metrics
             .memory_duration
             .with_label_values(&[
                 operation,

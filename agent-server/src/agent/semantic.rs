@@ -24,6 +24,7 @@ use uuid::Uuid;
 
 use crate::embed::{Embedder, metrics as embed_metrics};
 use crate::memory::{MemoryStore, NewFact};
+use crate::telemetry::Metrics;
 
 /// Embeddings of one session's items, by id.
 type Vectors = Vec<(Uuid, Arc<[f32]>)>;
@@ -44,13 +45,16 @@ pub struct Semantic {
     embedder: Arc<dyn Embedder>,
     /// Wakes the backfill: a turn stored items without their vectors.
     wake: Arc<Notify>,
+    /// Where the backfill keeps the count of items waiting for an embedding.
+    metrics: Arc<Metrics>,
 }
 
 impl Semantic {
-    pub fn new(embedder: Arc<dyn Embedder>) -> Self {
+    pub fn new(embedder: Arc<dyn Embedder>, metrics: Arc<Metrics>) -> Self {
         Self {
             embedder,
             wake: Arc::new(Notify::new()),
+            metrics,
         }
     }
 
@@ -92,7 +96,7 @@ impl Semantic {
     /// Starts the backfill on the runtime; it runs as long as the server does.
     pub fn start_backfill(&self, store: Arc<dyn MemoryStore>) {
         let (embedder, wake) = (Arc::clone(&self.embedder), Arc::clone(&self.wake));
-        crate::task::server_work(backfill(store, embedder, wake));
+        crate::task::server_work(backfill(store, embedder, wake, Arc::clone(&self.metrics)));
     }
 }
 
@@ -105,10 +109,15 @@ fn embeddable(kind: FactKind) -> bool {
 /// Embeds every stored fact and episode that has no vector, round after round, and keeps the
 /// pending gauge. A failed round (the store or the embedder) is retried after a pause that
 /// doubles up to a minute; an idle backfill looks again every minute, or when a turn wakes it.
-async fn backfill(store: Arc<dyn MemoryStore>, embedder: Arc<dyn Embedder>, wake: Arc<Notify>) {
+async fn backfill(
+    store: Arc<dyn MemoryStore>,
+    embedder: Arc<dyn Embedder>,
+    wake: Arc<Notify>,
+    metrics: Arc<Metrics>,
+) {
     let mut retry = BACKFILL_RETRY.0;
     loop {
-        match backfill_round(store.as_ref(), embedder.as_ref()).await {
+        match backfill_round(store.as_ref(), embedder.as_ref(), &metrics).await {
             Ok(0) => {
                 retry = BACKFILL_RETRY.0;
                 let _ = tokio::time::timeout(BACKFILL_IDLE, wake.notified()).await;
@@ -124,12 +133,19 @@ async fn backfill(store: Arc<dyn MemoryStore>, embedder: Arc<dyn Embedder>, wake
 }
 
 /// One round: embeds up to [`BACKFILL_BATCH`] items; returns how many.
-async fn backfill_round(store: &dyn MemoryStore, embedder: &dyn Embedder) -> Result<usize, String> {
+async fn backfill_round(
+    store: &dyn MemoryStore,
+    embedder: &dyn Embedder,
+    metrics: &Metrics,
+) -> Result<usize, String> {
     let pending = store
         .unembedded(BACKFILL_BATCH)
         .await
         .map_err(|e| e.to_string())?;
-    embed_metrics::set_pending(usize::try_from(pending.total).unwrap_or(usize::MAX));
+    embed_metrics::set_pending(
+        metrics,
+        usize::try_from(pending.total).unwrap_or(usize::MAX),
+    );
     if pending.items.is_empty() {
         return Ok(0);
     }
@@ -149,6 +165,9 @@ async fn backfill_round(store: &dyn MemoryStore, embedder: &dyn Embedder) -> Res
             .map_err(|e| e.to_string())?;
     }
     let done = pending.items.len();
-    embed_metrics::set_pending(usize::try_from(pending.total).unwrap_or(usize::MAX) - done);
+    embed_metrics::set_pending(
+        metrics,
+        usize::try_from(pending.total).unwrap_or(usize::MAX) - done,
+    );
     Ok(done)
 }

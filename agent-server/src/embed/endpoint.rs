@@ -29,6 +29,7 @@ use super::health::Health;
 use super::vectors::Dimension;
 use super::{EmbedError, Embedder};
 use crate::outbound::{build_client, clip, error_message};
+use crate::telemetry::Metrics;
 
 const PROVIDER: &str = "endpoint";
 /// Largest answer read: 4096 texts of 3072 dimensions in JSON floats fit.
@@ -70,7 +71,10 @@ struct Target {
 impl Endpoint {
     /// Checks the URL and starts the endpoint's thread. The endpoint is not called: it may come
     /// up after this server, and until it answers, recall is lexical.
-    pub fn start(config: EndpointConfig) -> anyhow::Result<(Self, Arc<Health>)> {
+    pub fn start(
+        config: EndpointConfig,
+        metrics: Arc<Metrics>,
+    ) -> anyhow::Result<(Self, Arc<Health>)> {
         let url = format!("{}/embeddings", config.base_url.trim_end_matches('/'));
         let uri: awc::http::Uri = url.parse().map_err(|e| {
             anyhow::anyhow!(
@@ -89,7 +93,7 @@ impl Endpoint {
             .port_u16()
             .unwrap_or(if scheme == "https" { 443 } else { 80 });
         let (queue, gatherer) = Queue::new(config.batch_size);
-        let health = Arc::new(Health::new(PROVIDER));
+        let health = Arc::new(Health::new(PROVIDER, metrics));
         let dimension = Arc::new(Dimension::default());
         let target = Target {
             url,
@@ -355,9 +359,10 @@ mod tests {
             timeout: Duration::from_secs(1),
             batch_size: 8,
         };
-        assert!(Endpoint::start(config("not a url")).is_err());
-        assert!(Endpoint::start(config("ftp://x/v1")).is_err());
-        let (endpoint, _) = Endpoint::start(config("https://api.openai.com/v1/")).unwrap();
+        let start = |url: &str| Endpoint::start(config(url), Arc::default());
+        assert!(start("not a url").is_err());
+        assert!(start("ftp://x/v1").is_err());
+        let (endpoint, _) = start("https://api.openai.com/v1/").unwrap();
         assert_eq!(
             (endpoint.host.as_str(), endpoint.port),
             ("api.openai.com", 443)

@@ -2,13 +2,14 @@
 //! the metrics), and `/readyz` reports it. No call is made for the report: a readiness probe
 //! every few seconds must not cost model time, nor fail a server whose turns still work.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use protocol::control::EmbeddingsHealth;
 
 use super::{EmbedError, metrics};
+use crate::telemetry::Metrics;
 
 /// The calls of one provider.
 #[derive(Debug)]
@@ -16,6 +17,8 @@ pub struct Health {
     /// `in-process` or `endpoint`.
     provider: &'static str,
     state: Mutex<State>,
+    /// The server's metrics, where every call is counted too.
+    metrics: Arc<Metrics>,
 }
 
 #[derive(Debug, Default)]
@@ -26,10 +29,11 @@ struct State {
 }
 
 impl Health {
-    pub fn new(provider: &'static str) -> Self {
+    pub fn new(provider: &'static str, metrics: Arc<Metrics>) -> Self {
         Self {
             provider,
             state: Mutex::default(),
+            metrics,
         }
     }
 
@@ -41,7 +45,7 @@ impl Health {
     /// success, and the first success after failures, are logged: a failing endpoint is said
     /// once, not once per call.
     pub fn observe(&self, texts: usize, took: Duration, error: Option<&EmbedError>) {
-        metrics::observe_call(self.provider, texts, took, error);
+        metrics::observe_call(&self.metrics, self.provider, texts, took, error);
         let now = Utc::now();
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         match error {
@@ -66,8 +70,9 @@ impl Health {
         }
     }
 
-    /// The report of a provider serving `model`.
-    pub fn report(&self, model: &str, dimension: Option<usize>, pending: u64) -> EmbeddingsHealth {
+    /// The report of a provider serving `model`, with the memory layer's count of items waiting
+    /// for an embedding ([`metrics::set_pending`]).
+    pub fn report(&self, model: &str, dimension: Option<usize>) -> EmbeddingsHealth {
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         EmbeddingsHealth {
             provider: self.provider.to_owned(),
@@ -78,7 +83,7 @@ impl Health {
             last_error: state.last_error.as_ref().map(|(e, _)| e.clone()),
             last_error_at: state.last_error.as_ref().map(|(_, at)| *at),
             last_success_at: state.last_success_at,
-            pending,
+            pending: metrics::pending(&self.metrics),
         }
     }
 }
@@ -89,15 +94,25 @@ mod tests {
 
     #[test]
     fn failures_count_until_a_success_and_the_last_error_stays() {
-        let health = Health::new("endpoint");
-        let report = health.report("m", None, 0);
+        let counts = Arc::new(Metrics::new());
+        let health = Health::new("endpoint", Arc::clone(&counts));
+        let report = health.report("m", None);
         assert!(report.ok && report.last_error.is_none() && report.last_success_at.is_none());
         let timeout = EmbedError::Timeout {
             after: Duration::from_secs(2),
         };
         health.observe(3, Duration::from_millis(5), Some(&timeout));
         health.observe(3, Duration::from_millis(5), Some(&timeout));
-        let report = health.report("m", Some(384), 7);
+        let failures = counts
+            .embedding_failures
+            .with_label_values(&["endpoint", "timeout"]);
+        assert_eq!(
+            failures.get(),
+            2,
+            "the calls are counted in the server's metrics"
+        );
+        metrics::set_pending(&counts, 7);
+        let report = health.report("m", Some(384));
         assert!(!report.ok);
         assert_eq!(report.consecutive_failures, 2);
         assert_eq!(
@@ -106,7 +121,7 @@ mod tests {
         );
         assert_eq!((report.dimension, report.pending), (Some(384), 7));
         health.observe(1, Duration::from_millis(5), None);
-        let report = health.report("m", Some(384), 0);
+        let report = health.report("m", Some(384));
         assert!(report.ok && report.consecutive_failures == 0);
         assert!(report.last_error.is_some() && report.last_success_at.is_some());
     }

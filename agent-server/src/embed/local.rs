@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 use super::batch::{Gatherer, Queue};
 use super::health::Health;
 use super::{EmbedError, Embedder};
+use crate::telemetry::Metrics;
 
 const PROVIDER: &str = "in-process";
 
@@ -37,9 +38,12 @@ pub struct InProcess {
 
 impl InProcess {
     /// Loads the model on its thread and returns once it is ready, or with the reason it is not.
-    pub async fn start(config: InProcessConfig) -> anyhow::Result<(Self, Arc<Health>)> {
+    pub async fn start(
+        config: InProcessConfig,
+        metrics: Arc<Metrics>,
+    ) -> anyhow::Result<(Self, Arc<Health>)> {
         let (queue, gatherer) = Queue::new(config.batch_size);
-        let health = Arc::new(Health::new(PROVIDER));
+        let health = Arc::new(Health::new(PROVIDER, metrics));
         let (loaded_tx, loaded) = oneshot::channel();
         let dir = config.model_dir.clone();
         let thread_health = Arc::clone(&health);

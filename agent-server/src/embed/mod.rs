@@ -30,6 +30,7 @@ use tracing::field::Empty;
 pub use endpoint::EndpointConfig;
 pub use local::InProcessConfig;
 
+use crate::telemetry::Metrics;
 use health::Health;
 
 /// Turns texts into unit vectors. Implementations are cheap to call from any task: the work
@@ -131,17 +132,17 @@ impl Recall {
         }
     }
 
-    /// Starts the configured provider (for in process, loads the model first); lexical without
-    /// one.
-    pub async fn start(config: Option<EmbedConfig>) -> anyhow::Result<Self> {
+    /// Starts the configured provider (for in process, loads the model first), counting its calls
+    /// in `metrics`; lexical without one.
+    pub async fn start(config: Option<EmbedConfig>, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
         let (embedder, health): (Arc<dyn Embedder>, Arc<Health>) = match config {
             None => return Ok(Self::lexical()),
             Some(EmbedConfig::InProcess(config)) => {
-                let (embedder, health) = local::InProcess::start(config).await?;
+                let (embedder, health) = local::InProcess::start(config, metrics).await?;
                 (Arc::new(embedder), health)
             }
             Some(EmbedConfig::Endpoint(config)) => {
-                let (embedder, health) = endpoint::Endpoint::start(config)?;
+                let (embedder, health) = endpoint::Endpoint::start(config, metrics)?;
                 (Arc::new(embedder), health)
             }
         };
@@ -166,11 +167,11 @@ impl Recall {
     pub fn report(&self) -> RecallHealth {
         RecallHealth {
             mode: self.mode.clone(),
-            embeddings: self.health.as_ref().zip(self.embedder.as_ref()).map(
-                |(health, embedder)| {
-                    health.report(embedder.model(), embedder.dimension(), metrics::pending())
-                },
-            ),
+            embeddings: self
+                .health
+                .as_ref()
+                .zip(self.embedder.as_ref())
+                .map(|(health, embedder)| health.report(embedder.model(), embedder.dimension())),
         }
     }
 }

@@ -9,20 +9,24 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use actix_web::HttpResponse;
+use std::sync::Arc;
+
 use actix_web::body::{BodySize, BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::HeaderMap;
 use actix_web::middleware::Next;
+use actix_web::{HttpResponse, web};
 use bytes::Bytes;
 use opentelemetry::propagation::Extractor;
+use prometheus::IntGauge;
 use protocol::SessionId;
 use protocol::headers::SESSION_ID;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use crate::telemetry::metrics;
+use super::AppState;
+use crate::telemetry::Metrics;
 use crate::telemetry::sampling::{self, RequestTrace};
 
 /// Route label for requests that matched no route (keeps label cardinality bounded).
@@ -30,8 +34,9 @@ const UNMATCHED: &str = "unmatched";
 
 /// Wraps every request: its trace decided ([`RequestTrace::decide`]), a `request` span (child of
 /// the caller's `traceparent` when sent) that the handler runs in, and request count, latency and
-/// in-flight metrics by route pattern and status.
+/// in-flight metrics by route pattern and status, in the server's `metrics`.
 pub async fn observe(
+    metrics: Arc<Metrics>,
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
@@ -39,11 +44,12 @@ pub async fn observe(
         opentelemetry::global::get_text_map_propagator(|p| p.extract(&Headers(req.headers())));
     // Decided before the request's span is made: one not sampled builds no OpenTelemetry span.
     let trace = RequestTrace::decide(parent.clone());
-    sampling::within(trace, observed(req, next, parent)).await
+    sampling::within(trace, observed(metrics, req, next, parent)).await
 }
 
 /// [`observe`], inside the request's trace.
 async fn observed(
+    m: Arc<Metrics>,
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
     parent: opentelemetry::Context,
@@ -72,9 +78,8 @@ async fn observed(
         span.record("session.id", session.as_str());
     }
 
-    let m = metrics();
     m.http_in_flight.inc();
-    let in_flight = InFlight;
+    let in_flight = InFlight(m.http_in_flight.clone());
     let started = Instant::now();
     let result = next.call(req).instrument(span.clone()).await;
     let status = match &result {
@@ -123,11 +128,11 @@ impl MessageBody for Tracked {
 
 /// Decrements the in-flight gauge when the request is done (its body sent or dropped), however it
 /// ends.
-struct InFlight;
+struct InFlight(IntGauge);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
-        metrics().http_in_flight.dec();
+        self.0.dec();
     }
 }
 
@@ -149,8 +154,8 @@ impl Extractor for Headers<'_> {
     tag = "ops",
     responses((status = 200, description = "Prometheus text exposition format (version 0.0.4): agentwall_http_requests_total, agentwall_http_request_duration_seconds, agentwall_http_requests_in_flight, agentwall_memory_operation_duration_seconds, agentwall_memory_dependency_duration_seconds, agentwall_memory_batch_duration_seconds, agentwall_memory_batch_size, agentwall_upstream_request_duration_seconds, agentwall_embedding_requests_total, agentwall_embedding_texts_total, agentwall_embedding_failures_total, agentwall_embedding_request_duration_seconds, agentwall_embedding_batch_size, agentwall_embedding_pending_items", content_type = "text/plain", body = String))
 )]
-pub async fn metrics_text() -> HttpResponse {
+pub async fn metrics_text(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type(prometheus::TEXT_FORMAT)
-        .body(metrics().render())
+        .body(state.metrics.render())
 }

@@ -22,6 +22,7 @@ use crate::agent::Agent;
 use crate::embed::Recall;
 use crate::error::ApiError;
 use crate::memory::responses::ResponseStore;
+use crate::telemetry::Metrics;
 
 /// Shared by all handlers.
 pub struct AppState {
@@ -30,6 +31,8 @@ pub struct AppState {
     pub responses: Arc<dyn ResponseStore>,
     /// Which recall is on: lexical, or semantic with an embedding model (`/readyz` reports it).
     pub recall: Recall,
+    /// The server's metrics, rendered by `GET /metrics`.
+    pub metrics: Arc<Metrics>,
     /// `--require-session`: a request without `X-Session-Id` is a 400.
     pub require_session: bool,
     /// `--session-from-user`: the OpenAI `user` field may name the session.

@@ -2,6 +2,7 @@
 //! helpers the tests share; everything the tests use is imported here once.
 
 pub use std::ops::Deref;
+pub use std::sync::Arc;
 pub use std::time::{Duration, Instant};
 
 pub use agent_server::memory::ranking::Terms;
@@ -10,6 +11,7 @@ pub use agent_server::memory::{
     MemoryError, MemoryStore, NewFact, RecallQuery, Restatement, TurnRole, TurnWrite, WorkingItem,
     conformance,
 };
+pub use agent_server::telemetry::Metrics;
 pub use chrono::{DateTime, Utc};
 pub use protocol::SessionId;
 pub use protocol::control::{FactKind, FactSource};
@@ -41,10 +43,18 @@ pub struct Harness {
 
 impl Harness {
     pub async fn new() -> Self {
+        Self::measured(Arc::default()).await
+    }
+
+    /// A store that records into `metrics`.
+    pub async fn measured(metrics: Arc<Metrics>) -> Self {
         let db = TestDb::create().await;
         let prefix = unique_prefix();
         let store = RedisPostgresStore::connect(
-            config(&redis_url(), &db.url, &prefix),
+            RedisPostgresConfig {
+                metrics,
+                ..config(&redis_url(), &db.url, &prefix)
+            },
             conformance::config(),
         )
         .await

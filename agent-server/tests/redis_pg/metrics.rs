@@ -6,13 +6,14 @@ use crate::harness::*;
 /// `agentwall_memory_dependency_duration_seconds`, by dependency.
 #[tokio::test]
 async fn time_in_each_dependency_is_measured() {
+    let metrics = Arc::new(Metrics::new());
     let steps = |dependency: &str| {
-        agent_server::telemetry::metrics()
+        metrics
             .dependency_duration
             .with_label_values(&[dependency, "ok"])
             .get_sample_count()
     };
-    let harness = Harness::new().await;
+    let harness = Harness::measured(Arc::clone(&metrics)).await;
     let (redis_before, postgres_before) = (steps("redis"), steps("postgres"));
     let s = session();
     harness
@@ -21,10 +22,10 @@ async fn time_in_each_dependency_is_measured() {
         .unwrap();
     harness.recall(&s, query("bees")).await.unwrap();
     // A turn's batch: BEGIN, lock, keyed facts, fact writes (postgres) and one EXEC (redis);
-    // recall: one read of each. Other tests of this process only add to the counts.
+    // recall: one read of each. Start-up's steps (migrate, ping) are counted before.
     assert!(steps("redis") >= redis_before + 2, "redis steps");
     assert!(steps("postgres") >= postgres_before + 5, "postgres steps");
-    let exposition = agent_server::telemetry::metrics().render();
+    let exposition = metrics.render();
     assert!(
         exposition.contains("agentwall_memory_dependency_duration_seconds_count{dependency=\"postgres\",outcome=\"ok\"}"),
         "{exposition}"
@@ -35,10 +36,10 @@ async fn time_in_each_dependency_is_measured() {
 /// `agentwall_memory_batch_size` and timed in `agentwall_memory_batch_duration_seconds`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_are_measured() {
-    let metrics = agent_server::telemetry::metrics();
+    let metrics = Arc::new(Metrics::new());
     let batches = |batch| metrics.batches("redis+postgres", batch);
+    let harness = Harness::measured(Arc::clone(&metrics)).await;
     let (commits_before, recalls_before) = (batches("commit"), batches("recall"));
-    let harness = Harness::new().await;
     let s = session();
     let turns = (0..6).map(|i| harness.commit_turn(&s, turn(&format!("turn {i}"), "A fact.")));
     for result in futures_util::future::join_all(turns).await {
@@ -46,8 +47,7 @@ async fn batches_are_measured() {
     }
     harness.recall(&s, query("fact")).await.unwrap();
 
-    // A batch is recorded just after its waiters are answered; other tests of this process
-    // only add to the counts.
+    // A batch is recorded just after its waiters are answered.
     let recorded =
         || batches("commit").1 >= commits_before.1 + 6 && batches("recall").1 > recalls_before.1;
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);

@@ -21,6 +21,7 @@ pub mod responses;
 use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -43,7 +44,7 @@ use super::{
 };
 use crate::outbound;
 use crate::task;
-use crate::telemetry::{metrics, propagation};
+use crate::telemetry::{Metrics, propagation};
 
 /// Largest upstream response body read (a whole completion, or an error body).
 const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
@@ -79,10 +80,13 @@ pub struct UpstreamModel {
     name: String,
     host: String,
     port: u16,
+    /// Where every call is timed (`agentwall_upstream_request_duration_seconds`).
+    metrics: Arc<Metrics>,
 }
 
 impl UpstreamModel {
-    pub fn new(config: UpstreamConfig) -> anyhow::Result<Self> {
+    /// A model at `config.base_url`, timing its calls in `metrics`.
+    pub fn new(config: UpstreamConfig, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
         let base = config.base_url.trim_end_matches('/');
         let url = format!("{base}/chat/completions");
         let responses_url = format!("{base}/responses");
@@ -111,6 +115,7 @@ impl UpstreamModel {
             name,
             host,
             port,
+            metrics,
         })
     }
 
@@ -283,6 +288,7 @@ impl UpstreamModel {
         let result = on_this_worker(run_completion(call, parse).instrument(span.clone())).await;
         observe(
             &span,
+            &self.metrics,
             outgoing.api(),
             "json",
             started,
@@ -322,6 +328,7 @@ impl UpstreamModel {
             api: outgoing.api(),
             decoder,
             trace_content: self.config.trace_content,
+            metrics: Arc::clone(&self.metrics),
         };
         spawn_stream(call, ready_tx, span, read);
         ready_rx.await.unwrap_or_else(|_| Err(cancelled()))
@@ -688,6 +695,7 @@ struct Read<D> {
     api: &'static str,
     decoder: D,
     trace_content: bool,
+    metrics: Arc<Metrics>,
 }
 
 fn spawn_stream<D: StreamDecoder>(
@@ -712,13 +720,14 @@ async fn run_stream<D: StreamDecoder>(
         api,
         mut decoder,
         trace_content,
+        metrics,
     } = read;
     let started = Instant::now();
     let deadline = started + call.timeout;
     let mut response = match send(&call, deadline).await {
         Ok(r) => r,
         Err(e) => {
-            observe(&span, api, "stream", started, Some(&e));
+            observe(&span, &metrics, api, "stream", started, Some(&e));
             let _ = ready.send(Err(e));
             return;
         }
@@ -726,7 +735,7 @@ async fn run_stream<D: StreamDecoder>(
     span.record("http.response.status_code", response.status().as_u16());
     if !response.status().is_success() {
         let e = status_error(&mut response, deadline).await;
-        observe(&span, api, "stream", started, Some(&e));
+        observe(&span, &metrics, api, "stream", started, Some(&e));
         let _ = ready.send(Err(e));
         return;
     }
@@ -779,7 +788,7 @@ async fn run_stream<D: StreamDecoder>(
             }
         }
     }
-    observe(&span, api, "stream", started, failure.as_ref());
+    observe(&span, &metrics, api, "stream", started, failure.as_ref());
     record_response(
         &span,
         &seen.id,
@@ -904,13 +913,14 @@ fn record_response<'a>(
 /// Records the call's latency and outcome (metrics and span status).
 fn observe(
     span: &Span,
+    metrics: &Metrics,
     api: &'static str,
     mode: &'static str,
     started: Instant,
     error: Option<&LlmError>,
 ) {
     let outcome = error.map_or("ok", LlmError::kind);
-    metrics()
+    metrics
         .upstream_duration
         .with_label_values(&[api, mode, outcome])
         .observe(started.elapsed().as_secs_f64());
@@ -1007,13 +1017,14 @@ mod tests {
             trace_content: false,
             api: LlmApi::Auto,
         };
-        let model = UpstreamModel::new(config("http://127.0.0.1:4000/v1/")).unwrap();
+        let new = |url: &str| UpstreamModel::new(config(url), Arc::default());
+        let model = new("http://127.0.0.1:4000/v1/").unwrap();
         assert_eq!(model.url, "http://127.0.0.1:4000/v1/chat/completions");
         assert_eq!(model.responses_url, "http://127.0.0.1:4000/v1/responses");
         assert_eq!((model.host.as_str(), model.port), ("127.0.0.1", 4000));
-        let tls = UpstreamModel::new(config("https://api.openai.com/v1")).unwrap();
+        let tls = new("https://api.openai.com/v1").unwrap();
         assert_eq!((tls.host.as_str(), tls.port), ("api.openai.com", 443));
-        assert!(UpstreamModel::new(config("not a url")).is_err());
-        assert!(UpstreamModel::new(config("ftp://x/v1")).is_err());
+        assert!(new("not a url").is_err());
+        assert!(new("ftp://x/v1").is_err());
     }
 }

@@ -56,6 +56,7 @@ use super::{
     MemoryConfig, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, ResetCounts,
     Snapshot, StoredFact, TurnWrite, Unembedded,
 };
+use crate::telemetry::Metrics;
 use uuid::Uuid;
 
 /// The dependency name in errors and health reports.
@@ -70,18 +71,22 @@ const POOL_SIZE: usize = 4;
 const POOL_WAIT: Duration = Duration::from_secs(10);
 
 /// Settings of the embedded store alone.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct EmbeddedOptions {
     /// How many facts and working items the session cache holds, over all sessions, before it
     /// evicts the least recently used sessions. About 0.8 KB each with its index (measured with
     /// `cargo bench -p agent-server --bench recall_scaling`; docs/benchmarks.md).
     pub cache_items: usize,
+    /// The server's metrics, where the writer records its batches. The default is a set of its
+    /// own, which nothing reads.
+    pub metrics: Arc<Metrics>,
 }
 
 impl Default for EmbeddedOptions {
     fn default() -> Self {
         Self {
             cache_items: 200_000,
+            metrics: Arc::default(),
         }
     }
 }
@@ -187,6 +192,7 @@ impl EmbeddedStore {
             cache: cache.clone(),
             config,
             _lock: lock,
+            metrics: options.metrics,
         };
         Ok(Self {
             pool,

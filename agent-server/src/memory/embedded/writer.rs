@@ -38,7 +38,7 @@ use super::cache::{SessionCache, SessionChange};
 use super::cursors::SessionCursors;
 use super::{DEPENDENCY, sqlite_error};
 use crate::memory::{MemoryConfig, MemoryError};
-use crate::telemetry::metrics;
+use crate::telemetry::Metrics;
 
 /// Most jobs per transaction. Bounds the time the first job of a batch waits for the last one, and
 /// the memory held in results until the commit; far above what 64 connections queue.
@@ -80,6 +80,8 @@ pub(super) struct WriterContext {
     /// The exclusive lock on the database file: held (never read) for as long as the thread may
     /// write, so the next owner cannot start while a write of this one is still in flight.
     pub _lock: File,
+    /// Where each batch is recorded (`agentwall_memory_batch_*`, batch `write`).
+    pub metrics: Arc<Metrics>,
 }
 
 /// A writer thread and the queue into it: what the memory file's writer and the responses
@@ -276,7 +278,9 @@ fn run(mut conn: Connection, queue: mpsc::Receiver<Box<dyn Job>>, context: Write
         for job in batch {
             job.settle(&outcome, &context);
         }
-        metrics().observe_batch(DEPENDENCY, "write", size, started.elapsed());
+        context
+            .metrics
+            .observe_batch(DEPENDENCY, "write", size, started.elapsed());
     }
 }
 

@@ -30,7 +30,7 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use crate::memory::MemoryError;
 use crate::task;
-use crate::telemetry::metrics;
+use crate::telemetry::Metrics;
 
 /// Most jobs per batch: bounds the statements' array sizes and how long the first job of a batch
 /// waits for the last; far above what 64 connections queue.
@@ -70,13 +70,19 @@ impl<Req, Out> Clone for Batcher<Req, Out> {
 }
 
 impl<Req: Send + 'static, Out: Send + 'static> Batcher<Req, Out> {
-    /// Starts the task on the current runtime. `handle` must answer every job of its batch.
-    pub(super) fn spawn<F, Fut>(what: &'static str, in_flight: usize, handle: F) -> Self
+    /// Starts the task on the current runtime; each batch is recorded in `metrics`. `handle`
+    /// must answer every job of its batch.
+    pub(super) fn spawn<F, Fut>(
+        what: &'static str,
+        in_flight: usize,
+        metrics: &Arc<Metrics>,
+        handle: F,
+    ) -> Self
     where
         F: Fn(Vec<Job<Req, Out>>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        Self::spawn_with(what, in_flight, ALONE_FOR, handle)
+        Self::spawn_with(what, in_flight, ALONE_FOR, Arc::clone(metrics), handle)
     }
 
     /// [`Batcher::spawn`] with another time a batch runs alone.
@@ -84,6 +90,7 @@ impl<Req: Send + 'static, Out: Send + 'static> Batcher<Req, Out> {
         what: &'static str,
         in_flight: usize,
         alone_for: Duration,
+        metrics: Arc<Metrics>,
         handle: F,
     ) -> Self
     where
@@ -91,7 +98,7 @@ impl<Req: Send + 'static, Out: Send + 'static> Batcher<Req, Out> {
         Fut: Future<Output = ()> + Send + 'static,
     {
         let (jobs, queue) = mpsc::channel(QUEUE);
-        task::server_work(run(what, in_flight, alone_for, queue, handle));
+        task::server_work(run(what, in_flight, alone_for, metrics, queue, handle));
         Self { jobs }
     }
 
@@ -115,6 +122,7 @@ async fn run<Req, Out, F, Fut>(
     what: &'static str,
     in_flight: usize,
     alone_for: Duration,
+    metrics: Arc<Metrics>,
     mut queue: mpsc::Receiver<Job<Req, Out>>,
     handle: F,
 ) where
@@ -136,11 +144,12 @@ async fn run<Req, Out, F, Fut>(
         let started = Instant::now();
         let batch = handle(std::mem::replace(&mut jobs, Vec::with_capacity(MAX_BATCH)));
         let (done, finished) = oneshot::channel::<()>();
+        let metrics = Arc::clone(&metrics);
         task::server_work(async move {
             if let Err(e) = task::server_work(batch).await {
                 tracing::error!(error = %e, batch = what, "a memory batch failed; its requests got an error");
             }
-            metrics().observe_batch(super::BACKEND, what, size, started.elapsed());
+            metrics.observe_batch(super::BACKEND, what, size, started.elapsed());
             drop(slot);
             drop(done);
         });
@@ -162,23 +171,24 @@ mod tests {
         let running = Arc::new(AtomicUsize::new(0));
         let most = Arc::new(AtomicUsize::new(0));
         let batches = Arc::new(AtomicUsize::new(0));
-        let batcher: Batcher<u32, u32> = Batcher::spawn_with("test", 2, alone_for, {
-            let (running, most, batches) = (running.clone(), most.clone(), batches.clone());
-            move |jobs: Vec<Job<u32, u32>>| {
+        let batcher: Batcher<u32, u32> =
+            Batcher::spawn_with("test", 2, alone_for, Arc::default(), {
                 let (running, most, batches) = (running.clone(), most.clone(), batches.clone());
-                async move {
-                    let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-                    most.fetch_max(now, Ordering::SeqCst);
-                    batches.fetch_add(1, Ordering::SeqCst);
-                    tokio::time::sleep(each).await;
-                    running.fetch_sub(1, Ordering::SeqCst);
-                    for job in jobs {
-                        let n = job.request;
-                        job.answer(Ok(n * 2));
+                move |jobs: Vec<Job<u32, u32>>| {
+                    let (running, most, batches) = (running.clone(), most.clone(), batches.clone());
+                    async move {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        batches.fetch_add(1, Ordering::SeqCst);
+                        tokio::time::sleep(each).await;
+                        running.fetch_sub(1, Ordering::SeqCst);
+                        for job in jobs {
+                            let n = job.request;
+                            job.answer(Ok(n * 2));
+                        }
                     }
                 }
-            }
-        });
+            });
         // One job first, alone in the first batch; the rest while it runs.
         let answers = (0..64u32).map(|n| {
             let batcher = batcher.clone();

@@ -78,6 +78,7 @@ use tokio::time::Instant;
 use uuid::Uuid;
 
 use crate::task;
+use crate::telemetry::Metrics;
 
 use super::writes::FactWrites;
 use super::{
@@ -140,6 +141,9 @@ pub struct RedisPostgresConfig {
     /// Most working-memory items (over all sessions, each session counting one more) kept in the
     /// process for recalls of sessions that did not change since (`recent.rs`); 0 turns it off.
     pub cache_items: usize,
+    /// The server's metrics, where each step against Redis and Postgres and each batch is
+    /// recorded. The default is a set of its own, which nothing reads.
+    pub metrics: Arc<Metrics>,
 }
 
 impl RedisPostgresConfig {
@@ -165,6 +169,7 @@ impl Default for RedisPostgresConfig {
             postgres_pool_size: 16,
             redis_key_ttl: None,
             cache_items: 200_000,
+            metrics: Arc::default(),
         }
     }
 }
@@ -181,7 +186,7 @@ impl fmt::Debug for RedisPostgresConfig {
             .field("postgres_pool_size", &self.postgres_pool_size)
             .field("redis_key_ttl", &self.redis_key_ttl)
             .field("cache_items", &self.cache_items)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -202,6 +207,7 @@ struct Inner {
     /// Committed working memory of recently used sessions, so that recall need not read Redis.
     recent: RecentWorking,
     pg: deadpool_postgres::Pool,
+    metrics: Arc<Metrics>,
 }
 
 impl fmt::Debug for RedisPostgresStore {
@@ -232,7 +238,7 @@ impl RedisPostgresStore {
             config.postgres_pool_size,
             config.timeout,
         )?;
-        let start = Deadline::new(config.startup_timeout);
+        let start = Deadline::new(config.startup_timeout, &config.metrics);
         let migrate = start.run(POSTGRES, async {
             let mut client = longterm::client(&pg).await?;
             longterm::migrate(&mut client).await
@@ -255,13 +261,15 @@ impl RedisPostgresStore {
             working,
             recent: RecentWorking::new(memory.working_capacity, config.cache_items),
             pg,
+            metrics: Arc::clone(&config.metrics),
         });
+        let metrics = &config.metrics;
         Ok(Self {
-            commits: Batcher::spawn("commit", COMMITS_IN_FLIGHT, {
+            commits: Batcher::spawn("commit", COMMITS_IN_FLIGHT, metrics, {
                 let inner = inner.clone();
                 move |jobs| inner.clone().commit_batch(jobs)
             }),
-            recalls: Batcher::spawn("recall", RECALLS_IN_FLIGHT, {
+            recalls: Batcher::spawn("recall", RECALLS_IN_FLIGHT, metrics, {
                 let inner = inner.clone();
                 move |jobs| inner.clone().recall_batch(jobs)
             }),
@@ -287,18 +295,20 @@ impl RedisPostgresStore {
     }
 }
 
-/// One operation's deadline, shared by its steps.
+/// One operation's deadline, shared by its steps, and where the steps are timed.
 #[derive(Clone, Copy)]
-struct Deadline {
+struct Deadline<'m> {
     at: Instant,
     budget: Duration,
+    metrics: &'m Metrics,
 }
 
-impl Deadline {
-    fn new(budget: Duration) -> Self {
+impl<'m> Deadline<'m> {
+    fn new(budget: Duration, metrics: &'m Metrics) -> Self {
         Self {
             at: Instant::now() + budget,
             budget,
+            metrics,
         }
     }
 
@@ -319,7 +329,7 @@ impl Deadline {
                 })
             });
         let outcome = if result.is_ok() { "ok" } else { "error" };
-        crate::telemetry::metrics()
+        self.metrics
             .dependency_duration
             .with_label_values(&[dependency, outcome])
             .observe(started.elapsed().as_secs_f64());
@@ -328,10 +338,15 @@ impl Deadline {
 }
 
 impl Inner {
+    /// A deadline of one operation's budget from now.
+    fn deadline(&self) -> Deadline<'_> {
+        Deadline::new(self.timeout, &self.metrics)
+    }
+
     /// A pooled Postgres connection within the deadline.
     async fn pg_client(
         &self,
-        deadline: Deadline,
+        deadline: Deadline<'_>,
     ) -> Result<deadpool_postgres::Object, MemoryError> {
         deadline.run(POSTGRES, longterm::client(&self.pg)).await
     }
@@ -340,7 +355,7 @@ impl Inner {
     /// [`Inner::release`]).
     async fn on_pg<T>(
         &self,
-        deadline: Deadline,
+        deadline: Deadline<'_>,
         op: impl AsyncFnOnce(&deadpool_postgres::Object) -> Result<T, MemoryError>,
     ) -> Result<T, MemoryError> {
         let client = self.pg_client(deadline).await?;
@@ -399,7 +414,7 @@ impl Inner {
     /// Reads a batch of recalls from Postgres in one statement and answers each; a failure fails
     /// them all (one statement, one outcome).
     async fn recall_batch(self: Arc<Self>, jobs: Vec<Job<RecallRead, RecallRows>>) {
-        let deadline = Deadline::new(self.timeout);
+        let deadline = self.deadline();
         let reads: Vec<&RecallRead> = jobs.iter().map(|job| &job.request).collect();
         let read = self.on_pg(deadline, async |client| {
             longterm::recall(client, &reads).await
@@ -424,7 +439,7 @@ impl Inner {
         &self,
         turns: &[(&SessionId, &TurnWrite)],
     ) -> Result<Vec<TurnOutcome>, MemoryError> {
-        let deadline = Deadline::new(self.timeout);
+        let deadline = self.deadline();
         let mut client = self.pg_client(deadline).await?;
         let result = self.write_batch_with(&mut client, deadline, turns).await;
         Self::release(client, &result);
@@ -435,7 +450,7 @@ impl Inner {
     async fn write_batch_with(
         &self,
         client: &mut deadpool_postgres::Object,
-        deadline: Deadline,
+        deadline: Deadline<'_>,
         turns: &[(&SessionId, &TurnWrite)],
     ) -> Result<Vec<TurnOutcome>, MemoryError> {
         let tx = deadline
@@ -527,7 +542,7 @@ impl Inner {
     async fn write_facts(
         &self,
         tx: &deadpool_postgres::Transaction<'_>,
-        deadline: Deadline,
+        deadline: Deadline<'_>,
         turns: &[(&SessionId, &TurnWrite)],
         accepted: &[Option<u64>],
     ) -> Result<Vec<TurnOutcome>, MemoryError> {
@@ -643,7 +658,7 @@ impl Inner {
     /// Whether transaction `xid` committed, asked on a fresh connection with its own budget (a
     /// connection on which the question timed out is closed, as every other).
     async fn commit_outcome(&self, xid: i64) -> Option<bool> {
-        let deadline = Deadline::new(self.timeout);
+        let deadline = self.deadline();
         let asked = self.on_pg(deadline, async |client| {
             longterm::committed(client, xid).await
         });
@@ -667,7 +682,7 @@ impl Inner {
 
     /// Removes exactly the members a batch added to Redis.
     async fn remove_items(&self, written: &[working::Written]) {
-        let deadline = Deadline::new(self.timeout);
+        let deadline = self.deadline();
         if let Err(e) = deadline.run(REDIS, self.working.remove(written)).await {
             tracing::error!(
                 turns = written.len(),
@@ -691,7 +706,7 @@ impl Inner {
         for session in sessions {
             self.forget(session);
         }
-        let deadline = Deadline::new(self.timeout);
+        let deadline = self.deadline();
         let bumped = self.on_pg(deadline, async |client| {
             longterm::bump_turn_seq(client, sessions).await
         });
@@ -705,7 +720,7 @@ impl Inner {
     }
 
     async fn reset(self: Arc<Self>, session: SessionId) -> Result<ResetCounts, MemoryError> {
-        let deadline = Deadline::new(self.timeout);
+        let deadline = self.deadline();
         let mut client = self.pg_client(deadline).await?;
         let result = self.reset_with(&mut client, deadline, &session).await;
         Self::release(client, &result);
@@ -725,7 +740,7 @@ impl Inner {
     async fn reset_with(
         &self,
         client: &mut deadpool_postgres::Object,
-        deadline: Deadline,
+        deadline: Deadline<'_>,
         session: &SessionId,
     ) -> Result<ResetCounts, MemoryError> {
         let tx = deadline
@@ -818,7 +833,7 @@ impl MemoryStore for RedisPostgresStore {
         query: RecallQuery,
     ) -> Result<MemoryContext, MemoryError> {
         let inner = &self.inner;
-        let deadline = Deadline::new(inner.timeout);
+        let deadline = inner.deadline();
         // Only the shared content words reach to_tsquery, OR-ed: each is a run of alphanumeric
         // characters, which the tsquery parser cannot read as an operator.
         let terms = &query.terms;
@@ -945,7 +960,7 @@ impl MemoryStore for RedisPostgresStore {
         now: DateTime<Utc>,
     ) -> Result<Snapshot, MemoryError> {
         let inner = &self.inner;
-        let deadline = Deadline::new(inner.timeout);
+        let deadline = inner.deadline();
         let facts = inner.on_pg(deadline, async |client| {
             longterm::all_facts(client, session).await
         });
@@ -957,7 +972,7 @@ impl MemoryStore for RedisPostgresStore {
     async fn unembedded(&self, limit: usize) -> Result<Unembedded, MemoryError> {
         let inner = &self.inner;
         inner
-            .on_pg(Deadline::new(inner.timeout), async |client| {
+            .on_pg(inner.deadline(), async |client| {
                 longterm::unembedded(client, limit).await
             })
             .await
@@ -970,7 +985,7 @@ impl MemoryStore for RedisPostgresStore {
     ) -> Result<(), MemoryError> {
         let inner = &self.inner;
         inner
-            .on_pg(Deadline::new(inner.timeout), async |client| {
+            .on_pg(inner.deadline(), async |client| {
                 longterm::set_embeddings(client, session, &vectors).await
             })
             .await
@@ -978,7 +993,7 @@ impl MemoryStore for RedisPostgresStore {
 
     async fn health(&self) -> Vec<DependencyHealth> {
         let inner = &self.inner;
-        let deadline = Deadline::new(inner.timeout);
+        let deadline = inner.deadline();
         let (redis, postgres) = tokio::join!(
             deadline.run(REDIS, inner.working.ping()),
             deadline.run(POSTGRES, longterm::ping(&inner.pg)),
