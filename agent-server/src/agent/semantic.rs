@@ -33,8 +33,9 @@ type Vectors = Vec<(Uuid, Arc<[f32]>)>;
 const BACKFILL_BATCH: usize = 256;
 
 /// How long the backfill waits after a failed round before it tries again, at first and at most
-/// (doubling in between).
-const BACKFILL_RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(60));
+/// (doubling in between). The cap is how long an embedder that came back may wait to be used: a
+/// failed round costs one query of the store and one call to the embedder.
+const BACKFILL_RETRY: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(10));
 
 /// How often the backfill looks for unembedded items when no turn woke it.
 const BACKFILL_IDLE: Duration = Duration::from_secs(60);
@@ -108,7 +109,7 @@ fn embeddable(kind: FactKind) -> bool {
 
 /// Embeds every stored fact and episode that has no vector, round after round, and keeps the
 /// pending gauge. A failed round (the store or the embedder) is retried after a pause that
-/// doubles up to a minute; an idle backfill looks again every minute, or when a turn wakes it.
+/// doubles up to ten seconds; an idle backfill looks again every minute, or when a turn wakes it.
 async fn backfill(
     store: Arc<dyn MemoryStore>,
     embedder: Arc<dyn Embedder>,
