@@ -10,26 +10,10 @@
 //! - what a run can tell apart: [`noise_floor`] (against another run of its size) and
 //!   [`PairStats::trials_to_detect`] (how many paired units a difference needs).
 
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
 pub fn mean(values: &[f64]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
-}
-
-/// 95 % percentile-bootstrap interval of the mean (2000 resamples, fixed seed).
-pub fn bootstrap_ci(values: &[f64]) -> Option<(f64, f64)> {
-    let n = values.len();
-    if n == 0 {
-        return None;
-    }
-    let mut rng = ChaCha8Rng::seed_from_u64(0x5eed_b007);
-    let mut means: Vec<f64> = (0..2000)
-        .map(|_| (0..n).map(|_| values[rng.random_range(0..n)]).sum::<f64>() / n as f64)
-        .collect();
-    means.sort_by(f64::total_cmp);
-    Some((means[49], means[1949]))
 }
 
 /// Wilson score interval (95 %) of a proportion `k / n`.
@@ -292,12 +276,6 @@ mod tests {
     fn means_and_intervals() {
         assert_eq!(mean(&[]), None);
         assert_eq!(mean(&[1.0, 0.0]), Some(0.5));
-        let (lo, hi) = bootstrap_ci(&[1.0, 1.0, 1.0]).unwrap();
-        assert_eq!((lo, hi), (1.0, 1.0));
-        let values = [0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0];
-        let (lo, hi) = bootstrap_ci(&values).unwrap();
-        assert!(lo < 0.625 && 0.625 < hi, "{lo} {hi}");
-        assert_eq!(bootstrap_ci(&values), Some((lo, hi)));
         // Three passes of three: not 100-100 %, but about 44-100 % (Wilson).
         let (lo, hi) = bounded_mean_ci(&[1.0, 1.0, 1.0]).unwrap();
         assert!((lo - 0.4385).abs() < 1e-3 && hi == 1.0, "{lo} {hi}");
