@@ -354,7 +354,8 @@ fn the_fixture_through_chat_and_inject_on_the_embedded_backend() {
     ]);
     assert!(code == 0 || code == 3, "{output}");
     assert!(
-        output.contains("LoCoMo: 7 questions paired (0 unpaired)"),
+        output.contains("membench: 7 questions paired (0 unpaired)")
+            && output.contains("dataset: LoCoMo in both runs"),
         "{output}"
     );
     let (dir, _out) = membench(

@@ -299,3 +299,134 @@ async fn runs_of_every_kind_compare_and_kinds_do_not_mix() {
     good.stop().await;
     other.stop().await;
 }
+
+/// A membench results file: question `i` of `scores` scored `Some(f1)`, failed on the target's
+/// side (`Err("timeout")`) or spoiled by the judge's (`Err("judge_error")`).
+fn membench_run(runs: &Path, id: &str, scores: &[Result<f64, &str>]) {
+    use judge_client::suites::membench::dataset::DatasetKind;
+    use judge_client::suites::membench::results::{
+        MembenchResults, QuestionResult, Summary, summarise_all,
+    };
+    let questions: Vec<QuestionResult> = scores
+        .iter()
+        .enumerate()
+        .map(|(i, score)| {
+            let (score, failure) = match score {
+                Ok(f1) => (json!(f1), Value::Null),
+                Err(kind) => (
+                    if *kind == "judge_error" {
+                        Value::Null
+                    } else {
+                        json!(0.0)
+                    },
+                    json!({"kind": kind, "message": "x", "attempts": 1}),
+                ),
+            };
+            serde_json::from_value(json!({
+                "id": format!("conv-a-q{i}"), "conversation": "conv-a",
+                "category": if i % 2 == 0 { "1" } else { "2" }, "order": i,
+                "asked": "?", "gold": "x", "reply": "x", "score": score, "failure": failure,
+                "judge_score": if failure.is_null() { score.clone() } else { Value::Null },
+                "evidence": [], "agent_recall": null, "bm25_top": [], "bm25_recall": null,
+                "latency_ms": 5, "prompt_tokens": null
+            }))
+            .unwrap()
+        })
+        .collect();
+    let (overall, categories, speed) =
+        summarise_all(DatasetKind::Locomo, &questions, &Default::default(), 1.0);
+    let results = MembenchResults {
+        summary: Summary {
+            dataset: DatasetKind::Locomo,
+            overall,
+            categories,
+            speed,
+            agent_recall_note: None,
+            comparability_note: None,
+            score_definition: "F1".into(),
+        },
+        ingestion: Default::default(),
+        questions,
+    };
+    let dir = runs.join(id);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("manifest.json"),
+        json!({"run_id": id, "suite": "membench", "state": "complete", "created_at": "2025-01-01T00:00:00Z"})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("results.json"),
+        serde_json::to_string(&results).unwrap(),
+    )
+    .unwrap();
+}
+
+/// `judge compare --json` on two run directories: its exit code and its JSON.
+fn cli_compare(a: &Path, b: &Path) -> (i32, Value) {
+    let output = Command::new(env!("CARGO_BIN_EXE_judge"))
+        .arg("compare")
+        .arg("--json")
+        .args([a, b])
+        .output()
+        .expect("judge runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let json = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text}\n{}", String::from_utf8_lossy(&output.stderr)));
+    (output.status.code().unwrap(), json)
+}
+
+#[actix_rt::test]
+async fn membench_runs_pair_the_same_in_the_cli_and_in_serve() {
+    let runs = tempfile::tempdir().unwrap();
+    let f1 = |v: f64| Ok::<f64, &str>(v);
+    // A: every question answered; q11 spoiled by the judge's side.
+    let mut a: Vec<Result<f64, &str>> = vec![f1(1.0); 12];
+    a[11] = Err("judge_error");
+    // B: the same, but 9 questions worse, two of them timeouts (F1 0 for the target).
+    let mut b = a.clone();
+    for (i, v) in b.iter_mut().enumerate().take(9) {
+        *v = if i < 2 { Err("timeout") } else { f1(0.25) };
+    }
+    // C: A with one question a little worse (no difference detectable).
+    let mut c = a.clone();
+    c[0] = f1(0.5);
+    membench_run(runs.path(), "mb-a", &a);
+    membench_run(runs.path(), "mb-b", &b);
+    membench_run(runs.path(), "mb-c", &c);
+    let s = start_serve(runs.path());
+    for (x, y, direction, code) in [
+        ("mb-a", "mb-b", "regression", 3),
+        ("mb-b", "mb-a", "improvement", 0),
+        ("mb-a", "mb-c", "no_difference", 0),
+    ] {
+        let (status, served) = s.get(&format!("/runs/{x}/compare/{y}")).await;
+        assert_eq!(status, 200, "{served}");
+        let (dx, dy) = (runs.path().join(x), runs.path().join(y));
+        let (exit, printed) = actix_rt::task::spawn_blocking(move || cli_compare(&dx, &dy))
+            .await
+            .unwrap();
+        // One comparison: the same JSON, so the same pairs and the same verdict.
+        assert_eq!(printed, served, "{x} vs {y}");
+        assert_eq!(served["direction"], direction, "{served}");
+        assert_eq!(exit, code, "{served}");
+        assert_eq!(
+            (
+                served["pairs"].as_array().unwrap().len(),
+                &served["excluded"]
+            ),
+            (11, &json!(1))
+        );
+    }
+    let (_, regression) = s.get("/runs/mb-a/compare/mb-b").await;
+    assert_eq!(regression["failed_b"]["timeout"], 2, "{regression}");
+    let (_, none) = s.get("/runs/mb-a/compare/mb-c").await;
+    let verdict = none["verdict"].as_str().unwrap();
+    assert!(
+        verdict.starts_with("no difference detectable at this size; about ")
+            && verdict.ends_with("questions would detect 4.5 points"),
+        "{verdict}"
+    );
+    s.handle.stop(false).await;
+}

@@ -11,13 +11,13 @@ use super::target::TargetArgs;
 use anyhow::{Context, bail};
 use clap::Args;
 use judge_client::endpoint::{Api, Credentials, TurnMode};
-use judge_client::suites::ltm::compare;
 use judge_client::suites::ltm::results::{RunResults, TestResult, TestStatus};
 use judge_client::suites::ltm::run::{self, RunOutcome};
 use judge_client::suites::ltm::shard::Shard;
 use judge_client::suites::ltm::summary::render_table;
 use judge_client::suites::ltm::summary::{latency, one_at_a_time};
 use judge_client::suites::ltm::{Ltm, Phrasing, TestType};
+use judge_client::suites::{Suite, compare};
 use judge_client::{HistoryMode, LtmConfig};
 
 #[derive(Args)]
@@ -194,8 +194,19 @@ pub async fn ltm(args: LtmArgs) -> anyhow::Result<ExitCode> {
     print_outcome(&outcome);
     let mut code = ExitCode::SUCCESS;
     if let Some(baseline) = &args.baseline {
+        // The same comparison as `judge compare BASELINE RUN`.
         let before = compare::load(baseline)?;
-        let comparison = compare::compare(&before, &outcome.results, 0.05);
+        let after = serde_json::to_value(&outcome.results)?;
+        let id = outcome
+            .dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let run = compare::RunRef {
+            id: &id,
+            kind: Ltm::KIND,
+            results: &after,
+        };
+        let comparison = compare::compare(before.as_ref(), run, 0.05)?;
         println!("against baseline {}:", baseline.display());
         print!("{}", compare::render(&comparison));
         if comparison.regression {

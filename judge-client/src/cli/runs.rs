@@ -1,20 +1,15 @@
 //! Commands over finished runs: `judge compare`, `judge merge`, and `judge probe` (which APIs and
 //! capabilities a target offers).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use super::EXIT_REGRESSION;
 use super::summary;
 use super::target::TargetArgs;
-use anyhow::{anyhow, bail};
 use clap::Args;
 use judge_client::endpoint::{ApiScope, TargetClient, probe_in};
-use judge_client::rundir::{self, manifest::Details};
-use judge_client::serve::{self, catalog};
-use judge_client::suites::Suite;
-use judge_client::suites::ltm::{Ltm, compare};
-use judge_client::suites::membench::{self, Membench};
+use judge_client::suites::compare;
 
 #[derive(Args)]
 pub struct MergeArgs {
@@ -52,53 +47,13 @@ pub fn merge_parts(args: MergeArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn compare_runs(args: CompareArgs) -> anyhow::Result<ExitCode> {
-    // LTM and membench runs keep their own pairing and text (per test type, per category);
-    // every other suite compares through its `Suite` contract, as `judge serve` does.
-    let kind = rundir::read_manifest::<Details>(&args.run_a).map(|m| m.suite);
-    match kind.as_deref() {
-        Ok(Membench::KIND) => return compare_membench(&args),
-        Ok(Ltm::KIND) | Err(_) => {}
-        Ok(_) => return compare_any(&args),
-    }
-    let a = compare::load(&args.run_a)?;
-    let b = compare::load(&args.run_b)?;
-    let comparison = compare::compare(&a, &b, args.alpha);
+    // The one comparison `judge serve` and `--baseline` make too.
+    let (a, b) = (compare::load(&args.run_a)?, compare::load(&args.run_b)?);
+    let comparison = compare::compare(a.as_ref(), b.as_ref(), args.alpha)?;
     print_comparison(
         args.json,
         &comparison,
         compare::render(&comparison),
-        comparison.regression,
-    )
-}
-
-/// `judge compare` of two runs of any other suite, paired unit by unit through its [`Suite`].
-fn compare_any(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let detail = |dir: &Path| -> anyhow::Result<catalog::RunDetail> {
-        let (Some(root), Some(id)) = (dir.parent(), dir.file_name().and_then(|n| n.to_str()))
-        else {
-            bail!("{} is not a run directory", dir.display());
-        };
-        catalog::get(root, id).map_err(|e| anyhow!("{}: {e}", dir.display()))
-    };
-    let (a, b) = (detail(&args.run_a)?, detail(&args.run_b)?);
-    let comparison = serve::compare::compare(&a, &b, args.alpha).map_err(|e| anyhow!("{e}"))?;
-    print_comparison(
-        args.json,
-        &comparison,
-        serve::compare::render(&comparison),
-        comparison.regression,
-    )
-}
-
-/// `judge compare` of two membench runs, paired per question.
-fn compare_membench(args: &CompareArgs) -> anyhow::Result<ExitCode> {
-    let a = membench::compare::load(&args.run_a)?;
-    let b = membench::compare::load(&args.run_b)?;
-    let comparison = membench::compare::compare(&a, &b, args.alpha)?;
-    print_comparison(
-        args.json,
-        &comparison,
-        membench::compare::render(&comparison),
         comparison.regression,
     )
 }

@@ -6,12 +6,16 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use judge_client::rundir::{self, AnyManifest};
-use judge_client::suites::{Suite, SuiteVisitor, visit};
+use judge_client::suites::{Suite, SuiteVisitor, compare, visit};
 
 use super::EXIT_BELOW_THRESHOLD;
 
-/// The run directory and its report, the last lines of every run's summary.
+/// The run's noise floor (what it could tell apart against a run of its size), its directory
+/// and its report: the last lines of every run's summary.
 pub fn print_files(dir: &Path) {
+    if let Some(sentence) = compare::noise_floor_in(dir) {
+        println!("{sentence}");
+    }
     println!("run directory: {}", dir.display());
     println!("report: {}", dir.join("report.html").display());
 }

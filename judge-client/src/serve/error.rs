@@ -57,6 +57,18 @@ impl ApiError {
     }
 }
 
+/// A comparison that cannot be made: 422 for runs that do not go together, 409 for a run
+/// without usable results.
+impl From<crate::suites::compare::CompareError> for ApiError {
+    fn from(e: crate::suites::compare::CompareError) -> Self {
+        if e.runs_do_not_match() {
+            Self::Unprocessable(e.to_string())
+        } else {
+            Self::Conflict(e.to_string())
+        }
+    }
+}
+
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
         match self {

@@ -10,8 +10,8 @@
 //! - [`state`]: simulations in memory, their events; [`live`]: them as the index stores them,
 //!   and keeping the index in step; [`runner`]: a simulation run in the background; [`error`]:
 //!   the one error-to-status table; [`auth`]: `--auth-token`;
-//! - routes per resource: [`runs`] (with [`compare`], two runs of any kind), [`simulations`],
-//!   [`injection`], [`apps`] (the endpoints of docs/contracts/apps.md over `judge apps` runs); [`openapi`];
+//! - routes per resource: [`runs`] (with the comparison of two runs,
+//!   [`crate::suites::compare`]), [`simulations`], [`injection`], [`apps`] (the endpoints of docs/contracts/apps.md over `judge apps` runs); [`openapi`];
 //!   [`dashboard`] at `/`.
 //!
 //! Imports go one way, from routes down to what they use: routes → [`runner`] → [`live`] →
@@ -22,7 +22,6 @@
 pub mod apps;
 pub mod auth;
 pub mod catalog;
-pub mod compare;
 pub mod config;
 pub mod dashboard;
 pub mod error;

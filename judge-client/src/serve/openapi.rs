@@ -3,7 +3,8 @@
 use actix_web::{HttpResponse, get};
 use utoipa::OpenApi;
 
-use super::{apps, catalog, compare, config, injection, runs, simulations, state, trials};
+use super::{apps, catalog, config, injection, runs, simulations, state, trials};
+use crate::suites::compare;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -41,9 +42,14 @@ use super::{apps, catalog, compare, config, injection, runs, simulations, state,
         config::TargetSpec,
         config::RunSpec,
         config::LlmSpec,
-        compare::RunComparison,
+        compare::Comparison,
         compare::PairView,
         compare::MetricDiff,
+        compare::GroupDiff,
+        compare::ScoreDiff,
+        compare::SettingPair,
+        compare::AlsoPair,
+        crate::report::stats::Direction,
         crate::suites::Better,
         state::SimState,
         trials::AppsSimulationView,

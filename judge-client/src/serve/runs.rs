@@ -4,10 +4,10 @@ use actix_web::{HttpResponse, get, web};
 use serde::Deserialize;
 
 use super::catalog::{self, RunDetail, RunSummary};
-use super::compare::{self, RunComparison};
 use super::error::ApiError;
 use super::live::live_records;
 use super::state::ServeState;
+use crate::suites::compare::{self, Comparison, RunRef};
 
 /// Every run directory, newest first. With `--database-url` the list comes from the index,
 /// brought in step with the directories first (so it is the same list); 503 when the index
@@ -61,13 +61,13 @@ pub struct CompareQuery {
     alpha: Option<f64>,
 }
 
-/// `judge compare` over HTTP for runs of any kind: run `other` (B) against run `id` (A),
-/// paired by test (ltm), conversation (sim), scenario (apps) or load level (load), with both
-/// runs' summary metrics. 422 for runs of different kinds, 409 for a run without results.
+/// `judge compare` over HTTP, the same comparison ([`compare::compare`]): run `other` (B)
+/// against run `id` (A), paired unit by unit, with both runs' summary metrics. 422 for runs
+/// that do not go together (kinds, membench datasets), 409 for a run without results.
 #[utoipa::path(
     params(("id" = String, Path), ("other" = String, Path),
            ("alpha" = Option<f64>, Query, description = "significance level, default 0.05")),
-    responses((status = 200, body = RunComparison), (status = 400), (status = 404),
+    responses((status = 200, body = Comparison), (status = 400), (status = 404),
               (status = 409), (status = 422))
 )]
 #[get("/runs/{id}/compare/{other}")]
@@ -83,5 +83,14 @@ pub async fn compare_runs(
     }
     let run_a = catalog::get(&state.runs, &a)?;
     let run_b = catalog::get(&state.runs, &b)?;
-    Ok(HttpResponse::Ok().json(compare::compare(&run_a, &run_b, alpha)?))
+    Ok(HttpResponse::Ok().json(compare::compare(side(&run_a), side(&run_b), alpha)?))
+}
+
+/// A run as the comparison reads it.
+fn side(run: &RunDetail) -> RunRef<'_> {
+    RunRef {
+        id: &run.summary.id,
+        kind: &run.summary.suite,
+        results: &run.results,
+    }
 }

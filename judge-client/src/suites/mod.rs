@@ -5,6 +5,7 @@
 //! and [`registry`] finds a suite by its kind.
 
 pub mod apps;
+pub mod compare;
 pub mod concurrency;
 pub mod conform;
 pub mod load;
@@ -17,4 +18,4 @@ pub mod suite;
 
 pub use crate::endpoint::HistoryMode;
 pub use registry::{SuiteVisitor, visit};
-pub use suite::{Better, Figure, Headline, Suite, UnitScore, Units};
+pub use suite::{Better, Figure, Headline, Setting, Suite, UnitScore, Units, WhenDifferent};

@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::endpoint::FailureKind;
+
 /// Why a suite's merge failed (its own typed error, boxed: `judge merge` serves every suite).
 pub type MergeFailure = Box<dyn std::error::Error + Send + Sync>;
 
@@ -59,18 +61,59 @@ impl Figure {
     }
 }
 
-/// One unit of a run (a test, a conversation, a scenario, a load level), paired by `id` with
-/// the same unit of another run.
+/// One unit of a run (a test, a question, a conversation, a scenario, a load level), paired by
+/// `id` with the same unit of another run ([`crate::suites::compare`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct UnitScore {
     pub id: String,
-    /// What the unit belongs to (a persona, a scenario, a level).
+    /// What the unit belongs to (a test type, a category, a persona, a scenario, a level).
     pub group: String,
-    /// 0 to 1; a unit without a score is not paired.
+    /// 0 to 1; a unit without a score (not applicable, not gradable) is not paired.
     pub score: Option<f64>,
     pub passed: bool,
+    /// The target failed the unit (`agent_error`, `timeout`, ...): it keeps its score (0 for
+    /// what it did not reach), and the class is counted.
+    pub failure: Option<FailureKind>,
+    /// Why the judge's own side spoiled the unit: left out of the pairing and counted.
+    pub excluded: Option<String>,
+    /// Other 0-to-1 scores of the unit, each paired on its own over the units that have it in
+    /// both runs (membench's model-judged `j`).
+    pub also: Vec<(&'static str, Option<f64>)>,
     /// Per-unit figures (load levels).
     pub figures: Vec<Figure>,
+}
+
+impl UnitScore {
+    /// A unit with its score and verdict, and nothing else recorded.
+    pub fn new(id: String, group: String, score: Option<f64>, passed: bool) -> Self {
+        Self {
+            id,
+            group,
+            score,
+            passed,
+            failure: None,
+            excluded: None,
+            also: Vec::new(),
+            figures: Vec::new(),
+        }
+    }
+}
+
+/// A setting a run was made with that decides what its units mean (LTM's phrasing, membench's
+/// dataset): two runs that differ on it compare with a note, or not at all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Setting {
+    pub name: &'static str,
+    pub value: String,
+    pub when_different: WhenDifferent,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenDifferent {
+    /// The runs still pair; the note says what a pair then is.
+    Note(&'static str),
+    /// The runs do not compare.
+    Refuse,
 }
 
 /// A benchmark suite, as its runs are read back.
@@ -95,6 +138,21 @@ pub trait Suite {
     fn figures(results: &Self::Results) -> Vec<Figure>;
     /// The run's units, paired by id when two runs are compared.
     fn units(results: &Self::Results) -> Vec<UnitScore>;
+
+    /// Whether a group's units are repeated trials of one thing (LTM's trials of a test type,
+    /// sim's trials of a persona): a run whose every group scored the same in every trial is
+    /// deterministic ([`crate::report::stats::NoiseFloor::Deterministic`]).
+    const REPEATED_TRIALS: bool = false;
+
+    /// Whether the run's units are a sample whose noise floor means something (not for
+    /// conformance checks, nor load levels).
+    const NOISE_FLOOR: bool = true;
+
+    /// The settings that decide what the run's units mean (see [`Setting`]).
+    fn settings(results: &Self::Results) -> Vec<Setting> {
+        let _ = results;
+        Vec::new()
+    }
 
     /// How the run's turns were sent (API and history), for a suite that converses with the
     /// target: runs that differ on it still compare, labelled.

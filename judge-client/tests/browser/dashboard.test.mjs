@@ -128,7 +128,7 @@ try {
     const scoreA = parseFloat(await text(a.locator(".side-score")));
     const scoreB = parseFloat(await text(b.locator(".side-score")));
     assert.ok(scoreA > scoreB, `memory on ${scoreA} vs off ${scoreB}`);
-    assert.match(await text(page.locator("#verdict")), /B regresses against A/);
+    assert.match(await text(page.locator("#verdict")), /^regression: B scores/);
     assert.ok(await page.getByRole("table", { name: "Paired results" }).getByText("regression").count() > 0);
     await shot("compare");
   });

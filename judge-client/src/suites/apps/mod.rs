@@ -89,12 +89,13 @@ impl Suite for Apps {
     fn units(r: &Self::Results) -> Vec<UnitScore> {
         r.scenarios
             .iter()
-            .map(|s| UnitScore {
-                id: s.id.clone(),
-                group: s.id.clone(),
-                score: s.pass_hat_k,
-                passed: s.graded > 0 && s.all_passed,
-                figures: Vec::new(),
+            .map(|s| {
+                UnitScore::new(
+                    s.id.clone(),
+                    s.id.clone(),
+                    s.pass_hat_k,
+                    s.graded > 0 && s.all_passed,
+                )
             })
             .collect()
     }

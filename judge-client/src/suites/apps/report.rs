@@ -221,10 +221,19 @@ pub fn html(
     );
     let _ = write!(
         out,
-        r#"<p><span class="big">{}/{}</span> scenarios passed every trial · mean pass^k {}</p>"#,
+        r#"<p><span class="big">{}/{}</span> scenarios passed every trial · mean pass^k {}{}</p><p id="noise-floor">{}</p>"#,
         results.passed_scenarios,
         results.graded_scenarios,
-        pct(results.mean_pass_hat_k)
+        pct(results.mean_pass_hat_k),
+        results
+            .mean_pass_hat_k_ci
+            .map_or(String::new(), |(lo, hi)| format!(
+                " (95 % CI {}–{})",
+                pct(Some(lo)),
+                pct(Some(hi))
+            )),
+        crate::suites::compare::run_noise_floor::<super::Apps>(results)
+            .map_or(String::new(), |n| escape(&n.sentence("scenario")))
     );
     out.push_str("<p class=\"meta\">pass^k: the chance that all k trials of a scenario pass (every trial must); pass@k: that at least one does.</p>");
     out.push_str(&pass_chart(results));

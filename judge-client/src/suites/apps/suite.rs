@@ -13,6 +13,7 @@
 //! Everything but `manifest.json` (which holds wall-clock times) is a pure function of the
 //! scenarios, the seed and the target's replies.
 
+use crate::report::stats::bounded_mean_ci;
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
@@ -73,6 +74,9 @@ pub struct AppsResults {
     pub graded_scenarios: u32,
     /// Mean pass^k over scenarios with a graded trial.
     pub mean_pass_hat_k: Option<f64>,
+    /// Its 95 % interval: Wilson of the mean (pass^k is in [0, 1]), honest at a few scenarios.
+    #[serde(default)]
+    pub mean_pass_hat_k_ci: Option<(f64, f64)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,6 +140,12 @@ impl AppsResults {
             passed_scenarios: graded.iter().filter(|s| s.all_passed).count() as u32,
             graded_scenarios: graded.len() as u32,
             mean_pass_hat_k,
+            mean_pass_hat_k_ci: bounded_mean_ci(
+                &graded
+                    .iter()
+                    .filter_map(|s| s.pass_hat_k)
+                    .collect::<Vec<_>>(),
+            ),
             scenarios,
         }
     }

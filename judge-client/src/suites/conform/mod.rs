@@ -160,6 +160,9 @@ impl crate::suites::Suite for Conform {
         units: crate::suites::Units::Fraction,
     });
 
+    /// A check is not a sample of the server's behaviour.
+    const NOISE_FLOOR: bool = false;
+
     fn headline(r: &Self::Results) -> Option<f64> {
         let applicable = r.passed + r.failed;
         (applicable > 0).then(|| r.passed as f64 / applicable as f64)
@@ -181,16 +184,17 @@ impl crate::suites::Suite for Conform {
     fn units(r: &Self::Results) -> Vec<crate::suites::UnitScore> {
         r.checks
             .iter()
-            .map(|c| crate::suites::UnitScore {
-                id: c.name.clone(),
-                group: c.api.as_str().to_owned(),
-                score: match c.status {
-                    CheckStatus::Pass => Some(1.0),
-                    CheckStatus::Fail => Some(0.0),
-                    CheckStatus::NotApplicable => None,
-                },
-                passed: c.status == CheckStatus::Pass,
-                figures: Vec::new(),
+            .map(|c| {
+                crate::suites::UnitScore::new(
+                    c.name.clone(),
+                    c.api.as_str().to_owned(),
+                    match c.status {
+                        CheckStatus::Pass => Some(1.0),
+                        CheckStatus::Fail => Some(0.0),
+                        CheckStatus::NotApplicable => None,
+                    },
+                    c.status == CheckStatus::Pass,
+                )
             })
             .collect()
     }

@@ -98,6 +98,7 @@ impl Suite for Load {
     type Results = LoadResults;
 
     const HEADLINE: Option<Headline> = None;
+    const NOISE_FLOOR: bool = false;
 
     fn headline(_: &Self::Results) -> Option<f64> {
         None
@@ -126,11 +127,13 @@ impl Suite for Load {
         r.steps
             .iter()
             .map(|step| UnitScore {
-                id: step.label.clone(),
-                group: step.label.clone(),
-                score: Some(1.0 - step.requests.error_rate),
-                passed: step.requests.failed == 0,
                 figures: level_figures(step),
+                ..UnitScore::new(
+                    step.label.clone(),
+                    step.label.clone(),
+                    Some(1.0 - step.requests.error_rate),
+                    step.requests.failed == 0,
+                )
             })
             .collect()
     }

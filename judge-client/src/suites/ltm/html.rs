@@ -240,7 +240,7 @@ pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTimin
     let yes = |b: bool| if b { "yes" } else { "no" };
     let _ = write!(
         out,
-        r#"{}<p><span class="big">{}</span> overall score (mean of applicable test types)</p>
+        r#"{}<p><span class="big">{}</span> overall score (mean of applicable test types){}</p><p id="noise-floor">{}</p>
 <table><tr><th>target</th><td>{}</td></tr><tr><th>model</th><td>{}</td></tr>
 <tr><th>API · history mode</th><td>{} · {} ({})</td></tr>
 <tr><th>phrasing</th><td>{} ({})</td></tr>
@@ -256,6 +256,13 @@ pub fn render(manifest: &LtmManifest, results: &RunResults, timings: &[TestTimin
             ))
             .collect::<String>(),
         pct(results.overall),
+        results.overall_ci.map_or(String::new(), |(lo, hi)| format!(
+            "; 95 % CI {}–{}",
+            pct(Some(lo)),
+            pct(Some(hi))
+        )),
+        crate::suites::compare::run_noise_floor::<super::Ltm>(results)
+            .map_or(String::new(), |n| escape(&n.sentence("test"))),
         escape(&manifest.details.target.endpoint),
         escape(&caps.model),
         results.api.title(),

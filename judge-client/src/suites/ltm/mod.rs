@@ -7,9 +7,8 @@
 //! - [`run`] takes a run directory from start (or `--resume`) to its final files, [`shard`]
 //!   splits the plan across processes and merges the parts (`judge merge`);
 //! - [`config`], [`manifest`], [`results`], [`summary`]: what a run is asked and what it writes;
-//!   [`html`], [`junit`], [`logs`] render it; [`compare`] is `judge compare`.
+//!   [`html`], [`junit`], [`logs`] render it.
 
-pub mod compare;
 pub mod config;
 pub mod filler;
 pub mod generators;
@@ -34,10 +33,11 @@ pub use phrasing::Phrasing;
 pub use script::{GenParams, Step, TestSpec};
 pub use types::{TestType, generate_all};
 
-use crate::suites::{Figure, Headline, Suite, Units};
+use crate::endpoint::FailureKind;
+use crate::suites::{Figure, Headline, Setting, Suite, UnitScore, Units, WhenDifferent};
+use results::TestStatus;
 
-/// The long-term-memory suite ([`Suite`]): judged on the overall score, compared test by test
-/// (`judge compare`'s own pairing, [`compare`]).
+/// The long-term-memory suite ([`Suite`]): judged on the overall score, compared test by test.
 pub struct Ltm;
 
 impl Suite for Ltm {
@@ -75,9 +75,44 @@ impl Suite for Ltm {
         figures
     }
 
-    /// LTM runs pair through [`compare::compare`], which keeps the test type of each pair.
-    fn units(_: &Self::Results) -> Vec<crate::suites::UnitScore> {
-        Vec::new()
+    /// Trials of one test type are repeated trials.
+    const REPEATED_TRIALS: bool = true;
+
+    /// Tests by id, grouped by test type: a test the judge's side spoiled (`error`) is left
+    /// out of the pairing; one the target failed keeps the score of what it reached.
+    fn units(r: &Self::Results) -> Vec<UnitScore> {
+        r.tests
+            .iter()
+            .map(|t| {
+                let mut unit = UnitScore::new(
+                    t.id.clone(),
+                    t.test_type.name().to_owned(),
+                    t.score,
+                    t.status == TestStatus::Passed,
+                );
+                if t.status == TestStatus::Error {
+                    unit.excluded = Some(FailureKind::JudgeError.as_str().to_owned());
+                } else {
+                    unit.failure = t
+                        .failure
+                        .as_ref()
+                        .map(|f| f.kind)
+                        .filter(|k| *k != FailureKind::JudgeError);
+                }
+                unit
+            })
+            .collect()
+    }
+
+    /// Runs of different phrasings still pair by test id.
+    fn settings(r: &Self::Results) -> Vec<Setting> {
+        vec![Setting {
+            name: "phrasing",
+            value: r.phrasing.to_string(),
+            when_different: WhenDifferent::Note(
+                "tests with the same id ask the same kind of thing in other words, with other values",
+            ),
+        }]
     }
 
     fn turns(r: &Self::Results) -> Option<crate::endpoint::TurnMode> {

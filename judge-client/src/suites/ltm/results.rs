@@ -195,6 +195,10 @@ pub struct RunResults {
     pub phrasing: Phrasing,
     /// Mean of the applicable types' mean scores.
     pub overall: Option<f64>,
+    /// Its 95 % interval: Wilson of the mean over the scored tests (see
+    /// [`crate::report::stats::bounded_mean_ci`]).
+    #[serde(default)]
+    pub overall_ci: Option<(f64, f64)>,
     pub types: Vec<TypeSummary>,
     pub tests: Vec<TestResult>,
     /// What the judge noticed about the run itself, in words a user acts on (e.g. that it

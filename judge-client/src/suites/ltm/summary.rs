@@ -79,6 +79,7 @@ pub fn aggregate(config: &LtmConfig, tests: Vec<TestResult>) -> RunResults {
         api: config.api,
         phrasing: config.phrasing,
         overall: mean(&means),
+        overall_ci: bounded_mean_ci(&tests.iter().filter_map(|t| t.score).collect::<Vec<_>>()),
         types,
         grader: grader::agreement(&tests),
         tests,
@@ -124,8 +125,13 @@ pub fn render_table(results: &RunResults) -> String {
     }
     let _ = writeln!(
         out,
-        "overall score: {} (mean of applicable types; {}; {} phrasing)",
+        "overall score: {}{} (mean of applicable types; {}; {} phrasing)",
         pct(results.overall),
+        results.overall_ci.map_or(String::new(), |(lo, hi)| format!(
+            ", 95% CI {}-{}",
+            pct(Some(lo)),
+            pct(Some(hi))
+        )),
         results.turns().describe(),
         results.phrasing
     );

@@ -7,14 +7,12 @@
 //! - [`ingest`], [`runner`], [`results`], [`report`]: a run from ingestion to its files;
 //!   [`run`]: its run directory, checkpointed per conversation (`--resume`, `--shard`, `judge
 //!   merge`);
-//! - [`compare`]: two runs paired per question (`judge compare`).
 //!
 //! [`Membench`] is the suite as its runs are read back ([`Suite`]).
 
 #[cfg(test)]
 mod accounting_tests;
 pub mod bm25;
-pub mod compare;
 pub mod dataset;
 pub mod ingest;
 pub mod judge;
@@ -24,7 +22,8 @@ pub mod run;
 pub mod runner;
 pub mod scoring;
 
-use crate::suites::{Better, Figure, Headline, Suite, UnitScore, Units};
+use crate::suites::{Better, Figure, Headline, Setting, Suite, UnitScore, Units, WhenDifferent};
+use results::Outcome;
 
 /// The memory benchmarks' suite ([`Suite`]): judged on the overall score (LoCoMo's token F1,
 /// LongMemEval's judged accuracy), compared question by question.
@@ -62,17 +61,39 @@ impl Suite for Membench {
         ]
     }
 
+    /// Questions by id, grouped by category, scored by F1 (LongMemEval: the judged verdict),
+    /// with LoCoMo's J beside it: a question the target failed is a 0 in its run, one the
+    /// judge's side spoiled is left out of the pairing.
     fn units(r: &Self::Results) -> Vec<UnitScore> {
         r.questions
             .iter()
-            .map(|q| UnitScore {
-                id: q.id.clone(),
-                group: q.category.clone(),
-                score: q.score,
-                passed: report::passed(r.summary.dataset, q),
-                figures: Vec::new(),
+            .map(|q| {
+                let mut unit = UnitScore::new(
+                    q.id.clone(),
+                    q.category.clone(),
+                    q.score,
+                    report::passed(r.summary.dataset, q),
+                );
+                match q.outcome() {
+                    Outcome::Answered => {}
+                    Outcome::Failed(kind) => unit.failure = Some(kind),
+                    Outcome::Excluded(kind) => unit.excluded = Some(kind.as_str().to_owned()),
+                }
+                if r.summary.dataset == dataset::DatasetKind::Locomo {
+                    unit.also = vec![("j", q.judge_score)];
+                }
+                unit
             })
             .collect()
+    }
+
+    /// Only runs of one dataset pair.
+    fn settings(r: &Self::Results) -> Vec<Setting> {
+        vec![Setting {
+            name: "dataset",
+            value: r.summary.dataset.name().to_owned(),
+            when_different: WhenDifferent::Refuse,
+        }]
     }
 
     fn merge(

@@ -328,12 +328,22 @@ pub fn html(manifest: &MembenchManifest, results: &MembenchResults, dataset: &Da
     );
     let _ = write!(
         out,
-        r#"<p class="big">{}</p><p>{}</p>"#,
+        r#"<p class="big">{}</p><p>{}{}</p><p id="noise-floor">{}</p>"#,
         summary
             .overall
             .score
             .map_or("n/a".to_owned(), |s| pct(Some(s))),
-        escape(&summary.score_definition)
+        escape(&summary.score_definition),
+        summary
+            .overall
+            .score_ci
+            .map_or(String::new(), |(lo, hi)| format!(
+                " (95 % CI {}–{})",
+                pct(Some(lo)),
+                pct(Some(hi))
+            )),
+        crate::suites::compare::run_noise_floor::<super::Membench>(results)
+            .map_or(String::new(), |n| escape(&n.sentence("question")))
     );
     for note in summary
         .agent_recall_note

@@ -17,7 +17,7 @@ use super::ingest::Ingestion;
 use super::judge::Verdict;
 use super::scoring::{TwoOptions, locomo_category_name};
 use crate::endpoint::{Failure, FailureKind};
-use crate::report::stats::{bootstrap_ci, mean, nearest_rank, wilson};
+use crate::report::stats::{bounded_mean_ci, mean, nearest_rank, wilson};
 
 /// One question asked and scored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -249,7 +249,8 @@ fn summarise(
         *failures.entry(kind.as_str().to_owned()).or_insert(0) += 1;
     }
     let score_ci = match dataset {
-        DatasetKind::Locomo => bootstrap_ci(&scores),
+        // F1 in [0, 1]: Wilson of the mean, honest at a handful of questions.
+        DatasetKind::Locomo => bounded_mean_ci(&scores),
         DatasetKind::Longmemeval => {
             let passed = scores.iter().filter(|s| **s >= 1.0).count();
             wilson(passed, scores.len())

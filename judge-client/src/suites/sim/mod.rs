@@ -82,12 +82,15 @@ impl Suite for Sim {
     fn units(r: &Self::Results) -> Vec<UnitScore> {
         r.conversations
             .iter()
-            .map(|c| UnitScore {
-                id: format!("{}#{}", c.persona_id, c.trial),
-                group: c.persona_id.clone(),
-                score: Some(c.checks.score),
-                passed: c.checks.goal_reached,
-                figures: Vec::new(),
+            .map(|c| {
+                let mut unit = UnitScore::new(
+                    format!("{}#{}", c.persona_id, c.trial),
+                    c.persona_id.clone(),
+                    Some(c.checks.score),
+                    c.checks.goal_reached,
+                );
+                unit.excluded = c.excluded.clone();
+                unit
             })
             .collect()
     }
@@ -98,6 +101,9 @@ impl Suite for Sim {
             history: r.history,
         })
     }
+
+    /// Trials of one persona are repeated trials.
+    const REPEATED_TRIALS: bool = true;
 }
 
 /// An A/B run ([`Suite`]): already a comparison of two targets, judged on A's share of the

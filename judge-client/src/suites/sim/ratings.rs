@@ -1,6 +1,6 @@
 //! A/B statistics: Bradley-Terry ratings (on the Elo scale) fitted to pairwise preferences, with
 //! seeded bootstrap intervals, and a paired significance test (exact sign test on the pairs with a
-//! preference, plus a bootstrap interval of the mean score difference).
+//! preference, plus an adjusted interval of the mean score difference, `paired_diff_ci`).
 //!
 //! Hand-written: the fit is Hunter's MM iteration, a dozen lines; a statistics crate would bring a
 //! linear-algebra stack for it.
@@ -9,7 +9,7 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use crate::report::stats::{bootstrap_ci, mcnemar_exact, mean, wilson};
+use crate::report::stats::{mcnemar_exact, mean, paired_diff_ci, wilson};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -135,7 +135,7 @@ pub struct PairedTest {
     /// bootstrap interval of the ratings, it does not collapse when every pair goes one way.
     pub win_share_a: Option<f64>,
     pub win_share_ci: Option<(f64, f64)>,
-    /// Mean of score(A) − score(B) over the pairs, and its 95 % bootstrap interval.
+    /// Mean of score(A) − score(B) over the pairs, and its 95 % interval (`paired_diff_ci`).
     pub mean_difference: Option<f64>,
     pub difference_ci: Option<(f64, f64)>,
 }
@@ -153,7 +153,8 @@ pub fn paired_test(preferences: &[Preference], differences: &[f64]) -> PairedTes
         win_share_a: (wins_a + wins_b > 0).then(|| wins_a as f64 / (wins_a + wins_b) as f64),
         win_share_ci: wilson(wins_a, wins_a + wins_b),
         mean_difference: mean(differences),
-        difference_ci: bootstrap_ci(differences),
+        // Scores in [0, 1]: the adjusted paired interval keeps its width at a few pairs.
+        difference_ci: paired_diff_ci(differences),
     }
 }
 

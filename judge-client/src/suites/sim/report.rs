@@ -93,14 +93,17 @@ fn summary_table(out: &mut String, r: &SimResults) {
     let s = &r.summary;
     let _ = writeln!(
         out,
-        "<table><tr><th>conversations</th><th>goal rate</th><th>mean score (95% CI)</th><th>turns to resolution</th><th>safety hits</th><th>refusals</th><th>empty</th><th>overlong</th><th>repeated</th><th>fallback turns</th></tr>"
+        "<table><tr><th>conversations</th><th>goal rate (95% CI)</th><th>mean score (95% CI)</th><th>turns to resolution</th><th>safety hits</th><th>refusals</th><th>empty</th><th>overlong</th><th>repeated</th><th>fallback turns</th></tr>"
     );
+    let goal_ci = s
+        .goal_rate_ci
+        .map_or(String::new(), |(lo, hi)| format!(" ({lo:.2}–{hi:.2})"));
     let ci = s
         .score_ci
         .map_or(String::new(), |(lo, hi)| format!(" ({lo:.2}–{hi:.2})"));
     let _ = writeln!(
         out,
-        "<tr><td>{}</td><td>{}</td><td>{}{ci}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>",
+        "<tr><td>{}</td><td>{}{goal_ci}</td><td>{}{ci}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr></table>",
         s.conversations,
         percent(s.goal_rate),
         opt(s.mean_score, 2),

@@ -10,7 +10,7 @@ use super::fidelity::Fidelity;
 use super::judge::Rubric;
 use super::runner::{Conversation, UserSource};
 use crate::endpoint::{Api, Failure, HistoryMode};
-use crate::report::stats::{bootstrap_ci, mean};
+use crate::report::stats::{bounded_mean_ci, mean, wilson};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConversationResult {
@@ -81,7 +81,11 @@ pub struct Summary {
     /// Share of scored conversations in which every goal was reached; null when none is
     /// scored (the run could not measure the agent).
     pub goal_rate: Option<f64>,
+    /// The goal rate's 95 % Wilson interval.
+    #[serde(default)]
+    pub goal_rate_ci: Option<(f64, f64)>,
     pub mean_score: Option<f64>,
+    /// The mean score's 95 % interval (Wilson of the mean).
     pub score_ci: Option<(f64, f64)>,
     pub mean_turns_to_resolution: Option<f64>,
     pub stop_reasons: BTreeMap<String, usize>,
@@ -204,7 +208,12 @@ pub fn summarise(all: &[ConversationResult]) -> Summary {
             results.iter().filter(|r| r.checks.goal_reached).count() as f64 / results.len() as f64
         }),
         mean_score: mean(&scores),
-        score_ci: bootstrap_ci(&scores),
+        goal_rate_ci: wilson(
+            results.iter().filter(|r| r.checks.goal_reached).count(),
+            results.len(),
+        ),
+        // Scores in [0, 1]: Wilson of the mean, honest at a handful of conversations.
+        score_ci: bounded_mean_ci(&scores),
         mean_turns_to_resolution: mean(&resolved),
         stop_reasons,
         safety_hits: sum(&|r| r.checks.safety_hits.len()),
