@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use cli::apps::{AppsArgs, apps};
+use cli::calibrate::{CalibrateArgs, calibrate};
 use cli::conform::{ConformArgs, conform};
 use cli::load::{LoadArgs, load_run};
 use cli::ltm::{LtmArgs, ltm};
@@ -20,7 +21,7 @@ use judge_client::endpoint::telemetry;
     name = "judge",
     version,
     about = "Benchmarks any OpenAI-compatible chat endpoint over HTTP.",
-    after_help = "Examples:\n  judge ltm --endpoint http://127.0.0.1:8080\n  judge apps --endpoint http://127.0.0.1:8080 --action-mode tools\n  judge sim --endpoint http://127.0.0.1:8080 --endpoint-b http://127.0.0.1:8081\n  judge load --endpoint http://127.0.0.1:8080 --concurrency 64 --duration 30s\n  judge conform --endpoint http://127.0.0.1:8080 --api both\n  judge compare runs/<run-a> runs/<run-b>\n\nEvery run writes runs/<run-id>/ with results.json, junit.xml and report.html."
+    after_help = "Examples:\n  judge ltm --endpoint http://127.0.0.1:8080\n  judge apps --endpoint http://127.0.0.1:8080 --action-mode tools\n  judge sim --endpoint http://127.0.0.1:8080 --endpoint-b http://127.0.0.1:8081\n  judge load --endpoint http://127.0.0.1:8080 --concurrency 64 --duration 30s\n  judge conform --endpoint http://127.0.0.1:8080 --api both\n  judge compare runs/<run-a> runs/<run-b>\n  judge calibrate \"no memory=runs/<run-a>\" \"memory=runs/<run-b>\"\n\nEvery run writes runs/<run-id>/ with results.json, junit.xml and report.html."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -48,6 +49,9 @@ enum Command {
     Conform(ConformArgs),
     /// Compare two runs test by test; exits 3 on a significant regression of RUN_B against RUN_A.
     Compare(CompareArgs),
+    /// Read finished runs of one suite against a ladder of targets (lowest first): does the suite
+    /// order them, with intervals, and how far apart are adjacent rungs in noise floors.
+    Calibrate(CalibrateArgs),
     /// Send the requests of a fixture file to another agent and compare its replies.
     Replay(ReplayArgs),
     /// Combine the run directories of the shards of one `judge ltm --shard` benchmark into one run.
@@ -73,6 +77,7 @@ async fn run_command(command: Command) -> anyhow::Result<ExitCode> {
         Command::Ltm(args) => ltm(args).await,
         Command::Membench(args) => membench(args).await,
         Command::Compare(args) => compare_runs(args),
+        Command::Calibrate(args) => calibrate(args),
         Command::Conform(args) => conform(args).await,
         Command::Probe(args) => probe_only(args).await,
         Command::Apps(args) => apps(args).await,

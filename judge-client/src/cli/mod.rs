@@ -2,6 +2,7 @@
 //! and the progress bar they share. `main.rs` only parses and dispatches.
 
 pub mod apps;
+pub mod calibrate;
 pub mod conform;
 pub mod load;
 pub mod ltm;

@@ -50,6 +50,13 @@ pub const Z_95: f64 = 1.959_963_984_540_054;
 /// z of 80 % power.
 pub const Z_POWER_80: f64 = 0.841_621_233_572_914_3;
 
+/// The smallest difference between the means of two runs that a two-sided test at 95 %
+/// confidence detects with 80 % power, given each mean's standard error:
+/// (1.96 + 0.84) × √(se_a² + se_b²). `judge calibrate` separates adjacent rungs with it.
+pub fn detectable_between(se_a: f64, se_b: f64) -> f64 {
+    (Z_95 + Z_POWER_80) * (se_a * se_a + se_b * se_b).sqrt()
+}
+
 /// Two-sided exact McNemar test on the discordant pairs `b` and `c`: the probability, under "no
 /// difference", of a split at least as uneven (binomial with p = 1/2).
 pub fn mcnemar_exact(b: usize, c: usize) -> f64 {
@@ -398,5 +405,16 @@ mod tests {
         // The difference seen, -1/12, needs (2.8016 · sd / (1/12))² pairs.
         let needed = ((2.801_585 * sd * 12.0).powi(2)).ceil() as usize;
         assert_eq!(stats.trials_to_detect(), Some(needed));
+    }
+
+    #[test]
+    fn the_difference_detectable_between_two_runs_is_two_point_eight_combined_standard_errors() {
+        assert!((detectable_between(0.03, 0.04) - (Z_95 + Z_POWER_80) * 0.05).abs() < 1e-12);
+        assert_eq!(detectable_between(0.0, 0.0), 0.0);
+        // Symmetric in its runs.
+        assert_eq!(
+            detectable_between(0.01, 0.07),
+            detectable_between(0.07, 0.01)
+        );
     }
 }
