@@ -161,8 +161,10 @@ fn the_dashboard_follows_runs_and_a_live_simulation_in_chromium() {
                 url,
                 "--seed",
                 "3",
+                // Three trials of five types: enough paired tests for memory off's losses to be a
+                // regression the exact tests can tell from chance, as the compare step asserts.
                 "--trials",
-                "1",
+                "3",
                 "--span",
                 "200",
                 "--filler-turn-tokens",
