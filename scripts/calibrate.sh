@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The calibration ladder (issue 48): runs the judge's suites against a ladder of agent-servers
+# The calibration ladder: runs the judge's suites against a ladder of agent-servers
 # whose order is known by construction, then `judge calibrate` reads the runs and says, per
 # suite, whether the suite orders the rungs, with intervals, and how far apart adjacent rungs are
 # in noise floors. The judge stays outside agent-server: each rung is an agent-server process
