@@ -1163,7 +1163,15 @@ pub(super) fn pg_error(e: tokio_postgres::Error) -> MemoryError {
 /// a server error is only "db error".
 fn describe(e: &tokio_postgres::Error) -> String {
     let Some(db) = e.as_db_error() else {
-        return e.to_string();
+        // tokio-postgres names only the kind ("error connecting to server"); the cause (refused,
+        // no such host, reset) is in the source chain.
+        let mut reason = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(cause) = source {
+            reason.push_str(&format!(": {cause}"));
+            source = cause.source();
+        }
+        return reason;
     };
     let mut reason = format!("{} (SQLSTATE {})", db.message(), db.code().code());
     if let Some(detail) = db.detail() {

@@ -1,13 +1,15 @@
 //! The production backend: working memory in Redis (`working.rs`), long-term memory in Postgres
 //! (`longterm.rs`). This module owns what spans both: the order of writes, timeouts, and start-up.
 //!
-//! # Start-up: fail fast
-//! [`RedisPostgresStore::connect`] pings Redis and runs the Postgres migrations before it returns, and
-//! fails with [`MemoryError::Unavailable`] naming the dependency (and its address, without password)
-//! if either cannot be reached. A server that starts with an unmigrated or unreachable database
-//! would only fail every request later; failing at start-up makes a misconfiguration obvious, and
-//! orchestrators (compose `depends_on: service_healthy`, Kubernetes restarts) already handle "not up
-//! yet". After start-up nothing is fatal: the Postgres pool and the Redis connection reconnect by
+//! # Start-up: wait a little, then fail
+//! [`RedisPostgresStore::connect`] pings Redis and runs the Postgres migrations before it returns.
+//! A dependency that cannot be reached yet is tried again, with growing pauses, until the start-up
+//! budget (`startup_timeout`, 30 s) is spent: a container engine can report Postgres healthy a
+//! moment before its name resolves or its port answers from another container. Then, or at once
+//! for a refusal that waiting cannot mend (a wrong password, a schema of a newer binary), it fails
+//! with the error naming the dependency and its address (without password). A server that starts
+//! with an unmigrated or unreachable database would only fail every request later; failing at
+//! start-up makes a misconfiguration obvious. After start-up nothing is fatal: the Postgres pool and the Redis connection reconnect by
 //! themselves, each operation reports the dependency that is down, and `health()` says which one
 //! for `/readyz`.
 //!
@@ -94,6 +96,11 @@ use working::Working;
 const BACKEND: &str = "redis+postgres";
 const REDIS: &str = working::DEPENDENCY;
 const POSTGRES: &str = longterm::DEPENDENCY;
+
+/// Start-up retries an unreachable Redis or Postgres after this pause, doubled each time up to
+/// [`STARTUP_MAX_PAUSE`], until [`RedisPostgresConfig::startup_timeout`] is spent.
+const STARTUP_FIRST_PAUSE: Duration = Duration::from_millis(250);
+const STARTUP_MAX_PAUSE: Duration = Duration::from_secs(2);
 
 /// Group-commit batches that may be written at the same time. A batch runs alone unless it takes
 /// unusually long (`batcher.rs`): larger batches cost Postgres less per turn. Each batch takes its
@@ -239,12 +246,6 @@ impl RedisPostgresStore {
             config.timeout,
         )?;
         let start = Deadline::new(config.startup_timeout, &config.metrics);
-        let migrate = start.run(POSTGRES, async {
-            let mut client = longterm::client(&pg).await?;
-            longterm::migrate(&mut client).await
-        });
-        let ping = start.run(REDIS, working.ping());
-        let (migrated, pinged) = tokio::join!(migrate, ping);
         let at = |url: &str, e: MemoryError| match e {
             MemoryError::Unavailable { dependency, reason } => MemoryError::Unavailable {
                 dependency,
@@ -252,8 +253,30 @@ impl RedisPostgresStore {
             },
             other => other,
         };
-        migrated.map_err(|e| at(&config.database_url, e))?;
-        pinged.map_err(|e| at(&config.redis_url, e))?;
+        let mut pause = STARTUP_FIRST_PAUSE;
+        loop {
+            let migrate = start.run(POSTGRES, async {
+                let mut client = longterm::client(&pg).await?;
+                longterm::migrate(&mut client).await
+            });
+            let ping = start.run(REDIS, working.ping());
+            let (migrated, pinged) = tokio::join!(migrate, ping);
+            let outcome = migrated
+                .map_err(|e| at(&config.database_url, e))
+                .and(pinged.map_err(|e| at(&config.redis_url, e)));
+            match outcome {
+                Ok(()) => break,
+                // Not reachable yet (a service that reported healthy before its address
+                // resolves, a restart): tried again until the start-up budget is spent.
+                Err(e @ MemoryError::Unavailable { .. }) if Instant::now() + pause < start.at => {
+                    tracing::warn!(error = %e, retry_in = ?pause, "memory backend not reachable yet");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(STARTUP_MAX_PAUSE);
+                }
+                // Refused (a wrong password, a newer schema) or out of time: fail now.
+                Err(e) => return Err(e),
+            }
+        }
         tracing::info!(config = ?config, "redis+postgres memory ready");
         let inner = Arc::new(Inner {
             memory,
