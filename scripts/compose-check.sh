@@ -84,6 +84,12 @@ apt_install() {
 for tool in podman runc debootstrap; do
   command -v "$tool" >/dev/null || { say "installing $tool"; apt_install "$tool"; }
 done
+# Compose reaches each service by its name, so the engine's networks need DNS: netavark with
+# aardvark-dns. Without them podman 4.3 falls back to CNI networks, which resolve no names
+# (agent-server then waits for "postgres" until its start-up budget runs out).
+for helper in netavark aardvark-dns; do
+  [ -x "/usr/lib/podman/$helper" ] || { say "installing $helper"; apt_install "$helper"; }
+done
 
 # Docker Compose v2 is not in Debian 12 (its docker-compose is the Python v1); trixie's package
 # carries the v2 plugin. Fetched once with apt-get from the machine's own Debian mirror, with a
@@ -116,11 +122,30 @@ else
   docker() { [ "$1" = compose ] || fail "no docker CLI for: docker $*"; shift; "$PLUGIN" "$@"; }
 fi
 say "$(docker compose version)"
+# What runs a compose command under a deadline (timeout needs a program, not the function above).
+if command -v docker >/dev/null; then COMPOSE_BIN=("$(command -v docker)" compose); else COMPOSE_BIN=("$PLUGIN"); fi
+# Every compose command of the runs gets a deadline: one that hangs (an engine that stops
+# answering, a build or a healthcheck that never ends) fails the check with its log, instead of
+# taking all of CI's time. A passing run takes a few minutes; COMPOSE_CHECK_DEADLINE changes it.
+DEADLINE=${COMPOSE_CHECK_DEADLINE:-900}
+within() { timeout --kill-after=30 "$1" "${@:2}"; }
+# Fails the check for a compose command that exited $1, with the end of its log ($2) shown here
+# (CI shows what the check prints, not the files it keeps).
+step_failed() {
+  local status=$1 log=$2 what=$3
+  say "--- the last 60 lines of $log"
+  tail -n 60 "$log" | sed 's/^/    /' >&2
+  if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+    fail "$what did not finish within $DEADLINE s ($log)"
+  fi
+  fail "$what exited $status ($log)"
+}
 
 # --- 2. the engine --------------------------------------------------------------------------------
 
 # What this machine needs of podman, none of it in the project's files:
 #   - runc (above); cgroupfs, not systemd, manages cgroups (no systemd runs here);
+#   - netavark networks (above), whose aardvark-dns resolves the services' names;
 #   - events go to a file (no journald);
 #   - no default ulimits: podman raises a rootful container's open-files limit to 1048576, above
 #     this sandbox's hard limit, and the container fails to start;
@@ -134,6 +159,8 @@ default_ulimits = []
 runtime = "runc"
 cgroup_manager = "cgroupfs"
 events_logger = "file"
+[network]
+network_backend = "netavark"
 EOF
 export CONTAINERS_CONF=$WORK/containers.conf
 # The image store persists (stand-ins are built once); podman ties it to one run root.
@@ -160,10 +187,10 @@ service_pid=
 cleanup() {
   local status=$?
   if [ "$status" != 0 ] && [ -S "$SOCKET" ] && [ -d "$WORK/repo" ]; then
-    (cd "$WORK/repo" && docker compose --profile phoenix logs --no-color --timestamps) > "$WORK/containers.log" 2>&1 || true
+    (cd "$WORK/repo" && within 120 "${COMPOSE_BIN[@]}" --profile phoenix logs --no-color --timestamps) > "$WORK/containers.log" 2>&1 || true
   fi
   if [ -S "$SOCKET" ] && [ -d "$WORK/repo" ]; then
-    (cd "$WORK/repo" && docker compose --profile phoenix down --volumes --remove-orphans >/dev/null 2>&1) || true
+    (cd "$WORK/repo" && within 120 "${COMPOSE_BIN[@]}" --profile phoenix down --volumes --remove-orphans >/dev/null 2>&1) || true
   fi
   [ -z "$health_pid" ] || kill "$health_pid" 2>/dev/null || true
   [ -z "$service_pid" ] || kill "$service_pid" 2>/dev/null || true
@@ -340,7 +367,7 @@ else
   (cd "$REPO" && cargo vendor --locked --versioned-dirs vendor > .cargo/config.toml 2> "$WORK/vendor.log") ||
     fail "cargo vendor ($WORK/vendor.log)"
 fi
-compose() { (cd "$REPO" && docker compose "${COMPOSE_FILES[@]}" "$@"); }
+compose() { (cd "$REPO" && within "$DEADLINE" "${COMPOSE_BIN[@]}" "${COMPOSE_FILES[@]}" "$@"); }
 
 if [ "$MODE" = dockerfile ]; then
   # The images as deploy/k8s/README.md builds them; compose's builds below then reuse their layers.
@@ -426,7 +453,7 @@ sleep 1
 readyz_pid=$(watch_readyz "$WORK/readyz-main.json")
 say "run 1: docker compose up --build --exit-code-from judge"
 compose up --build --exit-code-from judge > "$WORK/up-main.log" 2>&1 ||
-  fail "docker compose up --build --exit-code-from judge exited $? ($WORK/up-main.log)"
+  step_failed $? "$WORK/up-main.log" "run 1: docker compose up --build --exit-code-from judge"
 kill "$readyz_pid" 2>/dev/null || true
 check_run "run 1" "$CHECK_UID"
 check_readyz "run 1" "$WORK/readyz-main.json"
@@ -442,7 +469,7 @@ sleep 1
 say "run 2: OTEL_EXPORTER_OTLP_ENDPOINT=http://phoenix:6006 docker compose --profile phoenix up --build --exit-code-from judge"
 (export OTEL_EXPORTER_OTLP_ENDPOINT=http://phoenix:6006 AGENTWALL_UID=4343 AGENTWALL_GID=4343
  compose --profile phoenix up --build --exit-code-from judge) > "$WORK/up-phoenix.log" 2>&1 ||
-  fail "the phoenix profile's run exited $? ($WORK/up-phoenix.log)"
+  step_failed $? "$WORK/up-phoenix.log" "run 2: the phoenix profile's run"
 check_run "run 2" 4343
 check_spans "run 2" phoenix
 compose --profile phoenix down --volumes > /dev/null 2>&1
@@ -457,14 +484,14 @@ touch "$WORK/run-started"
 sleep 1
 say "run 3: docker compose up --detach agent-server, then the override example and the apps suite"
 compose up --build --detach --wait agent-server > "$WORK/up-stack.log" 2>&1 ||
-  fail "the stack did not come up for run 3 ($WORK/up-stack.log)"
+  step_failed $? "$WORK/up-stack.log" "run 3: docker compose up --detach --wait agent-server"
 # As deploy/compose.override.example.yml's header gives it (and, in the fast build, the binaries'
 # override too, so that --build does not run the Dockerfile's builder stage).
 override=(-f docker-compose.yml -f deploy/compose.override.example.yml -f .compose-check/engine.yml)
 [ "$MODE" = fast ] && override+=(-f .compose-check/fast.yml)
 (cd "$REPO" && TARGET_ENDPOINT=http://agent-server:8080 TARGET_MODEL=agentwall-builtin \
-   docker compose "${override[@]}" up --build --exit-code-from judge judge) > "$WORK/up-override.log" 2>&1 ||
-  fail "the override example's judge exited $? ($WORK/up-override.log)"
+   within "$DEADLINE" "${COMPOSE_BIN[@]}" "${override[@]}" up --build --exit-code-from judge judge) > "$WORK/up-override.log" 2>&1 ||
+  step_failed $? "$WORK/up-override.log" "run 3: the override example's judge"
 check_run "run 3 (override)" "$CHECK_UID"
 python3 - "$REPO/runs" <<'EOF' || fail "run 3: the override's run did not benchmark agent-server with --history full"
 import json, pathlib, sys
@@ -474,7 +501,7 @@ EOF
 touch "$WORK/run-started"
 sleep 1
 compose run --rm judge apps --endpoint http://agent-server:8080 --out /runs > "$WORK/apps.log" 2>&1 ||
-  fail "docker compose run --rm judge apps --endpoint http://agent-server:8080 --out /runs exited $? ($WORK/apps.log)"
+  step_failed $? "$WORK/apps.log" "run 3: docker compose run --rm judge apps --endpoint http://agent-server:8080 --out /runs"
 check_run "run 3 (apps)" "$CHECK_UID"
 compose down --volumes > /dev/null 2>&1
 say "passed: every run of docker-compose.yml ($MODE build) in $((SECONDS - started)) s"
