@@ -10,7 +10,7 @@ use crate::llm::LlmError;
 use crate::memory::MemoryError;
 
 #[derive(Debug, thiserror::Error)]
-pub enum ApiError {
+pub(crate) enum ApiError {
     /// The body or a query parameter is wrong; `param` names the field at fault.
     #[error("{message}")]
     InvalidRequest {
@@ -179,7 +179,7 @@ impl ApiError {
         }
     }
 
-    pub fn invalid(message: impl Into<String>, param: Option<&str>) -> Self {
+    pub(crate) fn invalid(message: impl Into<String>, param: Option<&str>) -> Self {
         ApiError::InvalidRequest {
             message: message.into(),
             param: param.map(str::to_owned),
@@ -187,7 +187,7 @@ impl ApiError {
     }
 
     /// The body clients receive.
-    pub fn body(&self) -> ErrorBody {
+    pub(crate) fn body(&self) -> ErrorBody {
         let row = self.row();
         ErrorBody::new(self.to_string(), row.kind, self.param(), Some(row.code))
     }

@@ -3,16 +3,21 @@
 //! The request pipeline, in order: [`http`] parses and authenticates, the [`agent`] recalls from
 //! [`memory`], asks the [`llm`] for a reply, extracts and promotes what to remember, and stores the
 //! turn; only then does [`http`] send the reply. See ARCHITECTURE.md for the code map.
+//!
+//! Public are only the modules the binary, the integration tests and the benchmarks use; the rest
+//! is `pub(crate)`, and `unreachable_pub` keeps items inside it from claiming more.
 
-pub mod agent;
+#![warn(unreachable_pub)]
+
+pub(crate) mod agent;
 pub mod config;
 pub mod embed;
-pub mod error;
-pub mod http;
+pub(crate) mod error;
+pub(crate) mod http;
 pub mod llm;
 pub mod memory;
-pub mod outbound;
+pub(crate) mod outbound;
 pub mod startup;
 pub mod task;
 pub mod telemetry;
-pub mod text;
+pub(crate) mod text;

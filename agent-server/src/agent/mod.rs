@@ -19,9 +19,9 @@
 //! after it. So a reply is never completed for a turn that was not stored, whatever API encodes
 //! it.
 
-pub mod promote;
-pub mod relay;
-pub mod semantic;
+pub(crate) mod promote;
+pub(crate) mod relay;
+pub(crate) mod semantic;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -44,13 +44,13 @@ use crate::text::language::to_second_person;
 use crate::text::lists;
 use crate::text::standing::{self, Agenda};
 use promote::PromotionEngine;
-pub use relay::{StreamEvent, TurnStream};
+pub(crate) use relay::{StreamEvent, TurnStream};
 use semantic::Semantic;
 use tracing::Instrument as _;
 use tracing::field::Empty;
 
 #[derive(Debug, thiserror::Error)]
-pub enum AgentError {
+pub(crate) enum AgentError {
     #[error(transparent)]
     Memory(#[from] MemoryError),
     #[error(transparent)]
@@ -61,7 +61,7 @@ pub enum AgentError {
 }
 
 /// What a turn produced, for an API to encode.
-pub enum TurnOutput {
+pub(crate) enum TurnOutput {
     /// The builtin model's reply; the turn is stored.
     Reply(ModelReply),
     /// An upstream model's own completion, passed through as it is; the turn is stored.
@@ -90,7 +90,7 @@ macro_rules! step_span {
 
 /// One validated turn, as the HTTP layer hands it over.
 #[derive(Debug, Clone)]
-pub struct TurnInput {
+pub(crate) struct TurnInput {
     /// The session whose memory the turn reads and writes; `None` for a request that belongs to
     /// no session, which is answered without memory and stores nothing.
     pub session: Option<SessionId>,
@@ -114,7 +114,7 @@ pub struct TurnInput {
 
 /// How a turn treats memory besides reading it.
 #[derive(Debug, Clone)]
-pub struct TurnMemory {
+pub(crate) struct TurnMemory {
     /// `false` (`X-Memory-Write: off`): the turn reads memory as usual and writes nothing, no
     /// working memory and no facts.
     pub write: bool,
@@ -143,7 +143,7 @@ impl TurnMemory {
 /// A turn between [`Agent::prepare`] and [`Agent::commit`]: what memory recalled and what the
 /// turn will write once the reply is known.
 #[derive(Debug)]
-pub struct PreparedTurn {
+pub(crate) struct PreparedTurn {
     /// Private, so that the user text cannot change between `prepare` and `commit`: its words,
     /// worked out in `prepare`, are stored with it.
     input: TurnInput,
@@ -161,7 +161,7 @@ pub struct PreparedTurn {
 
 impl PreparedTurn {
     /// What the model sees.
-    pub fn prompt(&self) -> Prompt<'_> {
+    pub(crate) fn prompt(&self) -> Prompt<'_> {
         Prompt {
             now: self.input.now,
             user_text: &self.input.user_text,
@@ -175,7 +175,7 @@ impl PreparedTurn {
     }
 }
 
-pub struct Agent {
+pub(crate) struct Agent {
     store: Arc<dyn MemoryStore>,
     model: Arc<dyn ChatModel>,
     memory_enabled: bool,
@@ -191,7 +191,7 @@ pub struct Agent {
 
 /// How an [`Agent`] uses memory, and where it records what memory costs.
 #[derive(Debug, Clone)]
-pub struct AgentOptions {
+pub(crate) struct AgentOptions {
     /// Read and write memory at all (`false`: a stateless model behind the same API).
     pub memory: bool,
     /// How many facts, and how many episodes, a turn recalls.
@@ -215,7 +215,7 @@ impl Default for AgentOptions {
 }
 
 impl Agent {
-    pub fn new(
+    pub(crate) fn new(
         store: Arc<dyn MemoryStore>,
         model: Arc<dyn ChatModel>,
         options: AgentOptions,
@@ -234,7 +234,7 @@ impl Agent {
     }
 
     /// The same agent with semantic recall: queries and new items are embedded with `semantic`.
-    pub fn with_semantic(mut self, semantic: Semantic) -> Self {
+    pub(crate) fn with_semantic(mut self, semantic: Semantic) -> Self {
         self.semantic = Some(semantic);
         self
     }
@@ -249,7 +249,7 @@ impl Agent {
 
     /// Writes facts outside a turn (the control plane's inject), embedded first when semantic
     /// recall is on.
-    pub async fn inject(
+    pub(crate) async fn inject(
         &self,
         session: &SessionId,
         mut facts: Vec<NewFact>,
@@ -260,19 +260,15 @@ impl Agent {
         Ok(self.store.inject(session, facts).await?)
     }
 
-    pub fn store(&self) -> &Arc<dyn MemoryStore> {
+    pub(crate) fn store(&self) -> &Arc<dyn MemoryStore> {
         &self.store
     }
 
-    pub fn model_name(&self) -> &str {
+    pub(crate) fn model_name(&self) -> &str {
         self.model.name()
     }
 
-    pub fn memory_enabled(&self) -> bool {
-        self.memory_enabled
-    }
-
-    pub fn model(&self) -> &dyn ChatModel {
+    pub(crate) fn model(&self) -> &dyn ChatModel {
         self.model.as_ref()
     }
 
@@ -280,7 +276,7 @@ impl Agent {
     /// completion is passed through, or, when the request streams, its stream is relayed and
     /// committed before it completes; errors up to the upstream's response head (429, 502, 504)
     /// are still returned here.
-    pub async fn turn(self: &Arc<Self>, input: TurnInput) -> Result<TurnOutput, AgentError> {
+    pub(crate) async fn turn(self: &Arc<Self>, input: TurnInput) -> Result<TurnOutput, AgentError> {
         let stream = input.request.is_stream();
         let include_usage = input.request.wants_stream_usage();
         let turn = self.prepare(input).await?;
@@ -537,7 +533,7 @@ impl Agent {
     /// together, best first, at most `limit` (the recall of [`Agent::prepare`], without the
     /// turn). Facts and episodes are ranked apart (see [`MemoryContext`]), then as one list by
     /// the same rule ([`ranking::merge_lists`]). Nothing with memory off.
-    pub async fn recall(
+    pub(crate) async fn recall(
         &self,
         session: &SessionId,
         now: DateTime<Utc>,

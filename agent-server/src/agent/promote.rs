@@ -31,7 +31,7 @@ const IMPORTANCE_MARKERS: &[&str] = &[
 ];
 
 #[derive(Debug, Clone, Copy)]
-pub struct PromotionEngine {
+pub(crate) struct PromotionEngine {
     /// Share of content words two statements must have in common to count as a repetition.
     pub repeat_similarity: f64,
 }
@@ -55,7 +55,7 @@ fn similarity(a: &[String], b: &[String]) -> f64 {
 
 impl PromotionEngine {
     /// Importance of a statement in 0..=1: markers raise it.
-    pub fn importance(&self, sentence: &str) -> f32 {
+    pub(crate) fn importance(&self, sentence: &str) -> f32 {
         let lower = sentence.to_lowercase();
         if IMPORTANCE_MARKERS.iter().any(|m| lower.contains(m)) || sentence.contains("!!") {
             0.8
@@ -73,7 +73,7 @@ impl PromotionEngine {
     /// and any further copy is retired ([`Promotion::replaces`]). So the store keeps one fact per
     /// statement, at the latest time it was said, and a statement said on every turn changes one
     /// row instead of adding one.
-    pub fn promote(
+    pub(crate) fn promote(
         &self,
         leftovers: &[String],
         working: &[Arc<WorkingItem>],
@@ -178,7 +178,7 @@ impl PromotionEngine {
 
 /// What [`PromotionEngine::promote`] decided for one turn.
 #[derive(Debug, Default, PartialEq)]
-pub struct Promotion {
+pub(crate) struct Promotion {
     /// Statements to store in long-term memory as new facts.
     pub facts: Vec<NewFact>,
     /// Statements that repeat a promoted fact recalled this turn: that fact takes them in place.

@@ -38,7 +38,7 @@ use crate::task;
 
 /// One event of a relayed turn, in the order a client must see them.
 #[derive(Debug)]
-pub enum StreamEvent {
+pub(crate) enum StreamEvent {
     /// An upstream chunk as the upstream sent it: its event's `data`.
     Forwarded(String),
     /// A chunk to encode anew: one whose unwanted `usage` was removed, or a final chunk held
@@ -51,7 +51,7 @@ pub enum StreamEvent {
 }
 
 /// A turn whose reply is being relayed. Dropping it stops the relay.
-pub struct TurnStream {
+pub(crate) struct TurnStream {
     events: mpsc::Receiver<Vec<StreamEvent>>,
     /// Until the relay's end has been looked at, for a panic.
     relay: Option<JoinHandle<()>>,
@@ -84,7 +84,7 @@ impl TurnStream {
 
     /// The next batch of events: those that arrived together. `None` once the stream has ended.
     /// Cancel-safe: a batch is not lost if the future is dropped before it resolves.
-    pub async fn next_batch(&mut self) -> Option<Vec<StreamEvent>> {
+    pub(crate) async fn next_batch(&mut self) -> Option<Vec<StreamEvent>> {
         if let Some(batch) = self.events.recv().await {
             return Some(batch);
         }

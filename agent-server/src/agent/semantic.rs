@@ -42,7 +42,7 @@ const BACKFILL_IDLE: Duration = Duration::from_secs(60);
 
 /// The embedder as a turn uses it.
 #[derive(Clone)]
-pub struct Semantic {
+pub(crate) struct Semantic {
     embedder: Arc<dyn Embedder>,
     /// Wakes the backfill: a turn stored items without their vectors.
     wake: Arc<Notify>,
@@ -51,7 +51,7 @@ pub struct Semantic {
 }
 
 impl Semantic {
-    pub fn new(embedder: Arc<dyn Embedder>, metrics: Arc<Metrics>) -> Self {
+    pub(crate) fn new(embedder: Arc<dyn Embedder>, metrics: Arc<Metrics>) -> Self {
         Self {
             embedder,
             wake: Arc::new(Notify::new()),
@@ -61,7 +61,7 @@ impl Semantic {
 
     /// The embedding of a recall's query text, or `None` (recall is then lexical; the embedder's
     /// health and metrics say why).
-    pub async fn query(&self, text: &str) -> Option<Arc<[f32]>> {
+    pub(crate) async fn query(&self, text: &str) -> Option<Arc<[f32]>> {
         let vectors = self.embedder.embed(vec![text.to_owned()]).await.ok()?;
         vectors.into_iter().next().map(Arc::from)
     }
@@ -69,7 +69,11 @@ impl Semantic {
     /// Gives the facts and episodes among `facts` that have no embedding one; `known` is a text
     /// already embedded this turn (the query) with its vector, reused for items with that text.
     /// On failure they stay without, and the backfill is woken to embed them once stored.
-    pub async fn embed_new(&self, facts: &mut [NewFact], known: Option<(&str, &Arc<[f32]>)>) {
+    pub(crate) async fn embed_new(
+        &self,
+        facts: &mut [NewFact],
+        known: Option<(&str, &Arc<[f32]>)>,
+    ) {
         let mut wanted: Vec<usize> = Vec::new();
         for (i, fact) in facts.iter_mut().enumerate() {
             if fact.embedding.is_some() || !embeddable(fact.kind) {
@@ -95,7 +99,7 @@ impl Semantic {
     }
 
     /// Starts the backfill on the runtime; it runs as long as the server does.
-    pub fn start_backfill(&self, store: Arc<dyn MemoryStore>) {
+    pub(crate) fn start_backfill(&self, store: Arc<dyn MemoryStore>) {
         let (embedder, wake) = (Arc::clone(&self.embedder), Arc::clone(&self.wake));
         crate::task::server_work(backfill(store, embedder, wake, Arc::clone(&self.metrics)));
     }

@@ -11,7 +11,7 @@ use crate::error::ApiError;
 
 /// Admin token may also come in this header, so a client can send its API key and the admin token
 /// on the same connection.
-pub const ADMIN_TOKEN_HEADER: &str = "x-admin-token";
+pub(crate) const ADMIN_TOKEN_HEADER: &str = "x-admin-token";
 
 fn bearer(req: &HttpRequest) -> Option<&str> {
     req.headers()
@@ -32,7 +32,7 @@ fn state(req: &HttpRequest) -> &AppState {
 }
 
 /// Passes when no `--api-key` is set, or the request carries it as a Bearer token.
-pub struct ApiKey;
+pub(crate) struct ApiKey;
 
 impl FromRequest for ApiKey {
     type Error = ApiError;
@@ -52,7 +52,7 @@ impl FromRequest for ApiKey {
 }
 
 /// Passes when no `--admin-token` is set, or the request carries it (Bearer or X-Admin-Token).
-pub struct AdminToken;
+pub(crate) struct AdminToken;
 
 impl FromRequest for AdminToken {
     type Error = ApiError;

@@ -11,7 +11,7 @@ use crate::error::ApiError;
 /// Reads and parses a JSON body of at most `limit` bytes. Oversized bodies are refused from their
 /// Content-Length when declared, and otherwise as soon as the stream passes the limit, so a huge
 /// body is never buffered.
-pub async fn read_json<T: DeserializeOwned>(
+pub(crate) async fn read_json<T: DeserializeOwned>(
     req: &HttpRequest,
     mut payload: web::Payload,
     limit: usize,
@@ -49,7 +49,7 @@ pub async fn read_json<T: DeserializeOwned>(
 
 /// Parses JSON, reporting the path of the offending field ("messages[0].role: unknown variant").
 /// Anything but whitespace after the value is refused, as `serde_json::from_slice` does.
-pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::invalid(
             "the request body is empty; send a JSON object",

@@ -55,7 +55,7 @@ use crate::llm::ModelReply;
         (status = 504, description = "The upstream model did not answer within --llm-timeout", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn chat_completions(
+pub(crate) async fn chat_completions(
     _key: ApiKey,
     caller: Caller,
     req: HttpRequest,

@@ -16,7 +16,7 @@ use crate::error::ApiError;
 
 /// The session a request belongs to and its "now".
 #[derive(Debug, Clone)]
-pub struct SessionContext {
+pub(crate) struct SessionContext {
     pub session: SessionId,
     pub now: DateTime<Utc>,
 }
@@ -61,7 +61,7 @@ fn session_context(req: &HttpRequest) -> Result<SessionContext, ApiError> {
 }
 
 /// The request's "now": `X-Mock-Time` when present and allowed, else the real clock.
-pub fn request_now(req: &HttpRequest) -> Result<DateTime<Utc>, ApiError> {
+pub(crate) fn request_now(req: &HttpRequest) -> Result<DateTime<Utc>, ApiError> {
     let Some(raw) = header_str(req, MOCK_TIME)? else {
         return Ok(Utc::now());
     };
@@ -78,11 +78,11 @@ pub fn request_now(req: &HttpRequest) -> Result<DateTime<Utc>, ApiError> {
 }
 
 /// Most ids one `X-Turn-Id` may name, and the longest id.
-pub const MAX_TURN_IDS: usize = 1000;
-pub const MAX_TURN_ID_CHARS: usize = 128;
+pub(crate) const MAX_TURN_IDS: usize = 1000;
+pub(crate) const MAX_TURN_ID_CHARS: usize = 128;
 
 /// The ids `X-Turn-Id` names: comma-separated, in message (or fact) order; none without it.
-pub fn turn_ids(req: &HttpRequest) -> Result<Vec<String>, ApiError> {
+pub(crate) fn turn_ids(req: &HttpRequest) -> Result<Vec<String>, ApiError> {
     let Some(raw) = header_str(req, TURN_ID)? else {
         return Ok(Vec::new());
     };
@@ -114,7 +114,7 @@ pub fn turn_ids(req: &HttpRequest) -> Result<Vec<String>, ApiError> {
 
 /// Whether a turn may write memory: `X-Memory-Write: off` answers it without storing anything;
 /// no header, the default, writes. Any other value is refused rather than guessed at.
-pub fn memory_write(req: &HttpRequest) -> Result<bool, ApiError> {
+pub(crate) fn memory_write(req: &HttpRequest) -> Result<bool, ApiError> {
     match header_str(req, MEMORY_WRITE)? {
         None => Ok(true),
         Some(value) if value.trim().eq_ignore_ascii_case(MEMORY_WRITE_OFF) => Ok(false),
@@ -127,7 +127,7 @@ pub fn memory_write(req: &HttpRequest) -> Result<bool, ApiError> {
 
 /// What a turn may do with memory, from `X-Memory-Write` and `X-Turn-Id`: the same for a chat
 /// turn and a Responses turn.
-pub fn turn_memory(req: &HttpRequest) -> Result<TurnMemory, ApiError> {
+pub(crate) fn turn_memory(req: &HttpRequest) -> Result<TurnMemory, ApiError> {
     Ok(TurnMemory {
         write: memory_write(req)?,
         turn_ids: turn_ids(req)?,

@@ -20,7 +20,7 @@ use crate::memory::{EpisodeData, NewFact, Recalled, TurnRole, normalize_key};
 use crate::text::extract::{FactExtractor, Learned};
 
 /// Most facts one inject request may carry.
-pub const MAX_INJECT_FACTS: usize = 1000;
+pub(crate) const MAX_INJECT_FACTS: usize = 1000;
 
 #[utoipa::path(
     post,
@@ -33,7 +33,7 @@ pub const MAX_INJECT_FACTS: usize = 1000;
         (status = 401, description = "Missing or wrong admin token", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn reset(
+pub(crate) async fn reset(
     _admin: AdminToken,
     ctx: SessionContext,
     state: web::Data<AppState>,
@@ -68,7 +68,7 @@ pub async fn reset(
         (status = 400, description = "Invalid body or header", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn inject(
+pub(crate) async fn inject(
     _admin: AdminToken,
     ctx: SessionContext,
     req: HttpRequest,
@@ -218,7 +218,7 @@ fn injected_episode(
 }
 
 /// Most items one recall may ask for.
-pub const MAX_RECALL_ITEMS: u32 = 1000;
+pub(crate) const MAX_RECALL_ITEMS: u32 = 1000;
 
 #[utoipa::path(
     post,
@@ -236,7 +236,7 @@ pub const MAX_RECALL_ITEMS: u32 = 1000;
         (status = 503, description = "A memory backend is unavailable", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn recall(
+pub(crate) async fn recall(
     _admin: AdminToken,
     ctx: SessionContext,
     req: HttpRequest,
@@ -307,7 +307,7 @@ fn evident_key(text: &str, now: chrono::DateTime<chrono::Utc>) -> Option<String>
     ),
     responses((status = 200, description = "The session's memory as the agent sees it now", body = MemoryView))
 )]
-pub async fn memory(
+pub(crate) async fn memory(
     _admin: AdminToken,
     ctx: SessionContext,
     state: web::Data<AppState>,

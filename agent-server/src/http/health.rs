@@ -8,7 +8,7 @@ use super::AppState;
 use super::auth::ApiKey;
 
 #[utoipa::path(get, path = "/healthz", tag = "ops", responses((status = 200, description = "The process is up", body = HealthReport)))]
-pub async fn healthz() -> HttpResponse {
+pub(crate) async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(HealthReport {
         status: "ok".into(),
         dependencies: Vec::new(),
@@ -25,7 +25,7 @@ pub async fn healthz() -> HttpResponse {
         (status = 503, description = "At least one dependency is down; the report names it", body = HealthReport),
     )
 )]
-pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+pub(crate) async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let dependencies = state.agent.store().health().await;
     let ok = dependencies.iter().all(|d| d.ok);
     let recall = state.recall.report();
@@ -49,7 +49,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 }
 
 #[utoipa::path(get, path = "/v1/models", tag = "chat", responses((status = 200, description = "The served model", body = ModelList)))]
-pub async fn models(_key: ApiKey, state: web::Data<AppState>) -> HttpResponse {
+pub(crate) async fn models(_key: ApiKey, state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok().json(ModelList::new(vec![Model {
         id: state.agent.model_name().to_owned(),
         object: "model".into(),

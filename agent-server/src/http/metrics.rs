@@ -35,7 +35,7 @@ const UNMATCHED: &str = "unmatched";
 /// Wraps every request: its trace decided ([`RequestTrace::decide`]), a `request` span (child of
 /// the caller's `traceparent` when sent) that the handler runs in, and request count, latency and
 /// in-flight metrics by route pattern and status, in the server's `metrics`.
-pub async fn observe(
+pub(crate) async fn observe(
     metrics: Arc<Metrics>,
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -154,7 +154,7 @@ impl Extractor for Headers<'_> {
     tag = "ops",
     responses((status = 200, description = "Prometheus text exposition format (version 0.0.4): agentwall_http_requests_total, agentwall_http_request_duration_seconds, agentwall_http_requests_in_flight, agentwall_memory_operation_duration_seconds, agentwall_memory_dependency_duration_seconds, agentwall_memory_batch_duration_seconds, agentwall_memory_batch_size, agentwall_upstream_request_duration_seconds, agentwall_embedding_requests_total, agentwall_embedding_texts_total, agentwall_embedding_failures_total, agentwall_embedding_request_duration_seconds, agentwall_embedding_batch_size, agentwall_embedding_pending_items", content_type = "text/plain", body = String))
 )]
-pub async fn metrics_text(state: web::Data<AppState>) -> HttpResponse {
+pub(crate) async fn metrics_text(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type(prometheus::TEXT_FORMAT)
         .body(state.metrics.render())

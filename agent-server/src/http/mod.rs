@@ -1,17 +1,17 @@
 //! The HTTP surface: routes, extractors and handlers. Handlers only translate between HTTP and the
 //! agent; every error goes through [`crate::error::ApiError`].
 
-pub mod auth;
-pub mod body;
-pub mod chat;
-pub mod context;
-pub mod control;
-pub mod health;
-pub mod metrics;
-pub mod openapi;
-pub mod panics;
-pub mod responses;
-pub mod session;
+pub(crate) mod auth;
+pub(crate) mod body;
+pub(crate) mod chat;
+pub(crate) mod context;
+pub(crate) mod control;
+pub(crate) mod health;
+pub(crate) mod metrics;
+pub(crate) mod openapi;
+pub(crate) mod panics;
+pub(crate) mod responses;
+pub(crate) mod session;
 mod turn;
 
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use crate::memory::responses::ResponseStore;
 use crate::telemetry::Metrics;
 
 /// Shared by all handlers.
-pub struct AppState {
+pub(crate) struct AppState {
     pub agent: Arc<Agent>,
     /// Stored responses and conversations of the Responses API.
     pub responses: Arc<dyn ResponseStore>,
@@ -46,7 +46,7 @@ pub struct AppState {
 }
 
 /// Registers every route. Each resource answers other methods with 405 in OpenAI's error shape.
-pub fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
+pub(crate) fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>) {
     cfg.app_data(state)
         .service(
             resource("/v1/chat/completions", "POST").route(web::post().to(chat::chat_completions)),

@@ -33,8 +33,8 @@ use utoipa::OpenApi;
         super::control::memory,
     )
 )]
-pub struct ApiDoc;
+pub(crate) struct ApiDoc;
 
-pub async fn openapi_json() -> HttpResponse {
+pub(crate) async fn openapi_json() -> HttpResponse {
     HttpResponse::Ok().json(ApiDoc::openapi())
 }

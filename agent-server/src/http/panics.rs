@@ -22,7 +22,7 @@ use crate::task::panic_message;
 
 /// Middleware: runs the rest of the chain and turns a panic in it into a 500. Wrap it inside
 /// `metrics::observe`, so that the 500 is counted and its span marked as an error.
-pub async fn answer_panics(
+pub(crate) async fn answer_panics(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {

@@ -29,15 +29,15 @@ use crate::error::ApiError;
 
 /// Prefix of sessions made for a client that named none. Such an id is a capability like a
 /// response id: unguessable, and usable as an `X-Session-Id` afterwards.
-pub const NEW_SESSION_PREFIX: &str = "auto:";
+pub(crate) const NEW_SESSION_PREFIX: &str = "auto:";
 /// Prefix of sessions derived from the `user` field; refused in `X-Session-Id`, so a client
 /// cannot name another user's derived session.
-pub const USER_SESSION_PREFIX: &str = "user:";
+pub(crate) const USER_SESSION_PREFIX: &str = "user:";
 
 /// The request's session header, if any, and its "now". With `--require-session`, the header
 /// is required.
 #[derive(Debug, Clone)]
-pub struct Caller {
+pub(crate) struct Caller {
     pub header: Option<SessionId>,
     pub now: DateTime<Utc>,
 }
@@ -87,7 +87,7 @@ fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
 
 /// What a request says about its session besides the header.
 #[derive(Debug, Default)]
-pub struct Claims<'a> {
+pub(crate) struct Claims<'a> {
     /// The session of the conversation or previous response the request continues.
     pub bound: Option<&'a SessionId>,
     /// The OpenAI `user` or `safety_identifier` field.
@@ -97,7 +97,7 @@ pub struct Claims<'a> {
 }
 
 /// The session a request belongs to; `None`: answer without memory.
-pub fn resolve(
+pub(crate) fn resolve(
     state: &AppState,
     caller: &Caller,
     claims: Claims<'_>,
@@ -121,19 +121,19 @@ pub fn resolve(
 
 /// Whether `caller` may see state of `owner`: a caller with a header only its own session's;
 /// one without, anything it holds the id of (ids are capabilities; docs/agent-server.md).
-pub fn may_see(caller: &Caller, owner: &SessionId) -> bool {
+pub(crate) fn may_see(caller: &Caller, owner: &SessionId) -> bool {
     caller.header.as_ref().is_none_or(|h| h == owner)
 }
 
 /// A new, unguessable session.
-pub fn new_session() -> SessionId {
+pub(crate) fn new_session() -> SessionId {
     let id = format!("{NEW_SESSION_PREFIX}{}", uuid::Uuid::new_v4().simple());
     SessionId::parse(&id).expect("a prefix and hex digits form a session id")
 }
 
 /// The session of an OpenAI `user` value: hashed with the API key, so that the same `user` under
 /// another key is another session and the value cannot be read back from the id.
-pub fn from_user(api_key: Option<&str>, user: &str) -> SessionId {
+pub(crate) fn from_user(api_key: Option<&str>, user: &str) -> SessionId {
     let mut hash = Sha256::new();
     hash.update(api_key.unwrap_or_default().as_bytes());
     hash.update([0]);
@@ -146,7 +146,7 @@ pub fn from_user(api_key: Option<&str>, user: &str) -> SessionId {
 
 /// The header naming the session on an answer: `X-Session-Id`, or `X-Memory-Write: off` when
 /// the request was answered without memory.
-pub fn session_header(session: Option<&SessionId>) -> (HeaderName, HeaderValue) {
+pub(crate) fn session_header(session: Option<&SessionId>) -> (HeaderName, HeaderValue) {
     match session {
         Some(session) => (
             HeaderName::from_static(SESSION_ID),
@@ -160,7 +160,7 @@ pub fn session_header(session: Option<&SessionId>) -> (HeaderName, HeaderValue) 
 }
 
 /// A 200 answer naming `session` ([`session_header`]).
-pub fn ok_in(session: Option<&SessionId>) -> HttpResponseBuilder {
+pub(crate) fn ok_in(session: Option<&SessionId>) -> HttpResponseBuilder {
     let mut response = HttpResponse::Ok();
     response.insert_header(session_header(session));
     response

@@ -162,7 +162,7 @@ pub(crate) mod contract {
         }
     }
 
-    pub async fn run(store: &dyn ResponseStore) {
+    pub(crate) async fn run(store: &dyn ResponseStore) {
         // Chains, oldest first.
         store
             .put_response(Arc::new(response("r1", "s1", None, None)))

@@ -52,7 +52,7 @@ pub(crate) struct StoredForm {
 
 impl StoredForm {
     /// Text and times stored as given.
-    pub const EXACT: StoredForm = StoredForm {
+    pub(super) const EXACT: StoredForm = StoredForm {
         text: |text| text,
         time: |at| at,
     };
@@ -117,7 +117,11 @@ impl<'a> FactWrites<'a> {
     /// Starts from the stored current facts of the keys the batch writes, and the stored facts
     /// its restatements name (both read under whatever keeps them from changing until the
     /// batch's writes are applied).
-    pub fn new(stored: Vec<StoredKeyed>, restatable: Vec<StoredUnkeyed>, form: StoredForm) -> Self {
+    pub(super) fn new(
+        stored: Vec<StoredKeyed>,
+        restatable: Vec<StoredUnkeyed>,
+        form: StoredForm,
+    ) -> Self {
         let mut writes = Self {
             form,
             current: HashMap::with_capacity(stored.len()),
@@ -148,7 +152,7 @@ impl<'a> FactWrites<'a> {
 
     /// Adds one turn: its retirements, its facts, its restatements. Returns one [`StoredFact`]
     /// per fact, then one per restatement (the restated fact's id, or the new fact's).
-    pub fn turn(&mut self, session: &'a str, turn: &TurnWrite) -> Vec<StoredFact> {
+    pub(super) fn turn(&mut self, session: &'a str, turn: &TurnWrite) -> Vec<StoredFact> {
         self.retire(session, &turn.retire);
         let mut stored = self.add(session, &turn.facts);
         stored.extend(self.restate(session, &turn.restate));
@@ -157,7 +161,7 @@ impl<'a> FactWrites<'a> {
 
     /// Adds facts written outside a turn (an inject), or a turn's facts; one [`StoredFact`] per
     /// input, in order.
-    pub fn add(&mut self, session: &'a str, facts: &[NewFact]) -> Vec<StoredFact> {
+    pub(super) fn add(&mut self, session: &'a str, facts: &[NewFact]) -> Vec<StoredFact> {
         let mut stored: Vec<StoredFact> = Vec::with_capacity(facts.len());
         // Rows of this call: one it replaces itself is reported not current, since `current`
         // describes the state after the call's turn.
@@ -266,7 +270,7 @@ impl<'a> FactWrites<'a> {
     }
 
     /// What the batch writes.
-    pub fn finish(mut self) -> Resolved<'a> {
+    pub(super) fn finish(mut self) -> Resolved<'a> {
         let updates = self
             .restated
             .iter()

@@ -22,7 +22,7 @@ use tracing_subscriber::fmt::{FormatFields, FormattedFields};
 
 /// The field formatter; see the module documentation.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct PlainFields;
+pub(super) struct PlainFields;
 
 impl<'w> FormatFields<'w> for PlainFields {
     fn format_fields<R: RecordFields>(&self, writer: Writer<'w>, fields: R) -> fmt::Result {

@@ -14,7 +14,7 @@ static RELATIVE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// A number word or digits as a count.
-pub fn parse_count(word: &str) -> Option<i64> {
+pub(crate) fn parse_count(word: &str) -> Option<i64> {
     let w = word.to_lowercase();
     Some(match w.as_str() {
         "a" | "an" | "one" => 1,
@@ -34,7 +34,7 @@ pub fn parse_count(word: &str) -> Option<i64> {
 }
 
 /// The span `count` `unit`s long (`unit` as written: "day", "hours", ...).
-pub fn span(count: i64, unit: &str) -> Option<Duration> {
+pub(crate) fn span(count: i64, unit: &str) -> Option<Duration> {
     let unit = unit.to_lowercase();
     let unit = unit.trim_end_matches('s');
     Some(match unit {
@@ -50,24 +50,24 @@ pub fn span(count: i64, unit: &str) -> Option<Duration> {
 }
 
 /// How a date is written back to users: ISO first (machine-checkable), then in words.
-pub fn describe_date(t: DateTime<Utc>) -> String {
+pub(crate) fn describe_date(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d (%A, %-d %B %Y)").to_string()
 }
 
-pub fn describe_datetime(t: DateTime<Utc>) -> String {
+pub(crate) fn describe_datetime(t: DateTime<Utc>) -> String {
     t.format("%Y-%m-%d %H:%M UTC (%A, %-d %B %Y)").to_string()
 }
 
 /// Whether `text` holds a relative time expression ("tomorrow", "in 3 days"), which
 /// [`absolutize`] would rewrite: without one, what is read from a text does not depend on when.
 /// The pattern is unanchored, so a text without one has none in any of its parts either.
-pub fn mentions_relative_time(text: &str) -> bool {
+pub(crate) fn mentions_relative_time(text: &str) -> bool {
     RELATIVE.is_match(text)
 }
 
 /// Rewrites relative time expressions in `text` as absolute dates seen from `now`. Returns `None`
 /// when there is nothing relative in the text.
-pub fn absolutize(text: &str, now: DateTime<Utc>) -> Option<String> {
+pub(crate) fn absolutize(text: &str, now: DateTime<Utc>) -> Option<String> {
     if !mentions_relative_time(text) {
         return None;
     }

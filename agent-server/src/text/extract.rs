@@ -28,7 +28,7 @@ use crate::memory::{NewFact, normalize_key};
 
 /// Something a user turn taught.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Learned {
+pub(crate) enum Learned {
     /// A fact, rule or reminder, ready to store.
     Item(NewFact),
     /// An edit of a named list; resolved against the list's current state by `lists`.
@@ -36,7 +36,7 @@ pub enum Learned {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ListEdit {
+pub(crate) struct ListEdit {
     /// Normalised list name ("shopping").
     pub list: String,
     pub op: ListOp,
@@ -47,7 +47,7 @@ pub struct ListEdit {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListOp {
+pub(crate) enum ListOp {
     Add,
     Remove,
 }
@@ -167,22 +167,22 @@ fn parse_ordinal(word: &str) -> Option<i64> {
 
 /// Stateless extractor; see the module documentation for what it recognises.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct FactExtractor;
+pub(crate) struct FactExtractor;
 
 /// What one user turn yields.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Extraction {
+pub(crate) struct Extraction {
     pub learned: Vec<Learned>,
     /// Statements (not questions) nothing was extracted from: candidates for promotion.
     pub leftovers: Vec<String>,
 }
 
 impl FactExtractor {
-    pub fn extract(&self, text: &str, now: DateTime<Utc>) -> Vec<Learned> {
+    pub(crate) fn extract(&self, text: &str, now: DateTime<Utc>) -> Vec<Learned> {
         self.extract_turn(text, now).learned
     }
 
-    pub fn extract_turn(&self, text: &str, now: DateTime<Utc>) -> Extraction {
+    pub(crate) fn extract_turn(&self, text: &str, now: DateTime<Utc>) -> Extraction {
         let mut out = Extraction::default();
         for sentence in sentences(text).into_iter().filter(|s| !is_question(s)) {
             let learned = self.extract_sentence(trim_sentence(sentence), now);
@@ -363,7 +363,7 @@ fn split_items(items: &str) -> Vec<&str> {
 }
 
 /// "2 apples" → (Some(2), "apples"); "the milk" → (None, "milk"); "a dozen eggs" → (Some(12), "eggs").
-pub fn quantity_and_name(raw: &str) -> (Option<u32>, String) {
+pub(crate) fn quantity_and_name(raw: &str) -> (Option<u32>, String) {
     let mut words: Vec<&str> = raw.split_whitespace().collect();
     let mut quantity = None;
     if let Some(first) = words.first() {

@@ -2,7 +2,7 @@
 
 /// Splits text into sentences at `.`, `!`, `?` or a newline followed by whitespace or the end.
 /// Decimal points ("3.5") and dates ("2026-01-02") stay inside their sentence.
-pub fn sentences(text: &str) -> Vec<&str> {
+pub(crate) fn sentences(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     let bytes = text.as_bytes();
@@ -25,7 +25,7 @@ pub fn sentences(text: &str) -> Vec<&str> {
 }
 
 /// Strips the final punctuation and surrounding quotes/space of a sentence.
-pub fn trim_sentence(s: &str) -> &str {
+pub(crate) fn trim_sentence(s: &str) -> &str {
     s.trim().trim_end_matches(['.', '!', '?', ';', ',']).trim()
 }
 
@@ -37,7 +37,7 @@ const QUESTION_OPENERS: &[&str] = &[
 
 /// Whether a sentence asks something: it ends with `?`, or opens like a question or a request to
 /// recall ("Tell me my ...", "List my ...") rather than like a statement.
-pub fn is_question(sentence: &str) -> bool {
+pub(crate) fn is_question(sentence: &str) -> bool {
     let s = sentence.trim();
     if s.ends_with('?') {
         return true;
@@ -62,7 +62,7 @@ pub fn is_question(sentence: &str) -> bool {
 
 /// Rewrites a user's first-person sentence as the assistant would say it back:
 /// "My favourite colour is teal" → "Your favourite colour is teal".
-pub fn to_second_person(text: &str) -> String {
+pub(crate) fn to_second_person(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     let mut previous_was_i = false;
     for (i, token) in split_keep_separators(text).into_iter().enumerate() {
@@ -129,7 +129,7 @@ fn split_keep_separators(text: &str) -> Vec<&str> {
 }
 
 /// Whether `phrase` occurs in `text` as whole words, ignoring case.
-pub fn contains_phrase(text: &str, phrase: &str) -> bool {
+pub(crate) fn contains_phrase(text: &str, phrase: &str) -> bool {
     let words = |s: &str| -> Vec<String> {
         s.split(|c: char| !c.is_alphanumeric() && c != '\'')
             .filter(|w| !w.is_empty())

@@ -9,18 +9,18 @@ use super::extract::{ListEdit, ListOp};
 use crate::memory::{Fact, NewFact};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListState {
+pub(crate) struct ListState {
     pub items: Vec<ListItem>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ListItem {
+pub(crate) struct ListItem {
     pub name: String,
     pub quantity: u32,
 }
 
 /// The key a list is stored under.
-pub fn list_key(list: &str) -> String {
+pub(crate) fn list_key(list: &str) -> String {
     format!("list:{list}")
 }
 
@@ -39,13 +39,13 @@ fn same_item(a: &str, b: &str) -> bool {
 
 impl ListState {
     /// The state stored in a list fact, if `fact` is one.
-    pub fn from_fact(fact: &Fact) -> Option<Self> {
+    pub(crate) fn from_fact(fact: &Fact) -> Option<Self> {
         fact.data
             .as_ref()
             .and_then(|d| serde_json::from_value(d.clone()).ok())
     }
 
-    pub fn apply(&mut self, edit: &ListEdit) {
+    pub(crate) fn apply(&mut self, edit: &ListEdit) {
         let existing = self
             .items
             .iter()
@@ -74,7 +74,7 @@ impl ListState {
     }
 
     /// "My shopping list: 2 apples, 1 bread." — what recall searches and what is said back.
-    pub fn describe(&self, list: &str) -> String {
+    pub(crate) fn describe(&self, list: &str) -> String {
         if self.items.is_empty() {
             return format!("My {list} list is empty.");
         }
@@ -89,7 +89,7 @@ impl ListState {
 
 /// Applies a turn's edits to the current lists (found among `known` facts) and returns the new
 /// list facts to store, one per list touched.
-pub fn apply_edits(edits: &[ListEdit], known: &[&Fact], now: DateTime<Utc>) -> Vec<NewFact> {
+pub(crate) fn apply_edits(edits: &[ListEdit], known: &[&Fact], now: DateTime<Utc>) -> Vec<NewFact> {
     let mut touched: Vec<(String, ListState)> = Vec::new();
     for edit in edits {
         let position = touched.iter().position(|(name, _)| *name == edit.list);

@@ -5,8 +5,8 @@
 //! [`crate::llm`] (which answers from what was said) read text this way, so it sits below both.
 //! It knows memory's record types and nothing above them.
 
-pub mod dates;
-pub mod extract;
-pub mod language;
-pub mod lists;
-pub mod standing;
+pub(crate) mod dates;
+pub(crate) mod extract;
+pub(crate) mod language;
+pub(crate) mod lists;
+pub(crate) mod standing;

@@ -10,7 +10,7 @@ use protocol::control::FactKind;
 
 /// What the standing items ask of this turn's reply, and how they change.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Agenda {
+pub(crate) struct Agenda {
     /// Things the reply must say, in order: rule replies first, then due reminders.
     pub must_say: Vec<Obligation>,
     /// Standing items that are used up (reminders that fired, counters replaced).
@@ -43,7 +43,7 @@ fn data_str<'a>(fact: &'a Fact, field: &str) -> Option<&'a str> {
 
 /// Evaluates `standing` for a turn saying `user_text` at `now`. Rules whose keys are in
 /// `defined_now` were (re)stated by this very turn and do not fire on it.
-pub fn evaluate(
+pub(crate) fn evaluate(
     standing: &[Fact],
     user_text: &str,
     now: DateTime<Utc>,

@@ -24,7 +24,7 @@ use crate::memory::responses::Conversation;
 const MAX_NEW_ITEMS: usize = 20;
 
 #[derive(Debug, Default, Deserialize)]
-pub struct CreateConversation {
+pub(crate) struct CreateConversation {
     #[serde(default)]
     items: Option<Vec<Item>>,
     #[serde(default)]
@@ -35,12 +35,12 @@ pub struct CreateConversation {
 }
 
 #[derive(Debug, Deserialize)]
-pub struct UpdateConversation {
+pub(crate) struct UpdateConversation {
     metadata: Value,
 }
 
 #[derive(Debug, Deserialize)]
-pub struct AddItems {
+pub(crate) struct AddItems {
     items: Vec<Item>,
 }
 
@@ -107,7 +107,7 @@ fn answer(conversation: &Conversation, body: Value) -> HttpResponse {
         (status = 400, description = "Malformed items or metadata", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn create(
+pub(crate) async fn create(
     _key: ApiKey,
     caller: Caller,
     req: HttpRequest,
@@ -148,7 +148,7 @@ pub async fn create(
         (status = 404, description = "No such conversation in this session", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn retrieve(
+pub(crate) async fn retrieve(
     _key: ApiKey,
     caller: Caller,
     id: web::Path<String>,
@@ -169,7 +169,7 @@ pub async fn retrieve(
         (status = 404, description = "No such conversation in this session", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn update(
+pub(crate) async fn update(
     _key: ApiKey,
     caller: Caller,
     id: web::Path<String>,
@@ -198,7 +198,7 @@ pub async fn update(
         (status = 404, description = "No such conversation in this session", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn delete(
+pub(crate) async fn delete(
     _key: ApiKey,
     caller: Caller,
     id: web::Path<String>,
@@ -228,7 +228,7 @@ pub async fn delete(
         (status = 404, description = "No such conversation in this session", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn list_items(
+pub(crate) async fn list_items(
     _key: ApiKey,
     caller: Caller,
     id: web::Path<String>,
@@ -253,7 +253,7 @@ pub async fn list_items(
         (status = 404, description = "No such conversation in this session", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn add_items(
+pub(crate) async fn add_items(
     _key: ApiKey,
     caller: Caller,
     id: web::Path<String>,
@@ -287,7 +287,7 @@ pub async fn add_items(
         (status = 404, description = "No such conversation in this session, or no such item in it", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn retrieve_item(
+pub(crate) async fn retrieve_item(
     _key: ApiKey,
     caller: Caller,
     path: web::Path<(String, String)>,
@@ -321,7 +321,7 @@ pub async fn retrieve_item(
         (status = 404, description = "No such conversation in this session, or no such item in it", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn delete_item(
+pub(crate) async fn delete_item(
     _key: ApiKey,
     caller: Caller,
     path: web::Path<(String, String)>,

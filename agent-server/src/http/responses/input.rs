@@ -23,7 +23,7 @@ use crate::error::ApiError;
 
 /// The request's new input items, checked and normalised: each has a `type` and an `id`, and a
 /// message's content is a list of typed text parts (as `GET .../input_items` lists them).
-pub fn new_items(request: &ResponseCreateRequest) -> Result<Vec<Value>, ApiError> {
+pub(crate) fn new_items(request: &ResponseCreateRequest) -> Result<Vec<Value>, ApiError> {
     let items = match &request.input {
         None => {
             return Err(ApiError::invalid(
@@ -44,7 +44,7 @@ pub fn new_items(request: &ResponseCreateRequest) -> Result<Vec<Value>, ApiError
 }
 
 /// Items of the list `list` (`input`, or a conversation's `items`), checked and normalised.
-pub fn normalise_items(items: Vec<Item>, list: &str) -> Result<Vec<Value>, ApiError> {
+pub(crate) fn normalise_items(items: Vec<Item>, list: &str) -> Result<Vec<Value>, ApiError> {
     items
         .into_iter()
         .enumerate()
@@ -158,13 +158,13 @@ fn normalise(mut item: Item, list: &str, i: usize) -> Result<Value, ApiError> {
 }
 
 /// A new unguessable id with OpenAI's prefix for its kind (`resp`, `msg`, `fc`, `conv`, ...).
-pub fn new_id(prefix: &str) -> String {
+pub(crate) fn new_id(prefix: &str) -> String {
     format!("{prefix}_{}", uuid::Uuid::new_v4().simple())
 }
 
 /// Every `function_call_output` of `new` answers a `function_call` of `prior` or of `new`
 /// before it: an output without its call cannot be given to a model.
-pub fn check_outputs_answer_calls(prior: &[&Value], new: &[Value]) -> Result<(), ApiError> {
+pub(crate) fn check_outputs_answer_calls(prior: &[&Value], new: &[Value]) -> Result<(), ApiError> {
     let is_call = |v: &Value, id: &str| v["type"] == item_type::FUNCTION_CALL && v["call_id"] == id;
     for (i, item) in new.iter().enumerate() {
         if item["type"] != item_type::FUNCTION_CALL_OUTPUT {
@@ -196,7 +196,7 @@ pub fn check_outputs_answer_calls(prior: &[&Value], new: &[Value]) -> Result<(),
 /// nothing, and `Item`'s flattened `extra` and untagged content make serde buffer and copy every
 /// field first. On a turn continuing a chain of ten responses that parse was a fifth of the
 /// request's CPU time (docs/results/responses-api.md). A value that is not an object is skipped.
-pub fn messages<'a>(
+pub(crate) fn messages<'a>(
     instructions: Option<&str>,
     items: impl IntoIterator<Item = &'a Value>,
 ) -> Vec<ChatMessage> {
@@ -275,7 +275,7 @@ fn content_text(item: &Value) -> Option<String> {
 }
 
 /// The chat request the agent runs: `messages`, with the request's generation parameters.
-pub fn chat_request(
+pub(crate) fn chat_request(
     request: &ResponseCreateRequest,
     messages: Vec<ChatMessage>,
 ) -> Result<ChatCompletionRequest, ApiError> {

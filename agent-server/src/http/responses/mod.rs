@@ -17,10 +17,10 @@
 //! [`Agent::turn`]: crate::agent::Agent::turn
 //! [`ResponseStore`]: crate::memory::responses::ResponseStore
 
-pub mod conversations;
-pub mod input;
-pub mod output;
-pub mod stream;
+pub(crate) mod conversations;
+pub(crate) mod input;
+pub(crate) mod output;
+pub(crate) mod stream;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -69,7 +69,7 @@ use stream::Events;
         (status = 503, description = "A memory backend is unavailable", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn create(
+pub(crate) async fn create(
     _key: ApiKey,
     caller: Caller,
     req: HttpRequest,
@@ -385,7 +385,7 @@ async fn visible(state: &AppState, caller: &Caller, id: &str) -> Result<StoredRe
         (status = 404, description = "No such response in this session (or it was created with store: false, deleted, or reset)", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn retrieve(
+pub(crate) async fn retrieve(
     _key: ApiKey,
     caller: Caller,
     id: web::Path<String>,
@@ -408,7 +408,7 @@ pub async fn retrieve(
         (status = 404, description = "No such response in this session", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn delete(
+pub(crate) async fn delete(
     _key: ApiKey,
     caller: Caller,
     id: web::Path<String>,
@@ -422,14 +422,14 @@ pub async fn delete(
 
 /// `limit`, `order` and `after` of a list request.
 #[derive(Debug, Deserialize)]
-pub struct ListQuery {
+pub(crate) struct ListQuery {
     limit: Option<usize>,
     order: Option<String>,
     after: Option<String>,
 }
 
 impl ListQuery {
-    pub fn of(req: &HttpRequest) -> Result<Self, ApiError> {
+    pub(crate) fn of(req: &HttpRequest) -> Result<Self, ApiError> {
         web::Query::<Self>::from_query(req.query_string())
             .map(web::Query::into_inner)
             .map_err(|e| ApiError::invalid(format!("invalid query: {e}"), None))
@@ -437,7 +437,7 @@ impl ListQuery {
 
     /// A page of `items` (oldest first) as OpenAI's list object; newest first unless
     /// `order=asc`.
-    pub fn page(&self, mut items: Vec<Value>) -> Result<Value, ApiError> {
+    pub(crate) fn page(&self, mut items: Vec<Value>) -> Result<Value, ApiError> {
         let limit = self.limit.unwrap_or(20);
         if !(1..=100).contains(&limit) {
             return Err(ApiError::invalid(
@@ -485,7 +485,7 @@ impl ListQuery {
         (status = 404, description = "No such response in this session", body = protocol::openai::ErrorBody),
     )
 )]
-pub async fn input_items(
+pub(crate) async fn input_items(
     _key: ApiKey,
     caller: Caller,
     id: web::Path<String>,

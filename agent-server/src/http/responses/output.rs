@@ -11,7 +11,7 @@ use crate::llm::ModelReply;
 
 /// What the model answered, whichever way it came.
 #[derive(Debug, Clone, Default)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Option<Usage>,
@@ -20,7 +20,7 @@ pub struct Answer {
 }
 
 impl Answer {
-    pub fn from_reply(reply: ModelReply) -> Self {
+    pub(crate) fn from_reply(reply: ModelReply) -> Self {
         Self {
             truncated: reply.finish_reason == FinishReason::Length,
             text: reply.text,
@@ -29,7 +29,7 @@ impl Answer {
         }
     }
 
-    pub fn from_completion(completion: ChatCompletion) -> Self {
+    pub(crate) fn from_completion(completion: ChatCompletion) -> Self {
         let Some(choice) = completion.choices.into_iter().next() else {
             return Self {
                 usage: completion.usage,
@@ -49,7 +49,7 @@ impl Answer {
 /// The fixed parts of one response: known before the model answers, so a stream can send them
 /// in `response.created`.
 #[derive(Debug, Clone)]
-pub struct Head {
+pub(crate) struct Head {
     pub id: String,
     pub model: String,
     pub created_at: DateTime<Utc>,
@@ -61,7 +61,7 @@ pub struct Head {
 
 impl Head {
     /// The response object with `output` and `status`; `usage` when known.
-    pub fn object(&self, status: &str, output: Vec<Value>, usage: Option<&Usage>) -> Value {
+    pub(crate) fn object(&self, status: &str, output: Vec<Value>, usage: Option<&Usage>) -> Value {
         let r = &self.request;
         let output_text: String = output
             .iter()
@@ -99,7 +99,7 @@ impl Head {
     }
 
     /// The finished response for `answer`.
-    pub fn finished(&self, answer: &Answer) -> Value {
+    pub(crate) fn finished(&self, answer: &Answer) -> Value {
         let status = if answer.truncated {
             "incomplete"
         } else {
@@ -110,7 +110,7 @@ impl Head {
 }
 
 /// `usage` in the Responses shape.
-pub fn response_usage(usage: &Usage) -> Value {
+pub(crate) fn response_usage(usage: &Usage) -> Value {
     let cached = usage
         .prompt_tokens_details
         .as_ref()
@@ -131,7 +131,7 @@ pub fn response_usage(usage: &Usage) -> Value {
 }
 
 /// An assistant message item holding `text`.
-pub fn message_item(id: &str, text: &str, status: &str) -> Value {
+pub(crate) fn message_item(id: &str, text: &str, status: &str) -> Value {
     json!({
         "type": "message",
         "id": id,
@@ -141,12 +141,12 @@ pub fn message_item(id: &str, text: &str, status: &str) -> Value {
     })
 }
 
-pub fn text_part(text: &str) -> Value {
+pub(crate) fn text_part(text: &str) -> Value {
     json!({"type": "output_text", "text": text, "annotations": []})
 }
 
 /// A `function_call` item; a call without an id gets one, as the item must pair with its output.
-pub fn call_item(id: &str, call: &ToolCall, status: &str) -> Value {
+pub(crate) fn call_item(id: &str, call: &ToolCall, status: &str) -> Value {
     let call_id = if call.id.is_empty() {
         new_id("call")
     } else {
@@ -164,7 +164,7 @@ pub fn call_item(id: &str, call: &ToolCall, status: &str) -> Value {
 
 /// The output items of an answer: its text as a message (also an empty one when there is
 /// nothing else), then its function calls.
-pub fn output_items(answer: &Answer) -> Vec<Value> {
+pub(crate) fn output_items(answer: &Answer) -> Vec<Value> {
     let mut items = Vec::new();
     if !answer.text.is_empty() || answer.tool_calls.is_empty() {
         items.push(message_item(&new_id("msg"), &answer.text, "completed"));

@@ -19,7 +19,7 @@ use super::output::{Answer, Head, message_item, text_part};
 use crate::error::ApiError;
 
 /// The events of one response, written as server-sent events.
-pub struct Events {
+pub(crate) struct Events {
     head: Head,
     sequence: i64,
     body: Vec<u8>,
@@ -38,7 +38,7 @@ enum Open {
 
 impl Events {
     /// Starts with `response.created` and `response.in_progress`.
-    pub fn start(head: Head) -> Self {
+    pub(crate) fn start(head: Head) -> Self {
         let mut events = Self {
             head,
             sequence: 0,
@@ -66,7 +66,7 @@ impl Events {
     }
 
     /// The events written since the last take.
-    pub fn take(&mut self) -> Bytes {
+    pub(crate) fn take(&mut self) -> Bytes {
         Bytes::from(std::mem::take(&mut self.body))
     }
 
@@ -75,7 +75,7 @@ impl Events {
     }
 
     /// Text of the answer's message, as it arrives.
-    pub fn text(&mut self, delta: &str) {
+    pub(crate) fn text(&mut self, delta: &str) {
         if delta.is_empty() {
             return;
         }
@@ -111,7 +111,13 @@ impl Events {
     }
 
     /// A piece of the function call numbered `index` (a new number starts a new call).
-    pub fn call(&mut self, index: u32, call_id: Option<&str>, name: Option<&str>, arguments: &str) {
+    pub(crate) fn call(
+        &mut self,
+        index: u32,
+        call_id: Option<&str>,
+        name: Option<&str>,
+        arguments: &str,
+    ) {
         let same = matches!(&self.open, Open::Call { index: open, .. } if *open == index);
         if !same {
             self.close_open();
@@ -185,7 +191,7 @@ impl Events {
     }
 
     /// One chunk of an upstream's stream.
-    pub fn chunk(&mut self, chunk: &ChatCompletionChunk) {
+    pub(crate) fn chunk(&mut self, chunk: &ChatCompletionChunk) {
         for choice in chunk.choices.iter().filter(|c| c.index == 0) {
             if let Some(text) = &choice.delta.content {
                 self.text(text);
@@ -211,7 +217,7 @@ impl Events {
     }
 
     /// A whole answer (the builtin model's, already stored), as deltas of a few words each.
-    pub fn answer(&mut self, answer: &Answer) {
+    pub(crate) fn answer(&mut self, answer: &Answer) {
         for piece in crate::http::chat::content_pieces(&answer.text) {
             self.text(&piece);
         }
@@ -229,7 +235,7 @@ impl Events {
 
     /// Closes the last item (an answer with nothing in it gets an empty message) and returns the
     /// finished response object, to store before [`Events::finish`] sends it.
-    pub fn close_items(&mut self) -> Value {
+    pub(crate) fn close_items(&mut self) -> Value {
         self.close_open();
         if self.output.is_empty() {
             let item = message_item(&new_id("msg"), "", "completed");
@@ -254,7 +260,7 @@ impl Events {
     }
 
     /// The terminal event for the finished (and stored) response.
-    pub fn finish(&mut self, response: Value) {
+    pub(crate) fn finish(&mut self, response: Value) {
         let kind = if response["status"] == "incomplete" {
             event::INCOMPLETE
         } else {
@@ -264,7 +270,7 @@ impl Events {
     }
 
     /// `response.failed`: nothing more follows, and nothing was stored.
-    pub fn fail(&mut self, error: &ApiError) {
+    pub(crate) fn fail(&mut self, error: &ApiError) {
         tracing::error!(error = %error, "a streamed response failed");
         let body = error.body().error;
         let mut response = self.head.object("failed", self.output.clone(), None);

@@ -259,7 +259,7 @@ pub const WAL_AUTOCHECKPOINT_FRAMES: u32 = 10_000;
 /// file at its largest size for reuse: one long read (a large session's snapshot) during a burst
 /// of turns would leave that much disk taken for good. With this limit the next restart of the
 /// log cuts the file back. Above the usual 40 MiB, so a steady server never truncates and regrows it.
-pub const WAL_SIZE_LIMIT_BYTES: i64 = 64 << 20;
+pub(super) const WAL_SIZE_LIMIT_BYTES: i64 = 64 << 20;
 
 /// The writer's page cache, in KiB (SQLite's default is 2,000 KiB).
 ///
@@ -272,7 +272,7 @@ pub const WAL_SIZE_LIMIT_BYTES: i64 = 64 << 20;
 /// turns/s with episodes on rose by about 6 % (docs/results/semantic-recall.md). SQLite
 /// allocates the cache as pages are used, so a small database never takes it all. Readers keep
 /// the default: each reads one session at a time.
-pub const WRITER_CACHE_KIB: i64 = 16 << 10;
+pub(super) const WRITER_CACHE_KIB: i64 = 16 << 10;
 
 /// What only the writer's connection needs: readers never write, so never checkpoint, and never
 /// restart the log (which is when `journal_size_limit` applies).

@@ -51,7 +51,7 @@ pub(super) struct Job<Req, Out> {
 
 impl<Req, Out> Job<Req, Out> {
     /// Answers the job; a waiter that stopped waiting no longer needs the answer.
-    pub fn answer(self, outcome: Result<Out, MemoryError>) {
+    pub(super) fn answer(self, outcome: Result<Out, MemoryError>) {
         let _ = self.reply.send(outcome);
     }
 }
