@@ -25,7 +25,8 @@ pub fn mentions(text: &str, term: &str) -> bool {
     !term.is_empty() && format!(" {} ", normalize(text)).contains(&format!(" {term} "))
 }
 
-const MONTHS: &[&str] = &[
+/// The months' names, lower case, January first.
+pub(crate) const MONTHS: &[&str] = &[
     "january",
     "february",
     "march",

@@ -77,19 +77,8 @@ fn slot_words() -> HashSet<String> {
         "friday",
         "saturday",
         "sunday",
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
     ]);
+    terms.extend(crate::text::MONTHS);
     terms
         .iter()
         .flat_map(|t| {
