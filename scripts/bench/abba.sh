@@ -16,13 +16,16 @@
 # BENCH_UPSTREAM=1 the servers run in upstream mode, as in bench-load.sh's parts d and h: their
 # model is a bare_server (16 chunks per reply) placed and sized as they are (CPU 0 and 1 worker, or
 # unpinned with 2), the turns are streamed at 16 connections, and each run also prints the time to
-# first token (TTFT) p50 and p99.
+# first token (TTFT) p50 and p99, with the model's own TTFT measured directly before the first run
+# and after the last (what agent-server adds is the difference); BENCH_RATE=N sends them open
+# loop at N requests/s instead (where no queue hides what a turn adds).
 #
 #   scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 #   BENCH_WHOLE_MACHINE=1 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 #   BENCH_BACKEND=redis+postgres scripts/test-services.sh run \
 #     scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 #   BENCH_UPSTREAM=1 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
+#   BENCH_UPSTREAM=1 BENCH_RATE=200 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/bench/lib.sh
@@ -62,9 +65,18 @@ if [ "${BENCH_UPSTREAM:-0}" = 1 ]; then
     --workers "$workers" --chunks 16 2>"$work/upstream.log" &
   upstream=$!
   wait_up "$upstream_port"
-  load=(--concurrency 16 --stream)
+  if [ -n "${BENCH_RATE:-}" ]; then load=(--rate "$BENCH_RATE" --stream); else load=(--concurrency 16 --stream); fi
   model=(--llm-base-url "http://127.0.0.1:$upstream_port/v1")
 fi
+
+# direct WHEN: the model's own TTFT p50/p99 under the same load, without agent-server.
+direct() {
+  taskset -c 1 target/release/judge load --endpoint "http://127.0.0.1:$upstream_port" --threads 1 \
+    --duration "${seconds}s" --warmup 1s --prompt-tokens 16 --output-tokens 16 --quiet \
+    "${load[@]}" --out "$work/direct" >"$work/direct.txt" 2>&1 || { cat "$work/direct.txt" >&2; exit 1; }
+  printf '%-8s %-40s %47s\n' "$1" "the model directly" \
+    "$(head -1 "$work/direct.txt" | sed -E 's/.*ttft ([^ ]+) ms.*/\1/')" | tee -a "$work/direct-runs.txt"
+}
 
 # memory_flags RUN: sets `memory` to the server's memory flags for run RUN; for redis+postgres,
 # creates the run's database and empties Redis.
@@ -134,6 +146,7 @@ rounds=${BENCH_ROUNDS:-1}
 order=$(for round in $(seq "$rounds"); do
   if [ $((round % 2)) = 1 ]; then printf 'A B B A A B B A '; else printf 'B A A B B A A B '; fi
 done)
+[ "${BENCH_UPSTREAM:-0}" != 1 ] || direct before
 i=0
 for which in $order; do
   i=$((i + 1))
@@ -143,10 +156,11 @@ for which in $order; do
   printf '%-8s %-40s %10s %8s %8s %12s %6s %6s\n' "$i ($which)" "$binary" "$rate" "$p50" "$p99" "$ttft" "$hot" "$busy" |
     tee -a "$work/runs.txt"
 done
+[ "${BENCH_UPSTREAM:-0}" != 1 ] || direct after
 # Means and medians of each binary's runs: on this shared machine a run now and then lands in a
 # slow spell, which moves a mean more than a median.
-awk -v upstream="${BENCH_UPSTREAM:-0}" '$2 ~ /^\(A\)$/ {a[++na] = $4; split($7, t, "/"); ta += t[1]}
-     $2 ~ /^\(B\)$/ {b[++nb] = $4; split($7, t, "/"); tb += t[1]}
+awk -v upstream="${BENCH_UPSTREAM:-0}" '$2 ~ /^\(A\)$/ {a[++na] = $4; split($7, t, "/"); a50[na] = t[1]; a99[na] = t[2]}
+     $2 ~ /^\(B\)$/ {b[++nb] = $4; split($7, t, "/"); b50[nb] = t[1]; b99[nb] = t[2]}
      function mean(v, n,   s, k) { for (k = 1; k <= n; k++) s += v[k]; return s / n }
      function median(v, n,   k, j, x) {
        for (k = 2; k <= n; k++) { x = v[k]; for (j = k - 1; j >= 1 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
@@ -157,6 +171,7 @@ awk -v upstream="${BENCH_UPSTREAM:-0}" '$2 ~ /^\(A\)$/ {a[++na] = $4; split($7, 
        printf "mean A %.0f turns/s, B %.0f turns/s, B/A %.3f", ma, mb, mb / ma
        da = median(a, na); db = median(b, nb)
        printf "; median A %.0f, B %.0f, B/A %.3f", da, db, db / da
-       if (upstream == 1) printf "; mean TTFT p50 A %.3f ms, B %.3f ms", ta/na, tb/nb
+       if (upstream == 1) printf "; median TTFT p50 A %.3f ms, B %.3f ms; p99 A %.3f ms, B %.3f ms",
+         median(a50, na), median(b50, nb), median(a99, na), median(b99, nb)
        printf "\n"
      }' "$work/runs.txt"
