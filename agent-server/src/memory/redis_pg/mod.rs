@@ -9,9 +9,9 @@
 //! for a refusal that waiting cannot mend (a wrong password, a schema of a newer binary), it fails
 //! with the error naming the dependency and its address (without password). A server that starts
 //! with an unmigrated or unreachable database would only fail every request later; failing at
-//! start-up makes a misconfiguration obvious. After start-up nothing is fatal: the Postgres pool and the Redis connection reconnect by
-//! themselves, each operation reports the dependency that is down, and `health()` says which one
-//! for `/readyz`.
+//! start-up makes a misconfiguration obvious. After start-up nothing is fatal: the Postgres pool
+//! and the Redis connection reconnect by themselves, each operation reports the dependency that is
+//! down, and `health()` says which one for `/readyz`.
 //!
 //! # Group commit
 //! Turn commits and injects are not written one by one: a `batcher.rs` queue collects them and writes
