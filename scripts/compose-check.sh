@@ -116,14 +116,15 @@ export DOCKER_CONFIG=$WORK/docker-config
 mkdir -p "$DOCKER_CONFIG/cli-plugins"
 ln -s "$PLUGIN" "$DOCKER_CONFIG/cli-plugins/docker-compose"
 echo '{}' > "$DOCKER_CONFIG/config.json"
+# COMPOSE_BIN is the same as a program, for `timeout` (which cannot run a function).
 if command -v docker >/dev/null; then
   docker() { command docker "$@"; }
+  COMPOSE_BIN=("$(command -v docker)" compose)
 else
   docker() { [ "$1" = compose ] || fail "no docker CLI for: docker $*"; shift; "$PLUGIN" "$@"; }
+  COMPOSE_BIN=("$PLUGIN")
 fi
 say "$(docker compose version)"
-# What runs a compose command under a deadline (timeout needs a program, not the function above).
-if command -v docker >/dev/null; then COMPOSE_BIN=("$(command -v docker)" compose); else COMPOSE_BIN=("$PLUGIN"); fi
 # Every compose command of the runs gets a deadline: one that hangs (an engine that stops
 # answering, a build or a healthcheck that never ends) fails the check with its log, instead of
 # taking all of CI's time. A passing run takes a few minutes; COMPOSE_CHECK_DEADLINE changes it.

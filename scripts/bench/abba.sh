@@ -69,11 +69,17 @@ if [ "${BENCH_UPSTREAM:-0}" = 1 ]; then
   model=(--llm-base-url "http://127.0.0.1:$upstream_port/v1")
 fi
 
+# generate PORT NAME: one `judge load` measurement against PORT on CPU 1; its summary goes to
+# $work/NAME.txt, its run directory under $work/NAME.
+generate() {
+  taskset -c 1 target/release/judge load --endpoint "http://127.0.0.1:$1" --threads 1 \
+    --duration "${seconds}s" --warmup 1s --prompt-tokens 16 --output-tokens 16 --quiet \
+    "${load[@]}" --out "$work/$2" >"$work/$2.txt" 2>&1 || { cat "$work/$2.txt" >&2; exit 1; }
+}
+
 # direct WHEN: the model's own TTFT p50/p99 under the same load, without agent-server.
 direct() {
-  taskset -c 1 target/release/judge load --endpoint "http://127.0.0.1:$upstream_port" --threads 1 \
-    --duration "${seconds}s" --warmup 1s --prompt-tokens 16 --output-tokens 16 --quiet \
-    "${load[@]}" --out "$work/direct" >"$work/direct.txt" 2>&1 || { cat "$work/direct.txt" >&2; exit 1; }
+  generate "$upstream_port" direct
   printf '%-8s %-40s %47s\n' "$1" "the model directly" \
     "$(head -1 "$work/direct.txt" | sed -E 's/.*ttft ([^ ]+) ms.*/\1/')" | tee -a "$work/direct-runs.txt"
 }
@@ -127,9 +133,7 @@ run() {
   wait_up "$port"
   local started
   started=$(date +%s.%N)
-  taskset -c 1 target/release/judge load --endpoint "http://127.0.0.1:$port" --threads 1 \
-    --duration "${seconds}s" --warmup 1s --prompt-tokens 16 --output-tokens 16 --quiet \
-    "${load[@]}" --out "$work/judge" >"$work/judge.txt" 2>&1 || { cat "$work/judge.txt" >&2; exit 1; }
+  generate "$port" judge
   batch_busy "$(echo "$(date +%s.%N) - $started" | bc)"
   stop_server
   hot_share

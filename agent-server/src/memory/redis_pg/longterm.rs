@@ -1166,10 +1166,8 @@ fn describe(e: &tokio_postgres::Error) -> String {
         // tokio-postgres names only the kind ("error connecting to server"); the cause (refused,
         // no such host, reset) is in the source chain.
         let mut reason = e.to_string();
-        let mut source = std::error::Error::source(e);
-        while let Some(cause) = source {
+        for cause in causes(e) {
             reason.push_str(&format!(": {cause}"));
-            source = cause.source();
         }
         return reason;
     };
@@ -1184,15 +1182,14 @@ fn describe(e: &tokio_postgres::Error) -> String {
 }
 
 fn has_io_source(e: &tokio_postgres::Error) -> bool {
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        if s.is::<std::io::Error>() {
-            return true;
-        }
-        source = s.source();
-    }
-    // The driver reports a connect timeout without an io::Error source.
-    e.to_string().contains("timeout")
+    causes(e).any(|cause| cause.is::<std::io::Error>())
+        // The driver reports a connect timeout without an io::Error source.
+        || e.to_string().contains("timeout")
+}
+
+/// The errors under `e`, nearest first.
+fn causes(e: &tokio_postgres::Error) -> impl Iterator<Item = &(dyn std::error::Error + 'static)> {
+    std::iter::successors(std::error::Error::source(e), |cause| cause.source())
 }
 
 #[cfg(test)]
