@@ -63,17 +63,8 @@ if [ "$(id -u)" != 0 ]; then
   fail "run as root: podman serves the stack rootful here (CI runs as root)"
 fi
 apt_updated=
-# The Debian mirror this machine's apt uses for its own release (its address is the machine's,
-# never written into the project): deb822 sources first, then a one-line sources.list.
-debian_mirror() {
-  local codename mirror
-  codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
-  mirror=$(cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk -v RS= -v suite="$codename" '
-    $0 ~ "(^|\n)Suites:([^\n]* )?" suite "( |\n|$)" { if (match($0, /URIs: *[^ \n]+/)) { split(substr($0, RSTART, RLENGTH), f, " "); print f[2]; exit } }')
-  [ -n "$mirror" ] || mirror=$(awk -v suite="$codename" '$1 == "deb" && $3 == suite {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
-  [ -n "$mirror" ] || fail "no Debian mirror for $codename in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list"
-  echo "$mirror"
-}
+# shellcheck source=scripts/lib/debian.sh
+source "$ROOT/scripts/lib/debian.sh"
 apt_install() {
   export DEBIAN_FRONTEND=noninteractive
   [ -n "$apt_updated" ] || { apt-get update -qq; apt_updated=1; }
@@ -98,15 +89,9 @@ PLUGIN=$CACHE/cli-plugins/docker-compose
 if ! [ -x "$PLUGIN" ]; then
   say "fetching Docker Compose v2 (Debian trixie's docker-compose package)"
   apt_dir=$WORK/apt
-  mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$apt_dir/sources" "$CACHE/cli-plugins"
-  mirror=$(debian_mirror)
-  printf 'Types: deb\nURIs: %s\nSuites: trixie\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    "$mirror" > "$apt_dir/sources/trixie.sources"
-  apt_opts=(-o Dir::Etc::sourcelist=/dev/null -o "Dir::Etc::sourceparts=$apt_dir/sources"
-            -o "Dir::State::lists=$apt_dir/lists" -o "Dir::Cache::archives=$apt_dir/archives"
-            -o Dir::State::status=/dev/null -o APT::Sandbox::User=root)
-  apt-get "${apt_opts[@]}" update -qq
-  (cd "$apt_dir" && apt-get "${apt_opts[@]}" download docker-compose >/dev/null)
+  mkdir -p "$CACHE/cli-plugins"
+  debian_apt "$apt_dir" deb trixie || fail "cannot reach Debian trixie through this machine's mirror"
+  (cd "$apt_dir" && apt-get "${DEBIAN_APT[@]}" download docker-compose >/dev/null)
   dpkg-deb -x "$apt_dir"/docker-compose_*.deb "$apt_dir/unpacked"
   install -m 0755 "$apt_dir/unpacked/usr/libexec/docker/cli-plugins/docker-compose" "$PLUGIN"
 fi
@@ -233,7 +218,7 @@ debian_standin() {
   [ "$(label_of "$image")" = "$recipe" ] && return
   say "building $image: debootstrap --variant=minbase $suite (once per machine)"
   local rootfs=$WORK/rootfs-$suite mirror
-  mirror=$(debian_mirror)
+  mirror=$(debian_mirror) || fail "no Debian mirror for debootstrap"
   debootstrap --variant=minbase "$suite" "$rootfs" "$mirror" > "$WORK/debootstrap.log" 2>&1 ||
     fail "debootstrap $suite ($WORK/debootstrap.log)"
   rm -rf "$rootfs"/var/lib/apt/lists/* "$rootfs"/var/cache/apt/archives/*.deb

@@ -87,6 +87,12 @@ impl PostgresChild {
     pub fn init() -> Self {
         let bindir = std::env::var("AGENTWALL_TEST_PG_BINDIR")
             .unwrap_or_else(|_| panic!("AGENTWALL_TEST_PG_BINDIR is not set; {SETUP_HINT}"));
+        Self::init_from(&bindir)
+    }
+
+    /// A server from the binaries in `bindir` (another Postgres than the test services').
+    pub fn init_from(bindir: &str) -> Self {
+        let bindir = bindir.to_owned();
         let run_as = match std::env::var("AGENTWALL_TEST_RUN_AS") {
             Ok(user) if !user.is_empty() => Some((id(&user, "-u"), id(&user, "-g"))),
             _ => None,

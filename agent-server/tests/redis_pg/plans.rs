@@ -289,3 +289,114 @@ fn highest_parameter(sql: &str) -> usize {
         .max()
         .unwrap_or(0)
 }
+
+/// A unit vector of 8 dimensions for item `i`: distinct directions, so that each item is its own
+/// nearest neighbour.
+fn direction(i: usize) -> Arc<[f32]> {
+    let v: Vec<f32> = (0..8)
+        .map(|d| ((i * 7 + 1) as f32 * (d as f32 + 1.0) * 0.618).sin())
+        .collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.into_iter().map(|x| x / norm).collect()
+}
+
+/// Semantic recall (pgvector) reads a small session exactly and walks the HNSW index of the
+/// vectors' dimension for a large one, which the store builds by itself when it first writes
+/// such vectors; both find an item's own vector first. Checked on the plan Postgres runs.
+#[tokio::test]
+async fn semantic_recall_reads_a_small_session_exactly_and_a_large_one_through_hnsw() {
+    let harness = Harness::new().await;
+    let large = agent_server::memory::redis_pg::SIMILAR_EXACT_UP_TO as usize + 100;
+    let fill = |session: &'static str, n: usize| {
+        let store = harness.store.clone();
+        async move {
+            let session = SessionId::parse(session).unwrap();
+            for start in (0..n).step_by(500) {
+                let batch = (start..n.min(start + 500))
+                    .map(|i| NewFact {
+                        embedding: Some(direction(i)),
+                        ..fact(None, &format!("Note {i} of {session}."))
+                    })
+                    .collect();
+                store.inject(&session, batch).await.unwrap();
+            }
+        }
+    };
+    fill("small-session", 20).await;
+    fill("large-session", large).await;
+    let client = harness.db.client().await;
+    eventually(Duration::from_secs(60), || {
+        let client = &client;
+        async move {
+            client
+                .query_opt(
+                    "SELECT 1 FROM pg_class AS c JOIN pg_index AS i ON i.indexrelid = c.oid
+                     WHERE c.relname = 'agentwall_facts_embedding_hnsw_8' AND i.indisvalid",
+                    &[],
+                )
+                .await
+                .unwrap()
+                .map(|_| ())
+                .ok_or_else(|| MemoryError::Backend {
+                    dependency: "postgres",
+                    reason: "the HNSW index is not built yet".to_owned(),
+                })
+        }
+    })
+    .await;
+    client
+        .batch_execute("ANALYZE agentwall_facts")
+        .await
+        .unwrap();
+    let sql = format!(
+        "EXPLAIN (ANALYZE, FORMAT JSON) {}",
+        agent_server::memory::redis_pg::similar_statement(8)
+    );
+    for (session, through_index) in [("large-session", true), ("small-session", false)] {
+        let vector: Vec<f32> = direction(7).to_vec();
+        let plan: serde_json::Value = client
+            .query_one(
+                &sql,
+                &[
+                    &session,
+                    &vector,
+                    &32_i64,
+                    &true,
+                    &false,
+                    &Vec::<Uuid>::new(),
+                    &false,
+                ],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        let hnsw_ran = plan_nodes(&plan).into_iter().any(|fields| {
+            fields.get("Index Name").and_then(|n| n.as_str())
+                == Some("agentwall_facts_embedding_hnsw_8")
+                && fields.get("Actual Loops").and_then(|l| l.as_u64()) > Some(0)
+        });
+        assert_eq!(hnsw_ran, through_index, "{session}: {plan:#}");
+        let scanned_table = plan_nodes(&plan).into_iter().any(|fields| {
+            fields.get("Node Type").and_then(|n| n.as_str()) == Some("Seq Scan")
+                && fields.get("Actual Loops").and_then(|l| l.as_u64()) > Some(0)
+        });
+        assert!(!scanned_table, "{session}: {plan:#}");
+
+        let ctx = harness
+            .store
+            .recall(
+                &SessionId::parse(session).unwrap(),
+                RecallQuery {
+                    vector: Some(direction(7)),
+                    ..query("nothing lexical here")
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            ctx.facts.first().map(|f| f.fact.text.as_str()),
+            Some(format!("Note 7 of {session}.").as_str()),
+            "the item whose vector the query is comes first"
+        );
+    }
+}

@@ -33,7 +33,7 @@ async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
     assert_eq!(
         versions,
-        [1, 2, 3, 4, 5, 6, 7, 8],
+        [1, 2, 3, 4, 5, 6, 7, 8, 9],
         "each migration recorded exactly once"
     );
 }
@@ -157,7 +157,7 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     let indexes: Vec<(String, String)> = client
         .query(
             "SELECT indexname::text, indexdef FROM pg_indexes WHERE tablename = 'agentwall_facts'
@@ -353,4 +353,160 @@ async fn health_reports_each_dependency() {
     assert_eq!(names, ["redis", "postgres"]);
     assert!(health.iter().all(|h| h.ok && h.error.is_none()));
     assert_eq!(harness.backend(), "redis+postgres");
+}
+
+/// A database of version 8 holds its embeddings as `real[]`: migration 9 makes them pgvector's
+/// `vector` and keeps them (semantic recall finds the item by its old vector; none is re-embedded).
+#[tokio::test]
+async fn a_version_8_database_keeps_its_embeddings_as_vectors() {
+    let db = TestDb::create().await;
+    let client = db.client().await;
+    let mut setup = String::from(
+        "CREATE TABLE agentwall_schema_migrations (
+             version integer PRIMARY KEY, name text NOT NULL,
+             applied_at timestamptz NOT NULL DEFAULT now());",
+    );
+    for (version, sql) in [
+        (
+            1,
+            include_str!("../../src/memory/redis_pg/migrations/0001_init.sql"),
+        ),
+        (
+            2,
+            include_str!("../../src/memory/redis_pg/migrations/0002_drop_tsv_gin.sql"),
+        ),
+        (
+            3,
+            include_str!("../../src/memory/redis_pg/migrations/0003_session_scoped_indexes.sql"),
+        ),
+        (
+            4,
+            include_str!("../../src/memory/redis_pg/migrations/0004_restate_in_place.sql"),
+        ),
+        (
+            5,
+            include_str!("../../src/memory/redis_pg/migrations/0005_count_kind_changes_by_row.sql"),
+        ),
+        (
+            6,
+            include_str!("../../src/memory/redis_pg/migrations/0006_source_turn_ids.sql"),
+        ),
+        (
+            7,
+            include_str!("../../src/memory/redis_pg/migrations/0007_episodes_and_embeddings.sql"),
+        ),
+        (
+            8,
+            include_str!("../../src/memory/redis_pg/migrations/0008_episode_count.sql"),
+        ),
+    ] {
+        setup.push_str(sql);
+        setup.push_str(&format!(
+            ";\nINSERT INTO agentwall_schema_migrations (version, name) VALUES ({version}, 'v{version}');\n"
+        ));
+    }
+    let (near, far) = (Uuid::new_v4(), Uuid::new_v4());
+    setup.push_str(&format!(
+        "INSERT INTO agentwall_facts (id, session_id, kind, body, observed_at, importance, source, embedding)
+         VALUES ('{near}', 'vector-session', 'fact', 'The harbour master is Lin.',
+                 '2030-01-01T09:00:00Z', 0.5, 'injected', '{{0.6,0.8,0}}'),
+                ('{far}', 'vector-session', 'fact', 'The ferry leaves at noon.',
+                 '2030-01-01T09:00:00Z', 0.5, 'injected', '{{0.8,0.6,0}}');"
+    ));
+    client.batch_execute(&setup).await.unwrap();
+    let store = RedisPostgresStore::connect(
+        config(&redis_url(), &db.url, &unique_prefix()),
+        conformance::config(),
+    )
+    .await
+    .expect("a version-8 database is migrated");
+    let column: String = client
+        .query_one(
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute
+             WHERE attrelid = 'agentwall_facts'::regclass AND attname = 'embedding'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(column, "vector");
+    assert_eq!(
+        store.unembedded(10).await.unwrap().total,
+        0,
+        "nothing to embed again"
+    );
+    let s = SessionId::parse("vector-session").unwrap();
+    let ctx = store
+        .recall(
+            &s,
+            RecallQuery {
+                vector: Some(Arc::from(vec![0.6_f32, 0.8, 0.0])),
+                ..query("zzz")
+            },
+        )
+        .await
+        .unwrap();
+    let found: Vec<(&str, Option<f64>)> = ctx
+        .facts
+        .iter()
+        .map(|f| (f.fact.text.as_str(), f.why.vector))
+        .collect();
+    assert_eq!(found.len(), 2, "{found:?}");
+    assert_eq!(found[0].0, "The harbour master is Lin.");
+    assert!((found[0].1.unwrap() - 1.0).abs() < 1e-6, "{found:?}");
+    assert!((found[1].1.unwrap() - 0.96).abs() < 1e-6, "{found:?}");
+}
+
+/// A Postgres without pgvector (Debian's own, here) is refused at start-up with an error that
+/// names the extension and what to do, and the refused migration leaves nothing behind.
+#[tokio::test]
+async fn a_postgres_without_pgvector_is_refused_at_start_naming_the_extension() {
+    let bindir = std::env::var("AGENTWALL_TEST_PLAIN_PG_BINDIR")
+        .ok()
+        .filter(|d| !d.is_empty())
+        .unwrap_or_else(|| {
+            panic!(
+                "AGENTWALL_TEST_PLAIN_PG_BINDIR is empty: this test needs a Postgres without \
+                 pgvector (apt-get install postgresql); {SETUP_HINT}"
+            )
+        });
+    let pg = PostgresChild::init_from(&bindir);
+    pg.wait_ready().await;
+    let (client, connection) = tokio_postgres::connect(&pg.admin_url(), tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    let available: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(available, 0, "{bindir} must be a Postgres without pgvector");
+    let err = RedisPostgresStore::connect(
+        config(&redis_url(), &pg.admin_url(), &unique_prefix()),
+        conformance::config(),
+    )
+    .await
+    .expect_err("a Postgres without pgvector is refused");
+    let message = err.to_string();
+    assert!(
+        message.contains("migration 9 (pgvector)")
+            && message.contains("needs the pgvector extension"),
+        "{message}"
+    );
+    let tables: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_tables WHERE tablename LIKE 'agentwall%'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        tables, 0,
+        "the migrations ran in one transaction, rolled back whole"
+    );
 }

@@ -66,7 +66,7 @@ mod recent;
 pub mod responses;
 mod working;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
@@ -118,6 +118,17 @@ type TurnOutcome = Result<Vec<StoredFact>, MemoryError>;
 pub fn recall_statement() -> &'static str {
     &longterm::RECALL_SQL
 }
+
+/// The statement semantic recall runs for vectors of `dims` dimensions, for plan checks (its
+/// parameters: `longterm::similar_sql`).
+#[cfg(feature = "test-hooks")]
+pub fn similar_statement(dims: usize) -> String {
+    longterm::similar_sql(dims)
+}
+
+/// Semantic recall reads sessions with more items of a kind than this through the HNSW index.
+#[cfg(feature = "test-hooks")]
+pub const SIMILAR_EXACT_UP_TO: i64 = longterm::SIMILAR_EXACT_UP_TO;
 
 /// The statements of a group commit that find facts by id or key, by name, for plan checks:
 /// each reads its ids or keys from `$1` and `$2` arrays (see `longterm::FACT_LOOKUPS`).
@@ -215,6 +226,11 @@ struct Inner {
     recent: RecentWorking,
     pg: deadpool_postgres::Pool,
     metrics: Arc<Metrics>,
+    /// Where the HNSW index builds connect (each on a connection of its own).
+    database_url: String,
+    /// Dimensions whose HNSW index this store has built or is building (see
+    /// [`Inner::index_vectors`]).
+    vector_indexes: std::sync::Mutex<HashSet<usize>>,
 }
 
 impl fmt::Debug for RedisPostgresStore {
@@ -285,6 +301,8 @@ impl RedisPostgresStore {
             recent: RecentWorking::new(memory.working_capacity, config.cache_items),
             pg,
             metrics: Arc::clone(&config.metrics),
+            database_url: config.database_url.clone(),
+            vector_indexes: std::sync::Mutex::default(),
         });
         let metrics = &config.metrics;
         Ok(Self {
@@ -364,6 +382,31 @@ impl Inner {
     /// A deadline of one operation's budget from now.
     fn deadline(&self) -> Deadline<'_> {
         Deadline::new(self.timeout, &self.metrics)
+    }
+
+    /// Starts building the HNSW index of `dims`-dimensional embeddings the first time this store
+    /// writes or searches such vectors (`longterm::ensure_vector_index`): in the background, since
+    /// on a large table it takes minutes, and recall reads exactly until it is valid. A failed
+    /// build is logged and tried again at the next start-up.
+    fn index_vectors(&self, dims: usize) {
+        let first = self
+            .vector_indexes
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(dims);
+        if !first {
+            return;
+        }
+        let url = self.database_url.clone();
+        task::server_work(async move {
+            match longterm::ensure_vector_index(&url, dims).await {
+                Ok(true) => tracing::info!(dims, "built the HNSW index of embeddings"),
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::warn!(dims, error = %e, "cannot build the HNSW index of embeddings; large sessions' semantic recall reads every item")
+                }
+            }
+        });
     }
 
     /// A pooled Postgres connection within the deadline.
@@ -607,6 +650,7 @@ impl Inner {
             let stored = facts.turn(session.as_str(), turn);
             for (written, new) in stored.iter().zip(&turn.facts) {
                 if let Some(vector) = &new.embedding {
+                    self.index_vectors(vector.len());
                     embeddings.insert(written.id, Arc::clone(vector));
                 }
             }
@@ -908,6 +952,7 @@ impl MemoryStore for RedisPostgresStore {
                 .chain(&episodes)
                 .map(|(fact, _)| fact.id)
                 .collect();
+            inner.index_vectors(vector.len());
             let (similar_facts, similar_episodes) = inner
                 .on_pg(deadline, async |client| {
                     longterm::similar(client, session, vector, pool, wanted, &lexical).await
@@ -1007,6 +1052,9 @@ impl MemoryStore for RedisPostgresStore {
         vectors: Vec<(Uuid, Arc<[f32]>)>,
     ) -> Result<(), MemoryError> {
         let inner = &self.inner;
+        if let Some((_, vector)) = vectors.first() {
+            inner.index_vectors(vector.len());
+        }
         inner
             .on_pg(inner.deadline(), async |client| {
                 longterm::set_embeddings(client, session, &vectors).await
