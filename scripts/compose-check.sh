@@ -285,7 +285,7 @@ for image in "${images[@]}"; do
     agentwall/*) ;;  # built by compose from deploy/*.Dockerfile
     rust:*) [ "$MODE" = dockerfile ] && rust_standin "$full" ;;
     redis:*) recipe_standin "$full" redis.Containerfile "$STANDINS" ;;
-    postgres:*) recipe_standin "$full" postgres.Containerfile "$STANDINS" ;;
+    pgvector/pgvector:*) recipe_standin "$full" postgres.Containerfile "$STANDINS" ;;
     jaegertracing/*) recipe_standin "$full" otlp.Containerfile "$STANDINS" --build-arg OTLP_PORT=4318 --build-arg UI_PORT=16686 ;;
     arizephoenix/*) recipe_standin "$full" otlp.Containerfile "$STANDINS" --build-arg OTLP_PORT=6006 --build-arg UI_PORT=6006 ;;
     *) fail "no stand-in for the image $image: add a recipe to scripts/compose-check/standins/ and a case here" ;;
