@@ -421,6 +421,52 @@ fn required_env(name: &str) -> String {
     })
 }
 
+/// Waits until no index is being built in the database at `url`, then prints what long-term
+/// memory takes there: the table with its indexes, and the HNSW indexes apart.
+async fn wait_for_vector_indexes(url: &str) {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to {url}: {e}"));
+    let connection = agent_server::task::server_work(connection);
+    let started = Instant::now();
+    loop {
+        let building: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid
+                 WHERE c.relname LIKE 'agentwall_facts_embedding_hnsw_%' AND NOT i.indisvalid",
+                &[],
+            )
+            .await
+            .expect("index state")
+            .get(0);
+        if building == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let row = client
+        .query_one(
+            "SELECT pg_total_relation_size('agentwall_facts'),
+                    coalesce((SELECT sum(pg_relation_size(c.oid)) FROM pg_class AS c
+                              WHERE c.relname LIKE 'agentwall_facts_embedding_hnsw_%'), 0)::bigint,
+                    (SELECT count(*) FROM agentwall_facts)",
+            &[],
+        )
+        .await
+        .expect("sizes");
+    let (total, hnsw, items): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
+    eprintln!(
+        "  postgres: {} items, table with indexes {:.1} MB ({} B/item), HNSW {:.1} MB; waited {:.1} s for the index",
+        items,
+        total as f64 / 1e6,
+        total / items.max(1),
+        hnsw as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    drop(client);
+    let _ = connection.await;
+}
+
 async fn admin_sql(admin_url: &str, sql: &str) {
     let (client, connection) = tokio_postgres::connect(admin_url, tokio_postgres::NoTls)
         .await
@@ -567,6 +613,11 @@ async fn main() {
 
         if let Some(vector) = first_vector {
             check_vectors_searched(store.as_ref(), &session, episodes, vector).await;
+        }
+        // Redis + Postgres builds the HNSW index when a recall first meets a session too large to
+        // read exactly (the check's recall above): measured once it is built.
+        if let Some((_, url)) = &fresh.postgres {
+            wait_for_vector_indexes(url).await;
         }
         let query_vectors: Vec<Arc<[f32]>> = match options.vectors {
             Some(dimension) => (0..QUERY_VECTORS)

@@ -301,8 +301,8 @@ fn direction(i: usize) -> Arc<[f32]> {
 }
 
 /// Semantic recall (pgvector) reads a small session exactly and walks the HNSW index of the
-/// vectors' dimension for a large one, which the store builds by itself when it first writes
-/// such vectors; both find an item's own vector first. Checked on the plan Postgres runs.
+/// vectors' dimension for a large one, which the store builds by itself when it first recalls
+/// from a large session; both find an item's own vector first. Checked on the plan Postgres runs.
 #[tokio::test]
 async fn semantic_recall_reads_a_small_session_exactly_and_a_large_one_through_hnsw() {
     let harness = Harness::new().await;
@@ -325,6 +325,37 @@ async fn semantic_recall_reads_a_small_session_exactly_and_a_large_one_through_h
     fill("small-session", 20).await;
     fill("large-session", large).await;
     let client = harness.db.client().await;
+    let index_count = async || -> i64 {
+        client
+            .query_one(
+                "SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'agentwall_facts_embedding%'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0)
+    };
+    assert_eq!(
+        index_count().await,
+        0,
+        "no index while every session is small enough"
+    );
+    // The first recall of a large session reads exactly and has the index built.
+    let ctx = harness
+        .store
+        .recall(
+            &SessionId::parse("large-session").unwrap(),
+            RecallQuery {
+                vector: Some(direction(7)),
+                ..query("nothing lexical here")
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        ctx.facts.first().map(|f| f.fact.text.as_str()),
+        Some("Note 7 of large-session.")
+    );
     eventually(Duration::from_secs(60), || {
         let client = &client;
         async move {

@@ -385,9 +385,9 @@ impl Inner {
     }
 
     /// Starts building the HNSW index of `dims`-dimensional embeddings the first time this store
-    /// writes or searches such vectors (`longterm::ensure_vector_index`): in the background, since
-    /// on a large table it takes minutes, and recall reads exactly until it is valid. A failed
-    /// build is logged and tried again at the next start-up.
+    /// recalls from a session too large to read exactly (`longterm::ensure_vector_index`): in
+    /// the background, since on a large table it takes minutes; until it is valid, recall reads
+    /// exactly. A failed build is logged and tried again at the next start-up.
     fn index_vectors(&self, dims: usize) {
         let first = self
             .vector_indexes
@@ -650,7 +650,6 @@ impl Inner {
             let stored = facts.turn(session.as_str(), turn);
             for (written, new) in stored.iter().zip(&turn.facts) {
                 if let Some(vector) = &new.embedding {
-                    self.index_vectors(vector.len());
                     embeddings.insert(written.id, Arc::clone(vector));
                 }
             }
@@ -952,12 +951,15 @@ impl MemoryStore for RedisPostgresStore {
                 .chain(&episodes)
                 .map(|(fact, _)| fact.id)
                 .collect();
-            inner.index_vectors(vector.len());
-            let (similar_facts, similar_episodes) = inner
+            let similar = inner
                 .on_pg(deadline, async |client| {
                     longterm::similar(client, session, vector, pool, wanted, &lexical).await
                 })
                 .await?;
+            if similar.large {
+                inner.index_vectors(vector.len());
+            }
+            let (similar_facts, similar_episodes) = (similar.facts, similar.episodes);
             let fuse = |lexical: Vec<(Fact, f64)>, similar: Vec<(Fact, f64)>, limit| {
                 ranking::fuse(
                     ranking::candidates(lexical, similar),
@@ -1052,9 +1054,6 @@ impl MemoryStore for RedisPostgresStore {
         vectors: Vec<(Uuid, Arc<[f32]>)>,
     ) -> Result<(), MemoryError> {
         let inner = &self.inner;
-        if let Some((_, vector)) = vectors.first() {
-            inner.index_vectors(vector.len());
-        }
         inner
             .on_pg(inner.deadline(), async |client| {
                 longterm::set_embeddings(client, session, &vectors).await
