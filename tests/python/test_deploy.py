@@ -226,6 +226,8 @@ def test_compose_variables_are_well_formed(compose):
 
 def test_postgres_has_named_volume_and_healthcheck(compose):
     pg = compose["services"]["postgres"]
+    # agent-server's long-term memory needs pgvector (migration 9 refuses a Postgres without it).
+    assert pg["image"].startswith("pgvector/pgvector:"), pg["image"]
     named = [v.split(":", 1)[0] for v in pg["volumes"]]
     assert any(name in compose.get("volumes", {}) for name in named), "postgres data must be a named volume"
     assert any(v.endswith(":/var/lib/postgresql/data") for v in pg["volumes"])
