@@ -362,7 +362,7 @@ async fn semantic_recall_reads_a_small_session_exactly_and_a_large_one_through_h
             client
                 .query_opt(
                     "SELECT 1 FROM pg_class AS c JOIN pg_index AS i ON i.indexrelid = c.oid
-                     WHERE c.relname = 'agentwall_facts_embedding_hnsw_8' AND i.indisvalid",
+                     WHERE c.relname = 'agentwall_facts_embedding_hnsw_8_fact' AND i.indisvalid",
                     &[],
                 )
                 .await
@@ -403,7 +403,7 @@ async fn semantic_recall_reads_a_small_session_exactly_and_a_large_one_through_h
             .get(0);
         let hnsw_ran = plan_nodes(&plan).into_iter().any(|fields| {
             fields.get("Index Name").and_then(|n| n.as_str())
-                == Some("agentwall_facts_embedding_hnsw_8")
+                == Some("agentwall_facts_embedding_hnsw_8_fact")
                 && fields.get("Actual Loops").and_then(|l| l.as_u64()) > Some(0)
         });
         assert_eq!(hnsw_ran, through_index, "{session}: {plan:#}");

@@ -400,8 +400,8 @@ impl Inner {
         let url = self.database_url.clone();
         task::server_work(async move {
             match longterm::ensure_vector_index(&url, dims).await {
-                Ok(true) => tracing::info!(dims, "built the HNSW index of embeddings"),
-                Ok(false) => {}
+                Ok(0) => {}
+                Ok(built) => tracing::info!(dims, built, "built the HNSW indexes of embeddings"),
                 Err(e) => {
                     tracing::warn!(dims, error = %e, "cannot build the HNSW index of embeddings; large sessions' semantic recall reads every item")
                 }
