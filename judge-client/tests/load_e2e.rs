@@ -2,10 +2,11 @@
 //! ephemeral port) that answers some requests with 429, 500 and 502, streams or not, and counts
 //! what it was sent.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
@@ -16,6 +17,8 @@ use serde_json::{Value, json};
 struct Seen {
     requests: AtomicU64,
     without_session: AtomicU64,
+    /// Per session, in arrival order: the messages of each request and its last user message.
+    sessions: Mutex<HashMap<String, Vec<(usize, String)>>>,
 }
 
 async fn models() -> HttpResponse {
@@ -35,8 +38,27 @@ async fn chat(
     seen: web::Data<Arc<Seen>>,
 ) -> HttpResponse {
     let n = seen.requests.fetch_add(1, Ordering::SeqCst);
-    if req.headers().get("x-session-id").is_none() {
-        seen.without_session.fetch_add(1, Ordering::SeqCst);
+    match req
+        .headers()
+        .get("x-session-id")
+        .and_then(|v| v.to_str().ok())
+    {
+        Some(session) => {
+            let messages = body["messages"].as_array().map_or(0, Vec::len);
+            let last = body["messages"][messages.max(1) - 1]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            seen.sessions
+                .lock()
+                .unwrap()
+                .entry(session.to_owned())
+                .or_default()
+                .push((messages, last));
+        }
+        None => {
+            seen.without_session.fetch_add(1, Ordering::SeqCst);
+        }
     }
     match n % 10 {
         3 => return error(429, "slow down"),
@@ -322,9 +344,132 @@ fn a_concurrency_sweep_reports_one_step_per_level() {
     assert_eq!(seen.requests.load(Ordering::SeqCst), 40);
 }
 
+/// Conversations: each client holds a session for its turns, one after the other and in order,
+/// with the whole history when asked; a failed turn ends its conversation; the figures come by
+/// turn index as well as overall.
+#[test]
+fn conversations_keep_their_turns_in_order_in_one_session_and_report_by_turn() {
+    let (url, seen) = start_fake();
+    let out = tempfile::tempdir().unwrap();
+    let output = judge(&[
+        "--endpoint",
+        &url,
+        "--concurrency",
+        "3",
+        "--turns",
+        "4",
+        "--history",
+        "full",
+        "--prompt-tokens",
+        "12",
+        "--output-tokens",
+        "3",
+        "--stream",
+        "--requests",
+        "60",
+        "--threads",
+        "1",
+        "--quiet",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let results = results_of(&output, out.path());
+    assert_eq!(
+        results["workload"]["conversations"],
+        json!({"turns": "4", "history": "full"})
+    );
+    let step = &results["steps"][0];
+    assert_eq!(step["requests"]["sent"], 60);
+    let bands: Vec<(u64, u64)> = step["by_turn"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["first_turn"].as_u64().unwrap(),
+                b["last_turn"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(bands, [(1, 1), (2, 2), (3, 4)]);
+    let by_turn_total: u64 = step["by_turn"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["ok"].as_u64().unwrap() + b["failed"].as_u64().unwrap())
+        .sum();
+    assert_eq!(by_turn_total, 60, "every measured turn is in a band");
+    let prompt = |i: usize| step["by_turn"][i]["mean_prompt_words"].as_f64().unwrap();
+    assert!(
+        prompt(2) > prompt(1) && prompt(1) > prompt(0),
+        "with the whole history, later turns send more"
+    );
+    let html = std::fs::read_to_string(
+        std::fs::read_dir(out.path())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path()
+            .join("report.html"),
+    )
+    .unwrap();
+    assert!(html.contains("By turn index"));
+
+    let sessions = seen.sessions.lock().unwrap();
+    let mut completed = 0;
+    for (session, requests) in sessions.iter() {
+        assert!(session.starts_with("conv-1-w0-c"), "{session}");
+        let lengths: Vec<usize> = requests.iter().map(|(n, _)| *n).collect();
+        // Turn k carries the k - 1 earlier exchanges and the new message, in order.
+        let expected: Vec<usize> = (0..lengths.len()).map(|k| 2 * k + 1).collect();
+        assert_eq!(lengths, expected, "{session}");
+        assert!(lengths.len() <= 4, "{session}: at most 4 turns");
+        completed += usize::from(lengths.len() == 4);
+        for (_, message) in requests {
+            assert!(
+                message.ends_with('.') || message.ends_with('?'),
+                "{session}: sentences, not word salad: {message}"
+            );
+        }
+    }
+    assert!(completed > 0, "some conversations ran all their turns");
+    assert!(sessions.len() >= 60 / 4, "a new session per conversation");
+}
+
+/// Memory mode: every turn sends the new message only, in the conversation's session.
+#[test]
+fn conversations_leave_the_history_to_the_targets_memory_by_default() {
+    let (url, seen) = start_fake();
+    let out = tempfile::tempdir().unwrap();
+    let output = judge(&[
+        "--endpoint",
+        &url,
+        "--concurrency",
+        "2",
+        "--turns",
+        "uniform:2-5",
+        "--requests",
+        "30",
+        "--threads",
+        "1",
+        "--quiet",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let results = results_of(&output, out.path());
+    assert_eq!(results["workload"]["conversations"]["history"], "memory");
+    let sessions = seen.sessions.lock().unwrap();
+    assert!(sessions.len() >= 30 / 5);
+    for requests in sessions.values() {
+        assert!(requests.iter().all(|(n, _)| *n == 1), "{requests:?}");
+        assert!(requests.len() <= 5);
+    }
+}
+
 #[test]
 fn bad_arguments_fail_with_clear_messages_before_any_request() {
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 7] = [
         (
             &["--endpoint", "http://127.0.0.1:9", "--slo", "ttft=fast"],
             "`fast` is not a duration",
@@ -345,6 +490,47 @@ fn bad_arguments_fail_with_clear_messages_before_any_request() {
                 "uniform:9-2",
             ],
             "min is above max",
+        ),
+        (
+            &[
+                "--endpoint",
+                "http://127.0.0.1:9",
+                "--model",
+                "m",
+                "--turns",
+                "4",
+                "--rate",
+                "5",
+            ],
+            "cannot be used with",
+        ),
+        (
+            &[
+                "--endpoint",
+                "http://127.0.0.1:9",
+                "--model",
+                "m",
+                "--turns",
+                "4",
+                "--history",
+                "full",
+                "--api",
+                "responses",
+            ],
+            "use --api chat",
+        ),
+        (
+            &[
+                "--endpoint",
+                "http://127.0.0.1:9",
+                "--model",
+                "m",
+                "--turns",
+                "4",
+                "--history",
+                "most",
+            ],
+            "use `memory`",
         ),
     ];
     for (args, want) in cases {

@@ -64,9 +64,18 @@ pub struct LoadArgs {
     /// Requested output length (max_tokens): 64, uniform:16-128 or normal:64,16.
     #[arg(long, default_value = "64")]
     pub output_tokens: String,
-    /// Distinct X-Session-Id values.
+    /// Distinct X-Session-Id values (independent requests; conversations have one each).
     #[arg(long, default_value_t = 256)]
     pub sessions: u32,
+    /// Conversations instead of independent requests: each --concurrency client is a user who
+    /// holds one session for this many turns (200, uniform:50-400 or normal:200,50), sends a turn
+    /// after the reply to the last, then starts a new conversation. Figures by turn index too.
+    #[arg(long, value_name = "TURNS", conflicts_with = "rate")]
+    pub turns: Option<String>,
+    /// With --turns: `memory` sends the new message only (the target remembers the rest);
+    /// `full` sends every earlier message and reply (Chat Completions; prompts grow).
+    #[arg(long, default_value = "memory", requires = "turns")]
+    pub history: String,
     /// Service-level objective for goodput, repeatable: ttft=200ms, tpot=50ms, latency=1s.
     #[arg(long, value_name = "METRIC=DURATION")]
     pub slo: Vec<String>,
@@ -121,6 +130,16 @@ impl LoadArgs {
             prompt_tokens: self.prompt_tokens.parse().context("--prompt-tokens")?,
             output_tokens: self.output_tokens.parse().context("--output-tokens")?,
             sessions: self.sessions,
+            conversations: self
+                .turns
+                .as_deref()
+                .map(|turns| -> anyhow::Result<load::Conversations> {
+                    Ok(load::Conversations {
+                        turns: turns.parse().context("--turns")?,
+                        history: self.history.parse()?,
+                    })
+                })
+                .transpose()?,
             slos: load::Slos::parse_all(&self.slo).context("--slo")?,
             max_in_flight: self.max_in_flight,
         })

@@ -117,8 +117,8 @@ struct Peeked {
     done: bool,
 }
 
-/// Reads one `data:` line of a stream through `api`.
-fn peek(api: Api, data: &[u8]) -> Result<Peeked, FailureKind> {
+/// Reads one `data:` line of a stream through `api`; appends its output text to `reply`, if given.
+fn peek(api: Api, data: &[u8], reply: Option<&mut String>) -> Result<Peeked, FailureKind> {
     match api {
         Api::Chat => {
             if data == b"[DONE]" {
@@ -131,6 +131,13 @@ fn peek(api: Api, data: &[u8]) -> Result<Peeked, FailureKind> {
                 serde_json::from_slice(data).map_err(|_| FailureKind::AgentError)?;
             if peek.error.is_some() {
                 return Err(FailureKind::AgentError);
+            }
+            if let Some(reply) = reply {
+                for choice in &peek.choices {
+                    if let Some(text) = choice.delta.as_ref().and_then(|d| d.content.as_deref()) {
+                        reply.push_str(text);
+                    }
+                }
             }
             Ok(Peeked {
                 output: peek.has_output(),
@@ -156,10 +163,15 @@ fn peek(api: Api, data: &[u8]) -> Result<Peeked, FailureKind> {
                         .and_then(|u| u.output_tokens),
                     done: true,
                 }),
-                event::OUTPUT_TEXT_DELTA => Ok(Peeked {
-                    output: peek.delta.is_some_and(|d| !d.is_empty()),
-                    ..Peeked::default()
-                }),
+                event::OUTPUT_TEXT_DELTA => {
+                    if let (Some(reply), Some(delta)) = (reply, peek.delta.as_deref()) {
+                        reply.push_str(delta);
+                    }
+                    Ok(Peeked {
+                        output: peek.delta.is_some_and(|d| !d.is_empty()),
+                        ..Peeked::default()
+                    })
+                }
                 _ => Ok(Peeked::default()),
             }
         }
@@ -208,17 +220,19 @@ impl ChunkPeek<'_> {
     }
 }
 
-/// Sends one request. `on_itl` gets every inter-token gap as it happens.
+/// Sends one request. `on_itl` gets every inter-token gap as it happens; `reply`, when given,
+/// gets the reply's text (a conversation with full history sends it back).
 pub async fn send(
     endpoint: &Endpoint,
     body: Bytes,
     session: HeaderValue,
     sent: Instant,
     on_itl: impl FnMut(Duration),
+    reply: Option<&mut String>,
 ) -> Result<RequestTimes, FailureKind> {
     match actix_rt::time::timeout(
         endpoint.timeout,
-        exchange(endpoint, body, session, sent, on_itl),
+        exchange(endpoint, body, session, sent, on_itl, reply),
     )
     .await
     {
@@ -233,6 +247,7 @@ async fn exchange(
     session: HeaderValue,
     sent: Instant,
     mut on_itl: impl FnMut(Duration),
+    mut reply: Option<&mut String>,
 ) -> Result<RequestTimes, FailureKind> {
     let mut request = endpoint
         .client
@@ -262,6 +277,9 @@ async fn exchange(
         let (text, tokens) = whole(endpoint.api, &bytes)?;
         // No usage: count words, the closest guess without a tokenizer.
         let tokens = tokens.unwrap_or_else(|| text.split_whitespace().count() as u64);
+        if let Some(reply) = reply {
+            *reply = text;
+        }
         return Ok(StreamTimer::whole(sent, end, tokens));
     }
 
@@ -279,7 +297,7 @@ async fn exchange(
             let Some(data) = line.strip_prefix(b"data:") else {
                 continue; // comments, `event:` lines, blank separators
             };
-            let peeked = peek(endpoint.api, data.trim_ascii())?;
+            let peeked = peek(endpoint.api, data.trim_ascii(), reply.as_deref_mut())?;
             done |= peeked.done;
             if peeked.output
                 && let Some(gap) = timer.output_chunk(arrived)
@@ -329,7 +347,7 @@ mod tests {
         assert!(!usage.has_output());
         assert_eq!(usage.usage.and_then(|u| u.completion_tokens), Some(7));
         assert_eq!(
-            peek(Api::Chat, b"[DONE]"),
+            peek(Api::Chat, b"[DONE]", None),
             Ok(Peeked {
                 done: true,
                 ..Peeked::default()
@@ -338,10 +356,31 @@ mod tests {
     }
 
     #[test]
+    fn a_streamed_reply_is_collected_when_asked_for() {
+        let mut chat = String::new();
+        for line in [
+            br#"{"choices":[{"delta":{"role":"assistant","content":""}}]}"#.as_slice(),
+            br#"{"choices":[{"delta":{"content":"Lisbon, "}}]}"#,
+            br#"{"choices":[{"delta":{"content":"last weekend."}}]}"#,
+        ] {
+            peek(Api::Chat, line, Some(&mut chat)).unwrap();
+        }
+        assert_eq!(chat, "Lisbon, last weekend.");
+        let mut responses = String::new();
+        peek(
+            Api::Responses,
+            br#"{"type":"response.output_text.delta","delta":"Hi"}"#,
+            Some(&mut responses),
+        )
+        .unwrap();
+        assert_eq!(responses, "Hi");
+    }
+
+    #[test]
     fn responses_events_give_output_usage_and_the_end() {
         let delta = peek(
             Api::Responses,
-            br#"{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}"#,
+            br#"{"type":"response.output_text.delta","sequence_number":4,"item_id":"msg_1","output_index":0,"content_index":0,"delta":"Hi"}"#, None
         );
         assert_eq!(
             delta,
@@ -352,12 +391,12 @@ mod tests {
         );
         let created = peek(
             Api::Responses,
-            br#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}}"#,
+            br#"{"type":"response.created","sequence_number":0,"response":{"id":"resp_1","object":"response","status":"in_progress","output":[],"usage":null}}"#, None
         );
         assert_eq!(created, Ok(Peeked::default()));
         let completed = peek(
             Api::Responses,
-            br#"{"type":"response.completed","sequence_number":9,"response":{"id":"resp_1","status":"completed","usage":{"input_tokens":3,"output_tokens":12,"total_tokens":15}}}"#,
+            br#"{"type":"response.completed","sequence_number":9,"response":{"id":"resp_1","status":"completed","usage":{"input_tokens":3,"output_tokens":12,"total_tokens":15}}}"#, None
         );
         assert_eq!(
             completed,
@@ -370,11 +409,12 @@ mod tests {
         assert_eq!(
             peek(
                 Api::Responses,
-                br#"{"type":"response.failed","response":{"id":"r","error":{"code":"x"}}}"#
+                br#"{"type":"response.failed","response":{"id":"r","error":{"code":"x"}}}"#,
+                None
             ),
             Err(FailureKind::AgentError)
         );
-        assert_eq!(peek(Api::Responses, b"[DONE]"), Ok(Peeked::default()));
+        assert_eq!(peek(Api::Responses, b"[DONE]", None), Ok(Peeked::default()));
         let (text, tokens) = whole(
             Api::Responses,
             br#"{"id":"resp_1","object":"response","status":"completed","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a b c"}]}],"usage":{"input_tokens":1,"output_tokens":3,"total_tokens":4}}"#,

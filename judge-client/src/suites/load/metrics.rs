@@ -136,6 +136,49 @@ pub struct Metrics {
     pub first_send: Option<Instant>,
     pub last_send: Option<Instant>,
     pub last_done: Option<Instant>,
+    /// Conversation mode: the measured turns by band of turn index
+    /// (`conversation::turn_band`); empty otherwise.
+    pub by_turn: Vec<TurnMetrics>,
+}
+
+/// The measured turns of one band of turn indexes.
+#[derive(Debug, Clone)]
+pub struct TurnMetrics {
+    pub latency: Histogram<u64>,
+    pub ttft: Histogram<u64>,
+    pub ok: u64,
+    pub failed: u64,
+    /// Words of the prompts sent (with full history, the whole conversation's).
+    pub prompt_words: u64,
+    pub output_tokens: u64,
+}
+
+impl Default for TurnMetrics {
+    fn default() -> Self {
+        Self {
+            latency: histogram(),
+            ttft: histogram(),
+            ok: 0,
+            failed: 0,
+            prompt_words: 0,
+            output_tokens: 0,
+        }
+    }
+}
+
+impl TurnMetrics {
+    fn merge(&mut self, other: &TurnMetrics) {
+        self.latency
+            .add(&other.latency)
+            .expect("histograms with the same bounds add");
+        self.ttft
+            .add(&other.ttft)
+            .expect("histograms with the same bounds add");
+        self.ok += other.ok;
+        self.failed += other.failed;
+        self.prompt_words += other.prompt_words;
+        self.output_tokens += other.output_tokens;
+    }
 }
 
 impl Default for Metrics {
@@ -157,6 +200,7 @@ impl Default for Metrics {
             first_send: None,
             last_send: None,
             last_done: None,
+            by_turn: Vec::new(),
         }
     }
 }
@@ -192,6 +236,24 @@ impl Metrics {
     pub fn record_error(&mut self, kind: FailureKind, done: Instant) {
         self.errors[kind_index(kind)] += 1;
         self.mark_done(done);
+    }
+
+    /// A measured turn of a conversation, in the band of its index: its times when it succeeded.
+    pub fn record_turn(&mut self, band: usize, prompt_words: u32, times: Option<&RequestTimes>) {
+        if self.by_turn.len() <= band {
+            self.by_turn.resize_with(band + 1, TurnMetrics::default);
+        }
+        let turn = &mut self.by_turn[band];
+        turn.prompt_words += u64::from(prompt_words);
+        match times {
+            Some(times) => {
+                turn.ok += 1;
+                turn.latency.saturating_record(micros(times.latency));
+                turn.ttft.saturating_record(micros(times.ttft));
+                turn.output_tokens += times.output_tokens;
+            }
+            None => turn.failed += 1,
+        }
     }
 
     fn mark_done(&mut self, at: Instant) {
@@ -231,6 +293,13 @@ impl Metrics {
             (Some(a), Some(b)) => Some(a.max(b)),
             (a, b) => a.or(b),
         };
+        if self.by_turn.len() < other.by_turn.len() {
+            self.by_turn
+                .resize_with(other.by_turn.len(), TurnMetrics::default);
+        }
+        for (mine, theirs) in self.by_turn.iter_mut().zip(&other.by_turn) {
+            mine.merge(theirs);
+        }
         self.first_send = earliest(self.first_send, other.first_send);
         self.last_send = latest(self.last_send, other.last_send);
         self.last_done = latest(self.last_done, other.last_done);

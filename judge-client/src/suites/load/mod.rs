@@ -3,6 +3,8 @@
 //! - [`schedule`]: closed loop (fixed concurrency) and open loop (constant or Poisson arrivals on
 //!   the clock), the stop gate (count, duration, warm-up);
 //! - [`workload`]: seeded prompt and output length distributions, pre-rendered request bodies;
+//! - [`conversation`]: `--turns`: virtual users holding a session for a conversation, their
+//!   messages from a seeded generator, the history left to the target or sent whole;
 //! - [`exchange`]: one request, streamed or not, timed and classified;
 //! - [`metrics`]: HDR histograms of latency, TTFT, ITL and TPOT (vLLM's definitions);
 //! - [`slo`]: `--slo` parsing and goodput;
@@ -12,6 +14,7 @@
 
 use std::path::PathBuf;
 
+pub mod conversation;
 pub mod cpu;
 pub mod exchange;
 pub mod metrics;
@@ -21,6 +24,7 @@ pub mod schedule;
 pub mod slo;
 pub mod workload;
 
+pub use conversation::{Conversations, History};
 pub use report::{LoadResults, StepResult};
 pub use runner::{LiveSnapshot, LoadConfig, LoadProgress, NoProgress, run};
 pub use schedule::{Arrivals, LoadLevel};

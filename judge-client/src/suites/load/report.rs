@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::LoadError;
+use super::conversation::band_turns;
 use super::metrics::{Metrics, Percentiles};
 use super::runner::LoadConfig;
 use super::schedule::LoadLevel;
@@ -119,6 +120,55 @@ pub struct StepResult {
     pub send_lag: Option<Percentiles>,
     pub client: ClientCpu,
     pub warnings: Vec<String>,
+    /// Conversation mode (`--turns`): the figures by band of turn index, first turns first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by_turn: Vec<TurnFigures>,
+}
+
+/// The measured turns of conversations whose index is in `first_turn..=last_turn`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TurnFigures {
+    pub first_turn: u32,
+    pub last_turn: u32,
+    pub ok: u64,
+    pub failed: u64,
+    pub latency: Option<Percentiles>,
+    pub ttft: Option<Percentiles>,
+    /// Mean words of a prompt (with full history, the whole conversation sent).
+    pub mean_prompt_words: f64,
+    pub mean_output_tokens: Option<f64>,
+}
+
+impl TurnFigures {
+    fn of(m: &Metrics) -> Vec<Self> {
+        m.by_turn
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| t.ok + t.failed > 0)
+            .map(|(band, t)| {
+                let (first_turn, last_turn) = band_turns(band);
+                TurnFigures {
+                    first_turn,
+                    last_turn,
+                    ok: t.ok,
+                    failed: t.failed,
+                    latency: Percentiles::of(&t.latency),
+                    ttft: Percentiles::of(&t.ttft),
+                    mean_prompt_words: t.prompt_words as f64 / (t.ok + t.failed) as f64,
+                    mean_output_tokens: (t.ok > 0).then(|| t.output_tokens as f64 / t.ok as f64),
+                }
+            })
+            .collect()
+    }
+
+    /// `1`, or `5-8`.
+    pub fn turns(&self) -> String {
+        if self.first_turn == self.last_turn {
+            self.first_turn.to_string()
+        } else {
+            format!("{}-{}", self.first_turn, self.last_turn)
+        }
+    }
 }
 
 impl StepResult {
@@ -203,6 +253,7 @@ impl StepResult {
             send_lag: Percentiles::of(&m.send_lag),
             client,
             warnings,
+            by_turn: TurnFigures::of(m),
         }
         .with_goodput(m, window)
     }
@@ -224,6 +275,15 @@ pub struct WorkloadSummary {
     pub prompt_tokens: String,
     pub output_tokens: String,
     pub sessions: u32,
+    /// Conversation mode: turns per conversation and where the history lives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversations: Option<ConversationSummary>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConversationSummary {
+    pub turns: String,
+    pub history: String,
 }
 
 /// Everything `results.json` holds. Read back (by `judge serve`) without the fields that are the
@@ -280,6 +340,10 @@ impl LoadResults {
                 prompt_tokens: workload.prompt_tokens.to_string(),
                 output_tokens: workload.output_tokens.to_string(),
                 sessions: workload.sessions,
+                conversations: workload.conversations.map(|c| ConversationSummary {
+                    turns: c.turns.to_string(),
+                    history: c.history.to_string(),
+                }),
             },
             warmup_s: config.warmup.as_secs_f64(),
             requests_per_step: config.requests,
@@ -435,6 +499,40 @@ pub fn render_html(r: &LoadResults) -> String {
         );
     }
     h.push_str("</table>");
+    if let Some(c) = &r.workload.conversations {
+        let _ = write!(
+            h,
+            "<h2>By turn index</h2><p>Conversations of {} turns, history {} (each virtual user \
+             holds one session per conversation and sends a turn after the reply to the last).</p>",
+            escape(&c.turns),
+            escape(&c.history)
+        );
+        for s in r.steps.iter().filter(|s| !s.by_turn.is_empty()) {
+            let _ = write!(
+                h,
+                "<h3>{}</h3><table><tr><th>turns</th><th>ok</th><th>failed</th><th>latency p50/p90/p99 ms</th><th>TTFT p50/p99 ms</th><th>prompt words</th><th>output tokens</th></tr>",
+                escape(&s.label)
+            );
+            for t in &s.by_turn {
+                let _ = write!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{} / {} / {}</td><td>{} / {}</td><td>{:.0}</td><td>{}</td></tr>",
+                    t.turns(),
+                    t.ok,
+                    t.failed,
+                    ms(&t.latency, |p| p.p50_ms),
+                    ms(&t.latency, |p| p.p90_ms),
+                    ms(&t.latency, |p| p.p99_ms),
+                    ms(&t.ttft, |p| p.p50_ms),
+                    ms(&t.ttft, |p| p.p99_ms),
+                    t.mean_prompt_words,
+                    t.mean_output_tokens
+                        .map_or("–".into(), |o| format!("{o:.1}")),
+                );
+            }
+            h.push_str("</table>");
+        }
+    }
     for s in &r.steps {
         for w in &s.warnings {
             let _ = write!(
@@ -524,6 +622,7 @@ mod tests {
                 prompt_tokens: "4".into(),
                 output_tokens: "3".into(),
                 sessions: 1,
+                conversations: None,
             },
             warmup_s: 0.0,
             requests_per_step: None,

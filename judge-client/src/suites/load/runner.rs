@@ -12,6 +12,7 @@ use awc::http::Uri;
 use awc::http::header::HeaderValue;
 use protocol::openai::ModelList;
 
+use super::conversation::{Conversation, Conversations, turn_band};
 use super::cpu::{self, SATURATED_SHARE};
 use super::exchange::{self, Endpoint};
 use super::metrics::Metrics;
@@ -58,6 +59,8 @@ pub struct LoadConfig {
     pub prompt_tokens: LengthDist,
     pub output_tokens: LengthDist,
     pub sessions: u32,
+    /// `--turns`: conversations (closed loop only) instead of independent requests.
+    pub conversations: Option<Conversations>,
     pub slos: Slos,
     /// Open loop: requests a worker keeps outstanding at most; sends beyond are skipped and
     /// counted (the alternative, queueing them, would hide overload as client lag).
@@ -102,6 +105,19 @@ impl LoadConfig {
         }
         if self.sessions == 0 || self.max_in_flight == 0 {
             return invalid("--sessions and --max-in-flight must be at least 1");
+        }
+        if let Some(conversations) = &self.conversations {
+            if self
+                .levels
+                .iter()
+                .any(|l| matches!(l, LoadLevel::Open { .. }))
+            {
+                return invalid(
+                    "--turns runs conversations closed-loop: each virtual user sends a turn after \
+                     the reply to the last; give --concurrency (the number of users), not --rate",
+                );
+            }
+            conversations.validate(self.api)?;
         }
         Ok(())
     }
@@ -207,6 +223,7 @@ pub fn run(
         prompt_tokens: config.prompt_tokens,
         output_tokens: config.output_tokens,
         sessions: config.sessions,
+        conversations: config.conversations,
     };
     let started_at = chrono::Utc::now();
     let mut steps = Vec::with_capacity(config.levels.len());
@@ -266,10 +283,74 @@ struct WorkerReport {
 struct WorkerState {
     endpoint: Endpoint,
     pool: RefCell<RequestPool>,
+    /// Conversation mode: the shape, and one conversation per client, each taken by the
+    /// request that sends its next turn and put back when the reply is in (so its turns go one
+    /// after the other, in order). There are as many as clients, so one is always free.
+    conversations: Option<(Workload, Conversations, RefCell<Vec<Conversation>>)>,
     metrics: RefCell<Metrics>,
     slos: Slos,
     live: Arc<LiveCounters>,
     requests: Cell<u64>,
+}
+
+/// Sends the next turn of a free conversation (conversation mode).
+async fn one_turn(state: Rc<WorkerState>, admission: Admission) {
+    let Some((workload, shape, idle)) = &state.conversations else {
+        return;
+    };
+    let mut conversation = idle
+        .borrow_mut()
+        .pop()
+        .expect("a conversation per client, and a client sends one turn at a time");
+    let turn = conversation.next_turn(workload, shape);
+    let measured = admission == Admission::Measured;
+    state.requests.set(state.requests.get() + 1);
+    let sent = Instant::now();
+    if measured {
+        state
+            .metrics
+            .borrow_mut()
+            .record_send(sent, turn.prompt_words);
+        state.live.sent.fetch_add(1, Ordering::Relaxed);
+    }
+    let mut reply = String::new();
+    let wants_reply = conversation.wants_reply(shape);
+    let result = exchange::send(
+        &state.endpoint,
+        turn.body,
+        turn.session,
+        sent,
+        |gap| {
+            if measured {
+                state.metrics.borrow_mut().record_itl(gap);
+            }
+        },
+        wants_reply.then_some(&mut reply),
+    )
+    .await;
+    match &result {
+        Ok(_) => conversation.replied(shape, reply),
+        Err(_) => conversation.abandon(),
+    }
+    idle.borrow_mut().push(conversation);
+    if !measured {
+        return;
+    }
+    let done = Instant::now();
+    let mut metrics = state.metrics.borrow_mut();
+    let band = turn_band(turn.index);
+    match result {
+        Ok(times) => {
+            metrics.record_ok(&times, &state.slos, done);
+            metrics.record_turn(band, turn.prompt_words, Some(&times));
+            state.live.ok.fetch_add(1, Ordering::Relaxed);
+        }
+        Err(kind) => {
+            metrics.record_error(kind, done);
+            metrics.record_turn(band, turn.prompt_words, None);
+            state.live.failed.fetch_add(1, Ordering::Relaxed);
+        }
+    }
 }
 
 async fn one_request(state: Rc<WorkerState>, admission: Admission, lag: Option<Duration>) {
@@ -285,11 +366,18 @@ async fn one_request(state: Rc<WorkerState>, admission: Admission, lag: Option<D
         }
         state.live.sent.fetch_add(1, Ordering::Relaxed);
     }
-    let result = exchange::send(&state.endpoint, request.body, session, sent, |gap| {
-        if measured {
-            state.metrics.borrow_mut().record_itl(gap);
-        }
-    })
+    let result = exchange::send(
+        &state.endpoint,
+        request.body,
+        session,
+        sent,
+        |gap| {
+            if measured {
+                state.metrics.borrow_mut().record_itl(gap);
+            }
+        },
+        None,
+    )
     .await;
     if !measured {
         return;
@@ -367,12 +455,25 @@ fn worker(
                 timeout: config.timeout,
             },
             pool: RefCell::new(RequestPool::new(workload, config.seed, index, workers)),
+            conversations: workload.conversations.map(|shape| {
+                let clients = (0..connections)
+                    .map(|client| Conversation::new(config.seed, index, client))
+                    .collect();
+                (workload.clone(), shape, RefCell::new(clients))
+            }),
             metrics: RefCell::new(Metrics::default()),
             slos: config.slos.clone(),
             live,
             requests: Cell::new(0),
         });
         match level {
+            LoadLevel::Closed { .. } if state.conversations.is_some() => {
+                let task_state = Rc::clone(&state);
+                run_closed(connections, gate, move |admission| {
+                    one_turn(Rc::clone(&task_state), admission)
+                })
+                .await;
+            }
             LoadLevel::Closed { .. } => {
                 let task_state = Rc::clone(&state);
                 run_closed(connections, gate, move |admission| {

@@ -13,6 +13,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::LoadError;
+use super::conversation::Conversations;
 use crate::endpoint::Api;
 
 /// Common English words that are one cl100k token each (with their leading space), so a prompt
@@ -123,6 +124,8 @@ pub struct Workload {
     pub output_tokens: LengthDist,
     /// Distinct `X-Session-Id` values, spread over the worker threads.
     pub sessions: u32,
+    /// `--turns`: conversations instead of independent requests.
+    pub conversations: Option<Conversations>,
 }
 
 /// One pre-rendered request.
@@ -269,6 +272,7 @@ mod tests {
             prompt_tokens: LengthDist::Fixed { tokens: 5 },
             output_tokens: LengthDist::Uniform { min: 3, max: 9 },
             sessions: 4,
+            conversations: None,
         };
         let mut a = RequestPool::new(&workload, 9, 0, 2);
         let mut b = RequestPool::new(&workload, 9, 0, 2);
