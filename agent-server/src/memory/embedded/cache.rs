@@ -27,6 +27,7 @@ use protocol::control::FactKind;
 use rustc_hash::FxHashMap;
 use uuid::Uuid;
 
+use super::nearest::VectorSet;
 use crate::memory::lexical::{Analyzed, LexicalIndex};
 use crate::memory::lru::{self, WeightedLru};
 use crate::memory::writes::FactUpdate;
@@ -63,8 +64,8 @@ pub(super) struct SessionMemory {
     episodes_mirrored: bool,
     /// Embeddings of facts by row id, and of episodes by `seq`; an item without one is found
     /// lexically only.
-    vectors: FxHashMap<i64, Arc<[f32]>>,
-    episode_vectors: FxHashMap<i64, Arc<[f32]>>,
+    vectors: VectorSet,
+    episode_vectors: VectorSet,
     /// Rules and reminders by `(observed_at in µs, row id)`, the order recall returns them in.
     standing: BTreeMap<(i64, i64), Fact>,
     /// Where each fact of any kind is, for deletes by id.
@@ -274,7 +275,7 @@ impl SessionMemory {
             match self.locations.get(&id) {
                 Some(Location::Fact(pk)) => self.vectors.insert(*pk, vector),
                 Some(Location::Episode(seq)) => self.episode_vectors.insert(*seq, vector),
-                Some(Location::Standing(_)) | None => None,
+                Some(Location::Standing(_)) | None => {}
             };
         }
         let had_items = !change.items.is_empty();
@@ -400,13 +401,13 @@ struct Searched<'a> {
     index: &'a LexicalIndex,
     items: &'a FxHashMap<i64, Fact>,
     /// The list's embeddings, by the same keys as `items`.
-    vectors: &'a FxHashMap<i64, Arc<[f32]>>,
+    vectors: &'a VectorSet,
 }
 
 /// The best `limit` items for the query's words and its embedding: the lexical pool and the
-/// pool of the most similar embeddings, fused ([`ranking::fuse`]). Similarity is computed with
-/// every embedded item of the list: a scan that grows with the session (see
-/// docs/results/semantic-recall.md for what it costs and where an index would take over).
+/// pool of the most similar embeddings, fused ([`ranking::fuse`]). Similarity is compared with
+/// every embedded item of the list ([`VectorSet::nearest`]: through 8-bit codes first), a scan
+/// that grows with the session (docs/results/semantic-recall.md says what it costs).
 fn fused_best(
     searched: Searched<'_>,
     terms: &[String],
@@ -440,12 +441,10 @@ fn fused_best(
         }
     }
     let mut similar: Vec<(i64, f64)> = searched
-        .items
-        .keys()
-        .filter_map(|pk| {
-            let similarity = ranking::cosine(searched.vectors.get(pk)?, vector)?;
-            Some((*pk, similarity))
-        })
+        .vectors
+        .nearest(vector, pool)
+        .into_iter()
+        .filter(|(pk, _)| searched.items.contains_key(pk))
         .collect();
     top(&mut similar, pool);
     for (pk, similarity) in similar {

@@ -7,7 +7,8 @@
 //!   re-ranked by [`ranking::combined_score`](crate::memory::ranking::combined_score) on the
 //!   session clock. A recall of a cached session takes microseconds on the async executor; a
 //!   session not cached is loaded once, on a reader connection (see [`cache`] for why that keeps
-//!   the mirror exact).
+//!   the mirror exact). Its embeddings are searched through 8-bit codes, then at full precision
+//!   ([`nearest`]).
 //! - Writes go through group commit ([`writer`]): one thread owns the write connection and commits
 //!   all the turns waiting for it in one `BEGIN IMMEDIATE` transaction, each turn decided alone
 //!   (its epoch check, from the writer's [`cursors`]), and answers each waiter only after the
@@ -31,6 +32,7 @@
 
 mod cache;
 mod cursors;
+mod nearest;
 mod ops;
 pub mod responses;
 mod schema;
