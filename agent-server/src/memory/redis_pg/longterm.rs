@@ -603,7 +603,10 @@ pub(super) const SIMILAR_EXACT_UP_TO: i64 = 2_000;
 ///   cannot tell a large session from a small one in a generic plan, does not take the B-tree and
 ///   sort a hundred thousand items.
 pub(super) fn similar_sql(dims: usize) -> String {
-    let distance = format!("f.embedding::vector({dims}) <#> $2::real[]::vector({dims})");
+    // The query's vector as a sub-select: Postgres computes it once (an InitPlan), where a cast
+    // of the parameter in a generic plan is computed again for every row compared (16 against
+    // 11 ms for a session of 2,000 facts and 8,000 episodes, measured).
+    let distance = format!("f.embedding::vector({dims}) <#> (SELECT $2::real[]::vector({dims}))");
     let columns = FACT_COLUMNS;
     let top = |part: u8, kind: &str, wanted: &str, count: &str| {
         format!(
