@@ -425,7 +425,7 @@ fn required_env(name: &str) -> String {
 /// sessions past it have more than that of their larger kind).
 const SIMILAR_EXACT_UP_TO: usize = 2_000;
 
-/// Waits until the database at `url` has a valid HNSW index when `expected` (and none being
+/// Waits until the database at `url` has its two HNSW indexes (facts, episodes) when `expected` (and none being
 /// built), then prints what long-term memory takes there: the table with its indexes, and the
 /// HNSW indexes apart.
 async fn wait_for_vector_indexes(url: &str, expected: bool) {
@@ -445,7 +445,7 @@ async fn wait_for_vector_indexes(url: &str, expected: bool) {
             .await
             .expect("index state");
         let (valid, building): (i64, i64) = (row.get(0), row.get(1));
-        if building == 0 && (valid > 0 || !expected) {
+        if building == 0 && (valid >= 2 || !expected) {
             break;
         }
         assert!(
