@@ -39,7 +39,8 @@ trap cleanup EXIT
 python3 scripts/bench/hash_embeddings.py "$embed_port" &
 embedder=$!
 
-services_dir=$work/services
+# Under the checkout: the unprivileged user Postgres runs as cannot reach mktemp's folder.
+services_dir=$PWD/.test-services/bench-$$
 AGENTWALL_TEST_SERVICES_DIR=$services_dir scripts/test-services.sh start > "$work/services.env"
 # shellcheck disable=SC1091
 source "$work/services.env"
