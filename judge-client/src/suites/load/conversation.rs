@@ -14,13 +14,12 @@ use std::str::FromStr;
 
 use awc::http::header::HeaderValue;
 use bytes::Bytes;
-use protocol::openai::responses::{ResponseCreateRequest, ResponseInput};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::LoadError;
-use super::workload::{LengthDist, Workload};
+use super::workload::{LengthDist, Workload, request_body};
 use crate::endpoint::Api;
 
 /// Where a conversation's history lives.
@@ -297,7 +296,7 @@ impl Conversation {
         let message_words = message.split_whitespace().count() as u32;
         let (body, prompt_words) = match shape.history {
             History::Memory => (
-                render(workload, &[("user", message)], max_tokens),
+                request_body(workload, &[("user", message)], max_tokens),
                 message_words,
             ),
             History::Full => {
@@ -307,7 +306,7 @@ impl Conversation {
                     .iter()
                     .map(|(_, text)| text.split_whitespace().count() as u32)
                     .sum();
-                (render(workload, &self.messages, max_tokens), words)
+                (request_body(workload, &self.messages, max_tokens), words)
             }
         };
         Turn {
@@ -334,39 +333,6 @@ impl Conversation {
     pub fn abandon(&mut self) {
         self.turns = self.sent;
     }
-}
-
-fn render(workload: &Workload, messages: &[(&str, String)], max_tokens: u32) -> Bytes {
-    let body = match workload.api {
-        Api::Chat => {
-            let messages: Vec<serde_json::Value> = messages
-                .iter()
-                .map(|(role, content)| serde_json::json!({"role": role, "content": content}))
-                .collect();
-            let mut body = serde_json::json!({
-                "model": workload.model,
-                "messages": messages,
-                "max_tokens": max_tokens,
-            });
-            if workload.stream {
-                body["stream"] = true.into();
-                body["stream_options"] = serde_json::json!({"include_usage": true});
-            }
-            serde_json::to_vec(&body)
-        }
-        // Memory only (validated): the new message, in the session the header names.
-        Api::Responses => serde_json::to_vec(&ResponseCreateRequest {
-            model: Some(workload.model.clone()),
-            input: Some(ResponseInput::Text(
-                messages.last().map(|(_, m)| m.clone()).unwrap_or_default(),
-            )),
-            max_output_tokens: Some(max_tokens),
-            store: Some(false),
-            stream: workload.stream.then_some(true),
-            ..ResponseCreateRequest::default()
-        }),
-    };
-    Bytes::from(body.expect("a request serialises"))
 }
 
 #[cfg(test)]

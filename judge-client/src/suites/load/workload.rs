@@ -187,11 +187,29 @@ fn render(workload: &Workload, rng: &mut ChaCha8Rng) -> PreparedRequest {
         }
         prompt.push_str(WORDS[rng.random_range(0..WORDS.len())]);
     }
+    PreparedRequest {
+        body: request_body(workload, &[("user", prompt)], max_tokens),
+        prompt_words: words,
+    }
+}
+
+/// A request's body through the workload's API: `messages` (role, text) as Chat Completions
+/// messages; on the Responses API the last one's text as `input`, with `store: false` (nothing is
+/// read back, so nothing is stored). Streamed bodies ask for the usage.
+pub(super) fn request_body(
+    workload: &Workload,
+    messages: &[(&str, String)],
+    max_tokens: u32,
+) -> Bytes {
     let body = match workload.api {
         Api::Chat => {
+            let messages: Vec<serde_json::Value> = messages
+                .iter()
+                .map(|(role, content)| serde_json::json!({"role": role, "content": content}))
+                .collect();
             let mut body = serde_json::json!({
                 "model": workload.model,
-                "messages": [{"role": "user", "content": prompt}],
+                "messages": messages,
                 "max_tokens": max_tokens,
             });
             if workload.stream {
@@ -200,20 +218,18 @@ fn render(workload: &Workload, rng: &mut ChaCha8Rng) -> PreparedRequest {
             }
             serde_json::to_vec(&body)
         }
-        // The terminal event carries the usage; nothing is read back, so nothing is stored.
         Api::Responses => serde_json::to_vec(&ResponseCreateRequest {
             model: Some(workload.model.clone()),
-            input: Some(ResponseInput::Text(prompt)),
+            input: Some(ResponseInput::Text(
+                messages.last().map(|(_, m)| m.clone()).unwrap_or_default(),
+            )),
             max_output_tokens: Some(max_tokens),
             store: Some(false),
             stream: workload.stream.then_some(true),
             ..ResponseCreateRequest::default()
         }),
     };
-    PreparedRequest {
-        body: Bytes::from(body.expect("a request serialises")),
-        prompt_words: words,
-    }
+    Bytes::from(body.expect("a request serialises"))
 }
 
 #[cfg(test)]
