@@ -31,6 +31,11 @@ def embed(text):
 
 
 class Handler(BaseHTTPRequestHandler):
+    # Keep-alive, as agent-server's client expects: under HTTP/1.0 each reply closed its
+    # connection, and a request sent on a pooled one just closed failed ("connector has been
+    # disconnected"), leaving those turns without vectors.
+    protocol_version = "HTTP/1.1"
+
     def do_POST(self):
         if not self.path.rstrip("/").endswith("/embeddings"):
             self.send_error(404)
