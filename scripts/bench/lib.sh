@@ -59,3 +59,29 @@ stop_work() {
   drop_database || true
   rm -rf "$work"
 }
+
+# start_memory_bench EMBED_PORT: start_work, plus what a memory benchmark of both backends needs,
+# all stopped on exit: the hashed embeddings endpoint (scripts/bench/hash_embeddings.py) on
+# EMBED_PORT, and throwaway Redis and Postgres (scripts/test-services.sh) in a folder of their own
+# under the checkout (the unprivileged user Postgres runs as cannot reach mktemp's folder), their
+# variables exported and their psql on PATH for fresh_redis_pg.
+start_memory_bench() {
+  start_work
+  embedder=
+  services_dir=
+  trap stop_memory_bench EXIT
+  python3 scripts/bench/hash_embeddings.py "$1" &
+  embedder=$!
+  services_dir=$PWD/.test-services/bench-$$
+  AGENTWALL_TEST_SERVICES_DIR=$services_dir scripts/test-services.sh start > "$work/services.env"
+  # shellcheck disable=SC1091
+  source "$work/services.env"
+  export AGENTWALL_TEST_REDIS_URL AGENTWALL_TEST_DATABASE_URL
+  export PATH="$AGENTWALL_TEST_PG_BINDIR:$PATH"
+}
+
+stop_memory_bench() {
+  [ -z "${embedder:-}" ] || kill "$embedder" 2>/dev/null || true
+  stop_work
+  [ -z "${services_dir:-}" ] || AGENTWALL_TEST_SERVICES_DIR=$services_dir scripts/test-services.sh stop >/dev/null 2>&1 || true
+}

@@ -21,24 +21,7 @@ embed_port=${BENCH_EMBED_PORT:-18292}
 out=runs/locomo-before-after-$(date -u +%Y%m%dT%H%M%SZ)
 cargo build --release --locked -p agent-server -p judge-client --bins >&2
 
-start_work
-embedder=
-services_dir=
-cleanup() {
-  [ -z "$embedder" ] || kill "$embedder" 2>/dev/null || true
-  stop_work
-  [ -z "$services_dir" ] || AGENTWALL_TEST_SERVICES_DIR=$services_dir scripts/test-services.sh stop >/dev/null 2>&1 || true
-}
-trap cleanup EXIT
-python3 scripts/bench/hash_embeddings.py "$embed_port" &
-embedder=$!
-# Under the checkout: the unprivileged user Postgres runs as cannot reach mktemp's folder.
-services_dir=$PWD/.test-services/bench-$$
-AGENTWALL_TEST_SERVICES_DIR=$services_dir scripts/test-services.sh start > "$work/services.env"
-# shellcheck disable=SC1091
-source "$work/services.env"
-export AGENTWALL_TEST_REDIS_URL AGENTWALL_TEST_DATABASE_URL
-export PATH="$AGENTWALL_TEST_PG_BINDIR:$PATH"
+start_memory_bench "$embed_port"
 
 for backend in embedded redis+postgres; do
   for build in old new; do
