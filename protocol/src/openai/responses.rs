@@ -2,11 +2,15 @@
 //! events), as the OpenAI API reference and the official SDK's types describe them.
 //!
 //! Lenient like the chat types: one [`Item`] struct serves every input and output item type (a
-//! message, a `function_call`, a `function_call_output`, types this crate does not know), the
-//! `type` of items, parts and events is kept as a string, and every field not modelled is kept in
-//! `extra`. A receiver can then say precisely what it does not support instead of failing to parse.
+//! message, a `function_call`, a `function_call_output`, an `mcp_call`, types this crate does not
+//! know), one [`ResponseTool`] every tool type (a function, a remote MCP server, others), the
+//! `type` of items, tools, parts and events is kept as a string, and every field not modelled is
+//! kept in `extra`. A receiver can then say precisely what it does not support instead of failing
+//! to parse.
 
-use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::Extra;
@@ -41,7 +45,7 @@ pub struct ResponseCreateRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<FunctionTool>>,
+    pub tools: Option<Vec<ResponseTool>>,
     /// `"none" | "auto" | "required"` or `{"type": "function", "name": ...}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<Value>,
@@ -68,12 +72,27 @@ pub enum ResponseInput {
     Items(Vec<Item>),
 }
 
-/// A function tool in the Responses shape: flat (`{"type": "function", "name", "parameters"}`),
-/// unlike Chat Completions' `{"type": "function", "function": {...}}`.
+/// Tool types this crate names.
+pub mod tool_type {
+    pub const FUNCTION: &str = "function";
+    /// A remote MCP server ([`super::McpTool`]).
+    pub const MCP: &str = "mcp";
+}
+
+/// A tool in a Responses request, of any type. A function tool is flat (`{"type": "function",
+/// "name", "parameters"}`, unlike Chat Completions' `{"type": "function", "function": {...}}`);
+/// a remote MCP server (`{"type": "mcp", "server_label", "server_url", ...}`) keeps its fields in
+/// `extra`, read through [`ResponseTool::as_mcp`]; a type this crate does not model is kept whole.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FunctionTool {
+pub struct ResponseTool {
     #[serde(rename = "type")]
     pub kind: String,
+    /// A function tool's name; empty (and not sent) for the other types.
+    #[serde(
+        default,
+        deserialize_with = "null_as_empty",
+        skip_serializing_if = "String::is_empty"
+    )]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
@@ -86,6 +105,97 @@ pub struct FunctionTool {
     pub extra: Extra,
 }
 
+/// The name [`ResponseTool`] had when only function tools were modelled.
+pub type FunctionTool = ResponseTool;
+
+impl ResponseTool {
+    /// A function tool.
+    pub fn function(
+        name: impl Into<String>,
+        description: Option<String>,
+        parameters: Option<Value>,
+    ) -> Self {
+        Self {
+            kind: tool_type::FUNCTION.to_owned(),
+            name: name.into(),
+            description,
+            parameters,
+            strict: None,
+            extra: Extra::new(),
+        }
+    }
+
+    /// A remote MCP server as a tool.
+    pub fn mcp(tool: McpTool) -> Self {
+        let extra = match serde_json::to_value(tool) {
+            Ok(Value::Object(fields)) => fields,
+            // A struct of strings and JSON values always serialises to an object.
+            _ => Extra::new(),
+        };
+        Self {
+            kind: tool_type::MCP.to_owned(),
+            name: String::new(),
+            description: None,
+            parameters: None,
+            strict: None,
+            extra,
+        }
+    }
+
+    pub fn is(&self, kind: &str) -> bool {
+        self.kind == kind
+    }
+
+    /// The MCP server this tool names, when it is an `mcp` tool; an error when its fields do not
+    /// have the documented types (e.g. a header value that is not a string).
+    pub fn as_mcp(&self) -> Option<Result<McpTool, serde_json::Error>> {
+        self.is(tool_type::MCP)
+            .then(|| serde_json::from_value(Value::Object(self.extra.clone())))
+    }
+}
+
+/// A remote MCP server offered to the model (`{"type": "mcp"}`): the server's tools are listed and
+/// called by the API server, not by its client. Fields as the OpenAI API reference describes them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpTool {
+    /// The name the response's `mcp_list_tools` and `mcp_call` items give the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_label: Option<String>,
+    /// The server's streamable HTTP endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_description: Option<String>,
+    /// HTTP headers sent with every request to the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub headers: Option<BTreeMap<String, String>>,
+    /// The server's tools the model may use: `["name", ...]`, or `{"tool_names": [...],
+    /// "read_only": bool}`; all of them when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_tools: Option<Value>,
+    /// `"never"`, `"always"`, or `{"always": {...}, "never": {...}}` by tool names. OpenAI's
+    /// default is to ask for approval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_approval: Option<Value>,
+    /// An OAuth access token for the server (sent as `Authorization: Bearer`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<String>,
+    /// One of OpenAI's connectors, in place of a `server_url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connector_id: Option<String>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// `null` read as the type's default (an absent field is `#[serde(default)]`'s).
+fn null_as_empty<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 /// Item types this crate names.
 pub mod item_type {
     pub const MESSAGE: &str = "message";
@@ -95,6 +205,11 @@ pub mod item_type {
     pub const OUTPUT_TEXT: &str = "output_text";
     /// The text part of a user, system or developer message.
     pub const INPUT_TEXT: &str = "input_text";
+    /// The tools a remote MCP server listed (`server_label`, `tools`, `error`).
+    pub const MCP_LIST_TOOLS: &str = "mcp_list_tools";
+    /// A call of a remote MCP server's tool (`server_label`, `name`, `arguments`, `output`,
+    /// `error`).
+    pub const MCP_CALL: &str = "mcp_call";
 }
 
 /// One input or output item. `kind` may be absent on input (an "easy" message `{"role",
@@ -244,6 +359,13 @@ impl Response {
             .iter()
             .filter(|item| item.is(item_type::FUNCTION_CALL))
     }
+
+    /// The `mcp_call` items of `output` (`server_label` and `error` are in their `extra`).
+    pub fn mcp_calls(&self) -> impl Iterator<Item = &Item> {
+        self.output
+            .iter()
+            .filter(|item| item.is(item_type::MCP_CALL))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -359,5 +481,56 @@ mod tests {
             serde_json::from_str(r#"{"input":"hello","unknown":true}"#).unwrap();
         assert_eq!(text.input, Some(ResponseInput::Text("hello".into())));
         assert!(text.extra.contains_key("unknown"));
+    }
+
+    #[test]
+    fn function_mcp_and_unknown_tools_parse_and_mcp_fields_read_back() {
+        let request: ResponseCreateRequest = serde_json::from_value(serde_json::json!({
+            "input": "hi",
+            "tools": [
+                {"type": "function", "name": "f", "parameters": {"type": "object"}},
+                {"type": "mcp", "server_label": "apps", "server_url": "http://127.0.0.1:9/mcp",
+                 "require_approval": "never", "allowed_tools": ["a", "b"],
+                 "headers": {"X-Session-Id": "s1"}, "vendor": 1},
+                {"type": "web_search_preview", "name": null}
+            ]
+        }))
+        .unwrap();
+        let tools = request.tools.unwrap();
+        assert_eq!(tools[0].name, "f");
+        assert!(tools[0].as_mcp().is_none());
+        let mcp = tools[1].as_mcp().unwrap().unwrap();
+        assert_eq!(mcp.server_label.as_deref(), Some("apps"));
+        assert_eq!(mcp.server_url.as_deref(), Some("http://127.0.0.1:9/mcp"));
+        assert_eq!(mcp.headers.unwrap()["X-Session-Id"], "s1");
+        assert_eq!(mcp.allowed_tools, Some(serde_json::json!(["a", "b"])));
+        assert!(mcp.extra.contains_key("vendor"));
+        assert_eq!(tools[2].kind, "web_search_preview");
+        assert_eq!(tools[2].name, "");
+        let bad = ResponseTool {
+            extra: serde_json::from_value(serde_json::json!({"headers": {"X-N": 1}})).unwrap(),
+            ..ResponseTool::mcp(McpTool::default())
+        };
+        assert!(bad.as_mcp().unwrap().is_err());
+    }
+
+    #[test]
+    fn tools_we_send_skip_absent_fields() {
+        let mcp = ResponseTool::mcp(McpTool {
+            server_label: Some("apps".into()),
+            server_url: Some("http://judge:7600/mcp/t1".into()),
+            require_approval: Some(serde_json::json!("never")),
+            ..McpTool::default()
+        });
+        assert_eq!(
+            serde_json::to_value(&mcp).unwrap(),
+            serde_json::json!({"type": "mcp", "server_label": "apps",
+                "server_url": "http://judge:7600/mcp/t1", "require_approval": "never"})
+        );
+        let function = ResponseTool::function("f", None, None);
+        assert_eq!(
+            serde_json::to_value(&function).unwrap(),
+            serde_json::json!({"type": "function", "name": "f"})
+        );
     }
 }
