@@ -27,3 +27,13 @@ if ! [ -x .venv/inspect/bin/inspect ] || [ "$(cat "$inspect_stamp" 2>/dev/null)"
   echo "$inspect_want" > "$inspect_stamp"
   echo "inspect_ai ready: .venv/inspect"
 fi
+# The official MCP SDK and the OpenAI Agents SDK (tests/apps_mcp.rs) in .venv/agents: the Agents
+# SDK pins its own openai version.
+agents_stamp=.venv/agents/.requirements.sha256
+agents_want=$(sha256sum tests/python/agents-requirements.txt | cut -d' ' -f1)
+if ! [ -x .venv/agents/bin/python ] || [ "$(cat "$agents_stamp" 2>/dev/null)" != "$agents_want" ]; then
+  "$python" -m venv .venv/agents
+  .venv/agents/bin/pip install --quiet --disable-pip-version-check -r tests/python/agents-requirements.txt
+  echo "$agents_want" > "$agents_stamp"
+  echo "MCP and Agents SDKs ready: .venv/agents"
+fi

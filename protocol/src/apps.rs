@@ -11,3 +11,7 @@ pub const TOOL_SEPARATOR: &str = "__";
 
 /// Heads the block of app notifications a client puts before the user's words in a turn.
 pub const NOTIFICATIONS_HEADER: &str = "[App notifications]";
+
+/// Names, on a Chat Completions request, the MCP server whose tools operate the apps of this
+/// conversation (the judge's action mode `mcp`; the Responses API carries it as an `mcp` tool).
+pub const MCP_SERVER_URL_HEADER: &str = "X-MCP-Server-URL";

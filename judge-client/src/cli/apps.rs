@@ -1,5 +1,6 @@
 //! `judge apps`: the simulated-applications suite.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -11,7 +12,9 @@ use clap::Args;
 use judge_client::HistoryMode;
 use judge_client::endpoint::{Api, TurnMode};
 use judge_client::suites::apps::runner::{ActionMode, ScenarioOutcome};
-use judge_client::suites::apps::suite::{self as apps_suite, AppsConfig, AppsProgress};
+use judge_client::suites::apps::suite::{
+    self as apps_suite, AppsConfig, AppsProgress, McpSettings,
+};
 use judge_client::suites::apps::{Apps, Scenario, shipped};
 
 #[derive(Args)]
@@ -25,9 +28,19 @@ pub struct AppsArgs {
     #[arg(long, value_delimiter = ',', value_name = "ID")]
     pub only: Vec<String>,
     /// `tools`: OpenAI tools and tool calls; `directives`: `APP_ACTION:` lines in the reply;
-    /// `auto`: tools, and directives in the text are executed too.
+    /// `auto`: tools, and directives in the text are executed too; `mcp`: each trial's apps
+    /// served as an MCP server the agent calls itself (an `mcp` tool through the Responses API,
+    /// the `X-MCP-Server-URL` header and the system message through Chat Completions).
     #[arg(long, default_value = "auto")]
     pub action_mode: ActionMode,
+    /// Where the MCP server of `--action-mode mcp` listens (port 0: any free port).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+    pub mcp_listen: SocketAddr,
+    /// The base URL agents are told for that server, when they reach the judge by another name
+    /// (in compose: `http://judge:7600` with `--mcp-listen 0.0.0.0:7600`). Default: the bound
+    /// address.
+    #[arg(long, value_name = "URL")]
+    pub mcp_url: Option<String>,
     /// Trials per scenario (default: each scenario's own, usually 3).
     #[arg(long)]
     pub trials: Option<u32>,
@@ -107,6 +120,10 @@ pub async fn apps(args: AppsArgs) -> anyhow::Result<ExitCode> {
         api: args.api,
         trials: args.trials,
         source,
+        mcp: (args.action_mode == ActionMode::Mcp).then(|| McpSettings {
+            listen: args.mcp_listen,
+            public_url: args.mcp_url.clone(),
+        }),
     };
     let run = apps_suite::run(
         args.target.settings()?,

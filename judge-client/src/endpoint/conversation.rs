@@ -18,12 +18,23 @@
 //! (tool calls as `function_call` items, tool results as `function_call_output` items with their
 //! `call_id`), and tools are sent in its flat shape.
 
+use protocol::apps::MCP_SERVER_URL_HEADER;
 use protocol::openai::responses::{FunctionTool, Item, ResponseCreateRequest, ResponseInput};
 use protocol::openai::{ChatCompletionRequest, ChatMessage, Role, Tool};
 
 use super::client::{ChatReply, RequestContext, TargetClient};
 use super::error::TargetError;
 use super::turns::{Api, HistoryMode, TurnMode};
+
+/// An MCP server the agent is to use this turn (docs/contracts/apps.md, "MCP mode"): through
+/// the Responses API an `mcp` tool in the request, through Chat Completions the
+/// `X-MCP-Server-URL` header (its URL is in the system message too).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RemoteMcp {
+    /// The tool's `server_label`.
+    pub label: String,
+    pub url: String,
+}
 
 /// One request of a conversation, as it will be sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,9 +142,37 @@ impl TurnSender {
         transcript: &[ChatMessage],
         tools: Option<&[Tool]>,
     ) -> Result<ChatReply, TargetError> {
+        self.send_with(client, ctx, transcript, tools, None).await
+    }
+
+    /// [`TurnSender::send`], telling the agent of the MCP server `mcp` when given.
+    pub async fn send_with(
+        &mut self,
+        client: &TargetClient,
+        ctx: &RequestContext,
+        transcript: &[ChatMessage],
+        tools: Option<&[Tool]>,
+        mcp: Option<&RemoteMcp>,
+    ) -> Result<ChatReply, TargetError> {
         let reply = match self.request(client, transcript, tools) {
-            TurnRequest::Chat(request) => client.chat_request(ctx, &request).await?,
-            TurnRequest::Responses(request) => client.responses_request(ctx, &request).await?,
+            TurnRequest::Chat(request) => {
+                let headers: Vec<(&'static str, String)> = mcp
+                    .map(|m| (MCP_SERVER_URL_HEADER, m.url.clone()))
+                    .into_iter()
+                    .collect();
+                client
+                    .chat_request_with_headers(ctx, &request, &headers)
+                    .await?
+            }
+            TurnRequest::Responses(mut request) => {
+                if let Some(mcp) = mcp {
+                    request
+                        .tools
+                        .get_or_insert_with(Vec::new)
+                        .push(mcp_tool(mcp));
+                }
+                client.responses_request(ctx, &request).await?
+            }
         };
         if self.mode.history == HistoryMode::Chain {
             self.head = reply.response_id.clone().map(|response_id| ChainHead {
@@ -180,6 +219,23 @@ pub async fn one_turn(
     TurnSender::new(mode)
         .send(client, ctx, &[ChatMessage::user(text)], None)
         .await
+}
+
+/// OpenAI's remote MCP tool: `{"type": "mcp", "server_label", "server_url",
+/// "require_approval": "never"}` (the judge's server asks no approvals: its calls are graded).
+fn mcp_tool(mcp: &RemoteMcp) -> FunctionTool {
+    let mut extra = protocol::openai::Extra::new();
+    extra.insert("server_label".to_owned(), mcp.label.clone().into());
+    extra.insert("server_url".to_owned(), mcp.url.clone().into());
+    extra.insert("require_approval".to_owned(), "never".into());
+    FunctionTool {
+        kind: "mcp".to_owned(),
+        name: mcp.label.clone(),
+        description: None,
+        parameters: None,
+        strict: None,
+        extra,
+    }
 }
 
 /// Chat messages as Responses input items.

@@ -13,7 +13,7 @@ pub mod turns;
 
 pub use breaker::BreakerPolicy;
 pub use client::{ChatReply, Credentials, RawAnswer, RequestContext, TargetClient, TargetSettings};
-pub use conversation::{TurnRequest, TurnSender, one_turn};
+pub use conversation::{RemoteMcp, TurnRequest, TurnSender, one_turn};
 pub use error::{Failure, FailureKind, TargetError};
 pub use probe::{ApiScope, Capabilities, PROBE_GREETING, Requirement, probe, probe_in};
 pub use resilience::RetryPolicy;

@@ -24,6 +24,9 @@ pub struct AuditEntry {
     pub error: Option<String>,
     /// Logical time (RFC 3339, UTC).
     pub time: String,
+    /// The JSON-RPC id of the MCP `tools/call` that asked for the action (MCP mode only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_request_id: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -40,6 +43,13 @@ impl AuditLog {
     pub fn record(&mut self, mut entry: AuditEntry) {
         entry.seq = self.entries.len() as u64;
         self.entries.push(entry);
+    }
+
+    /// Marks the last entry as asked by the MCP request `id`.
+    pub fn tag_last(&mut self, id: &str) {
+        if let Some(entry) = self.entries.last_mut() {
+            entry.mcp_request_id = Some(id.to_owned());
+        }
     }
 
     pub fn entries(&self) -> &[AuditEntry] {

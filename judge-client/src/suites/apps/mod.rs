@@ -6,6 +6,8 @@
 //! - [`paypal`] is the PayPal app of docs/contracts/apps.md, with money in [`money`] cents;
 //! - [`directive`] parses `APP_ACTION: app.action(k=v, ...)` out of agent text, [`tools`] maps the
 //!   same actions to OpenAI tools and tool calls;
+//! - [`mcp`] serves each trial's world as an MCP server (action mode `mcp`), its tools the same
+//!   actions;
 //! - [`world`] holds one run's apps, logical clock, step counter and [`audit`] log, with
 //!   checkpoint, restore and branching;
 //! - [`scenario`] loads YAML scenarios and [`grade`] grades a final state; [`runner`] plays a
@@ -18,6 +20,7 @@ pub mod artifacts;
 pub mod audit;
 pub mod directive;
 pub mod grade;
+pub mod mcp;
 pub mod money;
 pub mod paypal;
 pub mod report;

@@ -21,12 +21,14 @@ use serde_json::Value;
 
 use super::audit::AuditLog;
 use super::grade::{Grade, grade};
+use super::mcp::{McpServer, SERVER_LABEL};
 use super::scenario::{Scenario, ScenarioError, pass_at_k, pass_hat_k};
 use super::tools::{execute_tool_calls, instructions, tools};
-use super::world::{LogicalClock, World, WorldError};
+use super::world::{LogicalClock, SharedWorld, World, WorldError};
 use super::{AppRegistry, Observation};
 use crate::endpoint::{
-    Api, FailureKind, HistoryMode, RequestContext, TargetClient, TargetError, TurnMode, TurnSender,
+    Api, FailureKind, HistoryMode, RemoteMcp, RequestContext, TargetClient, TargetError, TurnMode,
+    TurnSender,
 };
 
 /// Tool-call rounds allowed within one user turn before the judge stops answering calls.
@@ -42,6 +44,9 @@ pub enum ActionMode {
     Tools,
     /// Tools when the endpoint can carry them, and directives in the text either way.
     Auto,
+    /// The trial's world served as an MCP server: the agent lists and calls its tools itself
+    /// ([`super::mcp`]).
+    Mcp,
 }
 
 impl FromStr for ActionMode {
@@ -52,8 +57,9 @@ impl FromStr for ActionMode {
             "directives" => Ok(Self::Directives),
             "tools" => Ok(Self::Tools),
             "auto" => Ok(Self::Auto),
+            "mcp" => Ok(Self::Mcp),
             other => Err(format!(
-                "unknown action mode `{other}` (directives, tools or auto)"
+                "unknown action mode `{other}` (directives, tools, auto or mcp)"
             )),
         }
     }
@@ -69,6 +75,8 @@ pub struct AgentTurn<'a> {
     pub tools: Option<&'a [Tool]>,
     /// The observations rendered into the last user message, structured.
     pub observations: &'a [Observation],
+    /// In MCP mode, the trial's MCP server URL.
+    pub mcp_url: Option<&'a str>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -81,6 +89,11 @@ pub struct AgentReply {
 pub trait AgentEndpoint {
     /// Whether requests can carry `tools` and replies bring back `tool_calls`.
     fn supports_tools(&self) -> bool;
+
+    /// The MCP server the trials' worlds are served on, for an agent that can be told one.
+    fn mcp_server(&self) -> Option<&McpServer> {
+        None
+    }
 
     fn respond(
         &mut self,
@@ -104,6 +117,7 @@ pub struct TargetAgent<'a> {
     sender: TurnSender,
     requests: u64,
     current_session: Option<String>,
+    mcp: Option<&'a McpServer>,
 }
 
 impl<'a> TargetAgent<'a> {
@@ -118,7 +132,14 @@ impl<'a> TargetAgent<'a> {
             }),
             requests: 0,
             current_session: None,
+            mcp: None,
         }
+    }
+
+    /// Serves the trials' worlds on `server` (action mode `mcp`).
+    pub fn serving_mcp(mut self, server: &'a McpServer) -> Self {
+        self.mcp = Some(server);
+        self
     }
 
     pub fn with_turns(mut self, turns: TurnMode) -> Self {
@@ -137,6 +158,10 @@ impl AgentEndpoint for TargetAgent<'_> {
         true
     }
 
+    fn mcp_server(&self) -> Option<&McpServer> {
+        self.mcp
+    }
+
     async fn respond(&mut self, turn: AgentTurn<'_>) -> Result<AgentReply, TargetError> {
         self.requests += 1;
         let ctx = RequestContext {
@@ -152,9 +177,19 @@ impl AgentEndpoint for TargetAgent<'_> {
                 self.client.reset(&ctx).await?;
             }
         }
+        let remote = turn.mcp_url.map(|url| RemoteMcp {
+            label: SERVER_LABEL.to_owned(),
+            url: url.to_owned(),
+        });
         let reply = self
             .sender
-            .send(self.client, &ctx, turn.messages, turn.tools)
+            .send_with(
+                self.client,
+                &ctx,
+                turn.messages,
+                turn.tools,
+                remote.as_ref(),
+            )
             .await?;
         Ok(AgentReply {
             text: reply.text,
@@ -173,7 +208,8 @@ pub enum TrialStatus {
     Failed,
     /// The judge's own side failed (`judge_error` in `failure`): not graded, counted apart.
     Error,
-    /// The scenario needs what the endpoint lacks (tool mode without tools).
+    /// The scenario needs what the endpoint lacks (tool mode without tools, MCP mode without
+    /// an MCP server).
     NotApplicable,
 }
 
@@ -378,25 +414,35 @@ async fn run_trial<A: AgentEndpoint>(
 ) -> Result<TrialOutcome, RunError> {
     let seed = trial_seed(run_seed, trial);
     let session_id = format!("apps-{}-s{run_seed}-t{trial}", scenario.id);
-    let mut world = prepare_world(registry, scenario, seed)?;
-    let initial = world.state();
-    let use_tools = mode != ActionMode::Directives;
-    let use_directives = mode != ActionMode::Tools;
-    let finish = |world: &World, status, grade, failure, transcript| TrialOutcome {
-        trial,
-        seed,
-        session_id: session_id.clone(),
-        status,
-        grade,
-        failure,
-        audit: world.audit().clone(),
-        final_state: world.state(),
-        transcript,
+    let world = SharedWorld::new(prepare_world(registry, scenario, seed)?);
+    let initial = world.with(|w| w.state());
+    let use_mcp = mode == ActionMode::Mcp;
+    let use_tools = matches!(mode, ActionMode::Tools | ActionMode::Auto);
+    let use_directives = matches!(mode, ActionMode::Directives | ActionMode::Auto);
+    let finish = |world: &SharedWorld, status, grade, failure, transcript| {
+        world.with(|w| TrialOutcome {
+            trial,
+            seed,
+            session_id: session_id.clone(),
+            status,
+            grade,
+            failure,
+            audit: w.audit().clone(),
+            final_state: w.state(),
+            transcript,
+        })
     };
-    if use_tools && !agent.supports_tools() {
+    let missing = if use_tools && !agent.supports_tools() {
+        Some("tool mode asked, but this endpoint cannot carry tools")
+    } else if use_mcp && agent.mcp_server().is_none() {
+        Some("MCP mode asked, but this agent cannot be given an MCP server")
+    } else {
+        None
+    };
+    if let Some(message) = missing {
         let failure = TrialFailure {
             kind: FailureKind::JudgeError,
-            message: "tool mode asked, but this endpoint cannot carry tools".to_owned(),
+            message: message.to_owned(),
         };
         return Ok(finish(
             &world,
@@ -406,8 +452,21 @@ async fn run_trial<A: AgentEndpoint>(
             Vec::new(),
         ));
     }
-    let tool_list = use_tools.then(|| tools(&world));
-    let mut system = instructions(&world, use_directives);
+    // In MCP mode the world is on the server for the whole trial, and off it (later calls
+    // refused) once this guard drops at the trial's end.
+    let served = agent
+        .mcp_server()
+        .filter(|_| use_mcp)
+        .map(|server| server.open(&session_id, &scenario.agent, world.clone()));
+    let mcp_url = served.as_ref().map(|trial| trial.url().to_owned());
+    let tool_list = use_tools.then(|| world.with(|w| tools(w)));
+    let mut system = world.with(|w| instructions(w, use_directives));
+    if let Some(url) = &mcp_url {
+        system.push_str(&format!(
+            "\nTheir actions are the tools of the MCP server at {url} (streamable HTTP); \
+             call them yourself."
+        ));
+    }
     system.push_str(&format!(
         "\nYou act for the user `{}`. Tell the user what you did.",
         scenario.agent
@@ -416,16 +475,17 @@ async fn run_trial<A: AgentEndpoint>(
     let mut said = Vec::new();
 
     for user_turn in &scenario.user.turns {
-        let observations = world.observations(&scenario.agent);
+        let observations = world.with(|w| w.observations(&scenario.agent));
         messages.push(ChatMessage::user(render_turn(&observations, user_turn)));
         let mut pending_observations = observations;
         for _round in 0..MAX_TOOL_ROUNDS {
             let request = AgentTurn {
                 session_id: &session_id,
-                now: world.clock().now(),
+                now: world.with(|w| w.clock().now()),
                 messages: &messages,
                 tools: tool_list.as_deref(),
                 observations: &pending_observations,
+                mcp_url: mcp_url.as_deref(),
             };
             let reply = match agent.respond(request).await {
                 Ok(reply) => reply,
@@ -441,28 +501,39 @@ async fn run_trial<A: AgentEndpoint>(
                         kind: e.kind,
                         message: e.message,
                     };
+                    drop(served);
                     return Ok(finish(&world, status, None, Some(failure), messages));
                 }
             };
             messages.push(assistant_message(&reply));
             if use_directives {
-                let turn = world.act(&scenario.agent, &reply.text);
+                let turn = world.with(|w| w.act(&scenario.agent, &reply.text));
                 said.push(turn.parsed.prose);
             } else {
                 said.push(reply.text.clone());
             }
+            if use_mcp {
+                // The agent's MCP calls were answered as they were made.
+                world.with(|w| w.forget_results(&scenario.agent));
+            }
             if !use_tools || reply.tool_calls.is_empty() {
                 break;
             }
-            let answers = execute_tool_calls(&mut world, &scenario.agent, &reply.tool_calls);
-            world.forget_results(&scenario.agent);
+            let answers = world.with(|w| execute_tool_calls(w, &scenario.agent, &reply.tool_calls));
+            world.with(|w| w.forget_results(&scenario.agent));
             messages.extend(answers);
             pending_observations = Vec::new();
         }
-        world.advance();
+        world.with(World::advance);
     }
+    drop(served);
 
-    let verdict = grade(&initial, &world.state(), &scenario.expectations(), &said);
+    let verdict = grade(
+        &initial,
+        &world.with(|w| w.state()),
+        &scenario.expectations(),
+        &said,
+    );
     let status = if verdict.passed {
         TrialStatus::Passed
     } else {

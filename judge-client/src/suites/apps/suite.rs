@@ -8,18 +8,21 @@
 //!                             report.html     summary, pass^k chart, state diffs, audit logs, transcripts
 //!                             scenarios/<id>/ outcome, and per trial audit.jsonl, final_state.json,
 //!                                             grade.json, transcript.json ([`super::artifacts`])
+//!                             mcp-refused-calls.jsonl  (action mode mcp) calls no open trial took
 //! ```
 //!
 //! Everything but `manifest.json` (which holds wall-clock times) is a pure function of the
 //! scenarios, the seed and the target's replies.
 
 use crate::report::stats::bounded_mean_ci;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use super::artifacts::{ArtifactError, write_outcome};
+use super::mcp::{McpServer, McpServerError};
 use super::report;
 use super::runner::{ActionMode, RunError, ScenarioOutcome, TargetAgent, run_scenario};
 use super::{AppRegistry, Scenario};
@@ -42,6 +45,28 @@ pub struct AppsConfig {
     pub trials: Option<u32>,
     /// Where the scenarios came from: `shipped` or a folder.
     pub source: String,
+    /// Where the trials' MCP server listens, and the URL agents are told (action mode `mcp`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp: Option<McpSettings>,
+}
+
+/// The MCP server of action mode `mcp` (`--mcp-listen`, `--mcp-url`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpSettings {
+    /// The address it binds (port 0: any free port).
+    pub listen: SocketAddr,
+    /// The base URL agents are told, when they reach the judge by another name (a container's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<String>,
+}
+
+impl Default for McpSettings {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            public_url: None,
+        }
+    }
 }
 
 /// An apps run's manifest.
@@ -163,6 +188,8 @@ pub enum AppsSuiteError {
     RunDir(#[from] RunDirError),
     #[error(transparent)]
     Turns(#[from] ChainNeedsResponses),
+    #[error(transparent)]
+    Mcp(#[from] McpServerError),
 }
 
 /// Told about each scenario as it finishes (the CLI's progress bar).
@@ -292,9 +319,21 @@ async fn play(
     progress: &dyn AppsProgress,
 ) -> Result<Vec<ScenarioOutcome>, AppsSuiteError> {
     let turns = config.turns()?;
+    let server = if config.mode == ActionMode::Mcp {
+        let settings = config.mcp.clone().unwrap_or_default();
+        Some(McpServer::start(
+            settings.listen,
+            settings.public_url.as_deref(),
+        )?)
+    } else {
+        None
+    };
     let mut agent = TargetAgent::new(client, capabilities.mock_time)
         .with_turns(turns)
         .resetting_sessions(capabilities.reset);
+    if let Some(server) = &server {
+        agent = agent.serving_mcp(server);
+    }
     let mut outcomes = Vec::with_capacity(scenarios.len());
     for scenario in scenarios {
         let outcome =
@@ -303,5 +342,21 @@ async fn play(
         progress.scenario_done(&outcome);
         outcomes.push(outcome);
     }
+    if let Some(server) = &server {
+        // Calls that reached no open trial (after their trial ended, or naming none): they
+        // changed nothing, and the run says so.
+        let refused = server.refused();
+        if !refused.is_empty() {
+            let mut lines = String::new();
+            for call in &refused {
+                lines.push_str(&serde_json::to_string(call).unwrap_or_default());
+                lines.push('\n');
+            }
+            rundir::write_atomic(&dir.join(REFUSED_MCP_CALLS), lines.as_bytes())?;
+        }
+    }
     Ok(outcomes)
 }
+
+/// The run directory's file of MCP calls that reached no open trial (action mode `mcp`).
+pub const REFUSED_MCP_CALLS: &str = "mcp-refused-calls.jsonl";

@@ -17,18 +17,42 @@ pub fn split_tool_name(name: &str) -> Option<(&str, &str)> {
     name.split_once(SEPARATOR)
 }
 
-/// Every action of every app of the world, as tools.
-pub fn tools(world: &World) -> Vec<Tool> {
+/// One action of the world as a tool, whatever carries it (OpenAI tools, MCP tools).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    /// `app__action`.
+    pub name: String,
+    /// `App name: the action's description`.
+    pub description: String,
+    /// JSON Schema of the arguments (an `object` schema).
+    pub parameters: Value,
+}
+
+/// Every action of every app of the world, in the apps' order: the one description of the
+/// actions behind OpenAI tools and MCP tools.
+pub fn tool_specs(world: &World) -> Vec<ToolSpec> {
     world
         .apps()
         .flat_map(|app| {
-            app.actions().into_iter().map(move |action| {
-                Tool::function(FunctionDefinition {
-                    name: tool_name(app.id(), &action.name),
-                    description: Some(format!("{}: {}", app.name(), action.description)),
-                    parameters: Some(action.parameters),
-                    strict: None,
-                })
+            app.actions().into_iter().map(move |action| ToolSpec {
+                name: tool_name(app.id(), &action.name),
+                description: format!("{}: {}", app.name(), action.description),
+                parameters: action.parameters,
+            })
+        })
+        .collect()
+}
+
+/// Every action of every app of the world, as OpenAI tools.
+pub fn tools(world: &World) -> Vec<Tool> {
+    tool_specs(world)
+        .into_iter()
+        .map(|spec| {
+            Tool::function(FunctionDefinition {
+                name: spec.name,
+                description: Some(spec.description),
+                parameters: Some(spec.parameters),
+                strict: None,
             })
         })
         .collect()
@@ -73,11 +97,15 @@ fn execute_tool_call(world: &mut World, agent: &str, call: &ToolCall) -> AppResu
     }
 }
 
+/// What an agent is told of an action's result, in tool and MCP modes alike.
+pub fn result_body(result: &AppResult) -> Value {
+    json!({"success": result.success, "message": result.message,
+           "data": result.data, "error": result.error})
+}
+
 /// The `tool` message answering call `id` with `result` as JSON.
 pub fn tool_message(id: &str, result: &AppResult) -> ChatMessage {
-    let body = json!({"success": result.success, "message": result.message,
-                      "data": result.data, "error": result.error});
-    let mut message = ChatMessage::text(Role::Tool, body.to_string());
+    let mut message = ChatMessage::text(Role::Tool, result_body(result).to_string());
     message.tool_call_id = Some(id.to_owned());
     message
 }

@@ -3,6 +3,7 @@
 //! or branched from any step.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Duration, SecondsFormat, TimeZone, Utc};
 use serde::{Deserialize, Serialize};
@@ -12,6 +13,24 @@ use sha2::{Digest, Sha256};
 use super::audit::{AuditEntry, AuditLog, INVALID_DIRECTIVE};
 use super::directive::{Directive, ParsedMessage, parse_message};
 use super::{App, AppError, AppRegistry, AppResult, Observation, Params};
+
+/// A world shared between the runner and the server that lets an agent act on it over MCP
+/// ([`super::mcp`]). Every access is one short critical section; none is held across an await.
+#[derive(Clone)]
+pub struct SharedWorld(Arc<Mutex<World>>);
+
+impl SharedWorld {
+    pub fn new(world: World) -> Self {
+        Self(Arc::new(Mutex::new(world)))
+    }
+
+    /// Runs `f` on the world. A panic in an earlier access does not poison it for later ones: the
+    /// world's state is what that access left, and grading reads it as it is.
+    pub fn with<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
+        let mut world = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&mut world)
+    }
+}
 
 /// Logical time: `start + step × step_seconds`. Nothing in the world reads the wall clock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -210,6 +229,11 @@ impl World {
         self.conclude(agent, app, action, raw, AppResult::fail(error))
     }
 
+    /// Marks the action just logged as asked by MCP request `id` (see [`AuditEntry`]).
+    pub fn tag_last_call(&mut self, id: &str) {
+        self.audit.tag_last(id);
+    }
+
     /// Drops `agent`'s queued own results: in tool mode they already went back as tool messages.
     /// Notifications from apps (money received...) stay.
     pub fn forget_results(&mut self, agent: &str) {
@@ -356,6 +380,7 @@ impl World {
             result: result.data.clone(),
             error: result.error.clone(),
             time: self.clock.timestamp(),
+            mcp_request_id: None,
         });
     }
 }

@@ -1,0 +1,183 @@
+//! `judge apps --action-mode mcp` against what we did not write: the official MCP Python SDK lists
+//! and calls a trial's tools on the judge's MCP server and sees the state change, and cannot see
+//! another trial's state (tests/python/mcp_trials_check.py); bad input gets MCP errors and changes
+//! nothing. The interpreter is .venv/agents's (scripts/python-env.sh).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use judge_client::suites::apps::mcp::McpServer;
+use judge_client::suites::apps::runner::prepare_world;
+use judge_client::suites::apps::world::SharedWorld;
+use judge_client::suites::apps::{AppRegistry, shipped};
+use serde_json::Value;
+
+fn python() -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/agents/bin/python");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/python-env.sh (scripts/test.sh does) to install the MCP SDK",
+        path.display()
+    );
+    path
+}
+
+fn check(args: &[&str]) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_trials_check.py");
+    let output = Command::new(python())
+        .arg(&script)
+        .args(args)
+        .output()
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "mcp_trials_check.py {args:?} failed\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn trial_world(seed: u64) -> SharedWorld {
+    let registry = AppRegistry::builtin();
+    let scenario = shipped::scenarios()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.id == "transfer-basic")
+        .unwrap();
+    SharedWorld::new(prepare_world(&registry, &scenario, seed).unwrap())
+}
+
+fn balance_cents(world: &SharedWorld, agent: &str) -> i64 {
+    world.with(|w| {
+        w.state()["paypal"]["accounts"][agent]["balance_cents"]
+            .as_i64()
+            .unwrap()
+    })
+}
+
+#[test]
+fn the_official_mcp_client_acts_on_its_trial_only_and_bad_input_changes_nothing() {
+    let server = McpServer::start("127.0.0.1:0".parse().unwrap(), None).unwrap();
+    let (world_a, world_b) = (trial_world(1), trial_world(2));
+    let trial_a = server.open("trial-a", "alice", world_a.clone());
+    let trial_b = server.open("trial-b", "alice", world_b.clone());
+
+    let seen = check(&["live", trial_a.url(), trial_b.url()]);
+
+    // Every action is a tool, described by the app's own schema.
+    let tools: Vec<&str> = seen["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "paypal__check_balance",
+            "paypal__decline_request",
+            "paypal__pay_request",
+            "paypal__request_money",
+            "paypal__transfer",
+            "paypal__view_transactions"
+        ]
+    );
+    assert_eq!(seen["transfer_schema"]["type"], "object");
+    assert!(
+        seen["transfer_schema"]["required"]
+            .as_array()
+            .unwrap()
+            .contains(&"to".into())
+    );
+
+    // The client saw its own world change, and only its own.
+    assert_eq!(seen["a_before"], "100.00");
+    assert_eq!(seen["transfer_is_error"], false, "{seen}");
+    assert_eq!(seen["a_after"], "87.50");
+    assert_eq!(seen["b_balance"], "100.00");
+    assert_eq!(balance_cents(&world_a, "alice"), 8750);
+    assert_eq!(balance_cents(&world_a, "bob"), 11250);
+    assert_eq!(balance_cents(&world_b, "alice"), 10000);
+    assert_eq!(balance_cents(&world_b, "bob"), 10000);
+
+    // Bad input: an MCP error (unknown tool: invalid params, -32602), an error result the model
+    // can read (arguments the app refuses), and no state change.
+    assert_eq!(seen["unknown_tool"]["code"], -32602, "{seen}");
+    assert!(
+        seen["unknown_tool"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("paypal__fly")
+    );
+    assert_eq!(seen["wrong_types_is_error"], true, "{seen}");
+    assert_eq!(seen["wrong_types"]["success"], false);
+    assert_eq!(seen["a_after_bad_input"], "87.50");
+    assert!(seen["garbage"]["status"].as_u64().unwrap() >= 400, "{seen}");
+    assert!(
+        seen["unknown_method"]["body"]
+            .as_str()
+            .unwrap()
+            .contains("-32601"),
+        "{seen}"
+    );
+
+    // The audit trail has every call, with its MCP request id, the refused ones included.
+    world_a.with(|w| {
+        let entries = w.audit().entries();
+        let by_mcp: Vec<_> = entries
+            .iter()
+            .filter(|e| e.mcp_request_id.is_some())
+            .collect();
+        let actions: Vec<(&str, bool)> = by_mcp
+            .iter()
+            .map(|e| (e.action.as_str(), e.success))
+            .collect();
+        assert_eq!(
+            actions,
+            [
+                ("check_balance", true),
+                ("transfer", true),
+                ("check_balance", true),
+                ("fly", false),
+                ("transfer", false),
+                ("check_balance", true),
+            ]
+        );
+        let ids: std::collections::HashSet<_> = by_mcp
+            .iter()
+            .map(|e| e.mcp_request_id.clone().unwrap())
+            .collect();
+        assert_eq!(ids.len(), by_mcp.len(), "one request id per call");
+    });
+    assert_eq!(
+        world_b.with(|w| w
+            .audit()
+            .entries()
+            .iter()
+            .filter(|e| e.mcp_request_id.is_some())
+            .count()),
+        1
+    );
+
+    // After its trial ended, a call is refused, changes nothing, and is kept as refused.
+    let url_a = trial_a.url().to_owned();
+    drop(trial_a);
+    let late = check(&["late", &url_a]);
+    assert!(
+        late["late_call"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("has ended"),
+        "{late}"
+    );
+    assert_eq!(balance_cents(&world_a, "alice"), 8750);
+    let refused = server.refused();
+    assert!(
+        refused
+            .iter()
+            .any(|c| c.session_id == "trial-a" && c.tool == "paypal__transfer"),
+        "{refused:?}"
+    );
+    drop(trial_b);
+}
