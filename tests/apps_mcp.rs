@@ -1,10 +1,17 @@
 //! `judge apps --action-mode mcp` against what we did not write: the official MCP Python SDK lists
 //! and calls a trial's tools on the judge's MCP server and sees the state change, and cannot see
 //! another trial's state (tests/python/mcp_trials_check.py); bad input gets MCP errors and changes
-//! nothing. The interpreter is .venv/agents's (scripts/python-env.sh).
+//! nothing; an agent built with the OpenAI Agents SDK, its tools from the judge's server and its
+//! model agent-server, passes PayPal scenarios graded by final state
+//! (tests/python/agents_sdk_app_agent.py). The interpreter is .venv/agents's
+//! (scripts/python-env.sh).
+
+mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+
+use common::{Server, free_port, judge, read_json, run_dir};
 
 use judge_client::suites::apps::mcp::McpServer;
 use judge_client::suites::apps::runner::prepare_world;
@@ -180,4 +187,67 @@ fn the_official_mcp_client_acts_on_its_trial_only_and_bad_input_changes_nothing(
         "{refused:?}"
     );
     drop(trial_b);
+}
+
+/// A child process killed when the test ends, however it ends.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_openai_agents_sdk_agent_using_the_judges_mcp_server_passes_paypal_scenarios() {
+    let data = tempfile::tempdir().unwrap();
+    let model = Server::start(data.path(), &[]);
+    let port = free_port();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/agents_sdk_app_agent.py");
+    let mut agent = Killed(
+        Command::new(python())
+            .arg(&script)
+            .arg(port.to_string())
+            .arg(&model.base_url)
+            .arg("agentwall-builtin")
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("the Agents SDK agent starts"),
+    );
+    testkit::process::wait_listening(port, &mut agent.0, "the Agents SDK agent");
+
+    let out = tempfile::tempdir().unwrap();
+    let (code, output) = judge(&[
+        "apps",
+        "--endpoint",
+        &format!("http://127.0.0.1:{port}"),
+        "--action-mode",
+        "mcp",
+        "--only",
+        "transfer-basic,check-balance,request-money",
+        "--trials",
+        "1",
+        "--out",
+        out.path().to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{output}\nagent-server:\n{}", model.stderr());
+    let dir = run_dir(out.path());
+    let results = read_json(&dir.join("results.json"));
+    assert_eq!(results["mode"], "mcp");
+    for scenario in results["scenarios"].as_array().unwrap() {
+        assert_eq!(scenario["all_passed"], true, "{results:#}");
+    }
+    // The transfer was the agent's own MCP call, audited with its request id.
+    let audit =
+        std::fs::read_to_string(dir.join("scenarios/transfer-basic/trial-0/audit.jsonl")).unwrap();
+    let transfer: Value = audit
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|e| e["action"] == "transfer")
+        .unwrap_or_else(|| panic!("no transfer in {audit}"));
+    assert_eq!(transfer["params"]["to"], "bob");
+    assert_eq!(transfer["success"], true);
+    assert!(transfer["mcp_request_id"].is_string(), "{transfer}");
 }
