@@ -105,8 +105,11 @@ fn the_official_mcp_client_acts_on_its_trial_only_and_bad_input_changes_nothing(
     assert_eq!(seen["b_balance"], "100.00");
     assert_eq!(balance_cents(&world_a, "alice"), 8750);
     assert_eq!(balance_cents(&world_a, "bob"), 11250);
-    assert_eq!(balance_cents(&world_b, "alice"), 10000);
-    assert_eq!(balance_cents(&world_b, "bob"), 10000);
+    // The fixed URL with B's session id reached B, and only B.
+    assert_eq!(seen["fixed_tools"], 6);
+    assert_eq!(seen["fixed_b_after"], "99.00");
+    assert_eq!(balance_cents(&world_b, "alice"), 9900);
+    assert_eq!(balance_cents(&world_b, "bob"), 10100);
 
     // Bad input: an MCP error (unknown tool: invalid params, -32602), an error result the model
     // can read (arguments the app refuses), and no state change.
@@ -164,7 +167,8 @@ fn the_official_mcp_client_acts_on_its_trial_only_and_bad_input_changes_nothing(
             .iter()
             .filter(|e| e.mcp_request_id.is_some())
             .count()),
-        1
+        3,
+        "B's own check, and the transfer and check through the fixed URL"
     );
 
     // After its trial ended, a call is refused, changes nothing, and is kept as refused.

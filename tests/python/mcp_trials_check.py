@@ -1,6 +1,8 @@
 """The official MCP Python SDK against the judge's apps server (judge-client/tests/apps_mcp.rs).
 
-usage: mcp_trials_check.py live URL_A URL_B   lists, acts and probes bad input on two open trials
+usage: mcp_trials_check.py live URL_A URL_B   lists, acts and probes bad input on two open trials;
+                                              reaches B again through the fixed URL (the server's
+                                              /mcp and B's X-Session-Id)
        mcp_trials_check.py late URL           calls a tool of a trial that has ended
 
 Prints one JSON object of what it saw; the Rust test asserts on it and on the worlds themselves.
@@ -14,11 +16,13 @@ import urllib.error
 import urllib.request
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 
-async def session(url, work):
-    async with streamable_http_client(url) as streams:
+async def session(url, work, headers=None):
+    client = create_mcp_http_client(headers=headers) if headers else None
+    async with streamable_http_client(url, http_client=client) as streams:
         read, write = streams[0], streams[1]
         async with ClientSession(read, write) as s:
             await s.initialize()
@@ -63,8 +67,15 @@ async def live(url_a, url_b):
     async def on_b(s):
         seen["b_balance"] = balance(await s.call_tool("paypal__check_balance", {}))
 
+    async def on_fixed(s):
+        seen["fixed_tools"] = len((await s.list_tools()).tools)
+        await s.call_tool("paypal__transfer", {"to": "bob", "amount": 1})
+        seen["fixed_b_after"] = balance(await s.call_tool("paypal__check_balance", {}))
+
     await session(url_a, on_a)
     await session(url_b, on_b)
+    fixed = url_b.rsplit("/", 1)[0]
+    await session(fixed, on_fixed, headers={"X-Session-Id": url_b.rsplit("/", 1)[1]})
 
     # Malformed messages, below the SDK: not JSON, and JSON that is no JSON-RPC request.
     seen["garbage"] = post(url_a, b"{not json")
