@@ -1,7 +1,8 @@
 //! The agentwall wire contract.
 //!
 //! Everything the judge and the agent-server say to each other over HTTP is typed here, and nothing
-//! else: OpenAI Chat Completions types ([`openai`]), the benchmark control plane ([`control`],
+//! else: OpenAI Chat Completions types ([`openai`]), the Agent2Agent protocol ([`a2a`]: agent
+//! card, messages, tasks, JSON-RPC), the benchmark control plane ([`control`],
 //! [`recall`]) and the header names and their parsers ([`headers`]), and the conventions of
 //! simulated applications ([`apps`]: the directive marker, the tool-name separator, the
 //! notifications header). The crate does no I/O, so both programs (and any third
@@ -11,6 +12,7 @@
 //! (unknown fields are kept in `extra`, optional fields may be absent or `null`); types we *send* skip
 //! absent optional fields.
 
+pub mod a2a;
 pub mod apps;
 pub mod control;
 pub mod headers;
