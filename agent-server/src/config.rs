@@ -14,6 +14,8 @@ use crate::embed::{EmbedConfig, EndpointConfig, InProcessConfig};
 use crate::llm::prompt::DEFAULT_SYSTEM_PROMPT;
 use crate::llm::upstream::UpstreamConfig;
 use crate::llm::upstream_api::LlmApi;
+use crate::mcp::McpOptions;
+use crate::mcp::allow::{AllowList, BadEntry, LOOPBACK};
 use crate::memory::MemoryConfig;
 use crate::memory::embedded::EmbeddedOptions;
 use crate::telemetry::{LogFormat, Metrics};
@@ -203,6 +205,29 @@ pub struct Config {
     /// texts share batches up to it.
     #[arg(long, env = "EMBEDDINGS_BATCH_SIZE", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=4096), help_heading = "Embeddings")]
     pub embeddings_batch_size: u32,
+
+    /// The MCP servers a Responses request's `mcp` tools may name, comma-separated: URL prefixes
+    /// (http://judge:7600/mcp/), host names (judge, *.example.com, judge:7600), addresses and
+    /// networks (10.1.2.3, 10.0.0.0/8, ::1), or * for any. Checked before connecting, without
+    /// resolving names; a request naming another server gets 400. Empty: none.
+    #[arg(long, env = "AGENT_MCP_ALLOWED_SERVERS", default_value = LOOPBACK, value_parser = allowed_servers, help_heading = "MCP tools")]
+    pub mcp_allowed_servers: String,
+
+    /// Longest wait for an MCP server: to connect and list its tools, and for each tool call
+    /// (e.g. 2s, 30s). Past it the server's listing or the call fails, and the model and the
+    /// client are told.
+    #[arg(long, env = "AGENT_MCP_CALL_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration, help_heading = "MCP tools")]
+    pub mcp_call_timeout: Duration,
+
+    /// Most MCP tool calls in one turn. Calls beyond it are not run, and the model is asked once
+    /// more to answer without tools.
+    #[arg(long, env = "AGENT_MCP_MAX_CALLS", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = "MCP tools")]
+    pub mcp_max_calls: u32,
+}
+
+/// `--mcp-allowed-servers`, checked when the flags are read.
+fn allowed_servers(text: &str) -> Result<String, BadEntry> {
+    AllowList::parse(text).map(|_| text.to_owned())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -272,6 +297,15 @@ impl Config {
             timeout: self.embeddings_timeout,
             batch_size,
         })))
+    }
+
+    /// How requests may use remote MCP tools.
+    pub(crate) fn mcp(&self) -> Result<McpOptions, BadEntry> {
+        Ok(McpOptions {
+            allowed: AllowList::parse(&self.mcp_allowed_servers)?,
+            call_timeout: self.mcp_call_timeout,
+            max_calls: self.mcp_max_calls as usize,
+        })
     }
 
     /// The upstream model's configuration, when --llm-base-url is set. Reads the system prompt file.
@@ -433,6 +467,36 @@ mod tests {
     }
 
     #[test]
+    fn mcp_tools_reach_loopback_by_default_and_the_flags_are_checked() {
+        let options = Config::parse_from(["agent-server"]).mcp().unwrap();
+        assert_eq!(
+            (options.call_timeout, options.max_calls),
+            (Duration::from_secs(10), 16)
+        );
+        assert_eq!(options.allowed, AllowList::default());
+        let c = Config::parse_from([
+            "agent-server",
+            "--mcp-allowed-servers",
+            "http://judge:7600/mcp/, 10.0.0.0/8",
+            "--mcp-call-timeout",
+            "750ms",
+            "--mcp-max-calls",
+            "3",
+        ]);
+        let options = c.mcp().unwrap();
+        assert_eq!(
+            (options.call_timeout, options.max_calls),
+            (Duration::from_millis(750), 3)
+        );
+        let judge = url::Url::parse("http://judge:7600/mcp/t1").unwrap();
+        assert!(options.allowed.allows(&judge));
+        let err = Config::try_parse_from(["agent-server", "--mcp-allowed-servers", "ftp://x/"])
+            .unwrap_err();
+        assert!(err.to_string().contains("ftp://x/"), "{err}");
+        assert!(Config::try_parse_from(["agent-server", "--mcp-max-calls", "0"]).is_err());
+    }
+
+    #[test]
     fn redis_and_postgres_go_together() {
         let err = Config::try_parse_from(["agent-server", "--redis-url", "redis://x"]).unwrap_err();
         assert!(err.to_string().contains("--database-url"), "{err}");
@@ -464,6 +528,9 @@ mod tests {
             "EMBEDDINGS_MODEL",
             "EMBEDDINGS_TIMEOUT",
             "EMBEDDINGS_BATCH_SIZE",
+            "AGENT_MCP_ALLOWED_SERVERS",
+            "AGENT_MCP_CALL_TIMEOUT",
+            "AGENT_MCP_MAX_CALLS",
         ] {
             assert!(help.contains(var), "--help does not mention {var}");
         }

@@ -7,6 +7,7 @@ use protocol::openai::ErrorBody;
 
 use crate::agent::AgentError;
 use crate::llm::LlmError;
+use crate::mcp::McpRefusal;
 use crate::memory::MemoryError;
 
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +61,9 @@ pub(crate) enum ApiError {
     Memory(#[from] MemoryError),
     #[error(transparent)]
     Model(#[from] LlmError),
+    /// A request's `mcp` tool this server will not use.
+    #[error(transparent)]
+    Mcp(#[from] McpRefusal),
 }
 
 impl From<AgentError> for ApiError {
@@ -164,6 +168,19 @@ impl ApiError {
             ApiError::Model(LlmError::BadResponse { .. }) => {
                 row(S::BAD_GATEWAY, "upstream_error", "upstream_bad_response")
             }
+            ApiError::Mcp(McpRefusal::NotAllowed { .. }) => row(
+                S::BAD_REQUEST,
+                "invalid_request_error",
+                "mcp_server_not_allowed",
+            ),
+            ApiError::Mcp(McpRefusal::ApprovalUnsupported { .. }) => row(
+                S::BAD_REQUEST,
+                "invalid_request_error",
+                "mcp_approval_unsupported",
+            ),
+            ApiError::Mcp(McpRefusal::Invalid { .. }) => {
+                row(S::BAD_REQUEST, "invalid_request_error", "invalid_request")
+            }
         }
     }
 
@@ -175,6 +192,7 @@ impl ApiError {
             }
             ApiError::MockTimeDenied => Some(protocol::headers::MOCK_TIME.to_owned()),
             ApiError::Model(LlmError::ContextLengthExceeded { .. }) => Some("messages".to_owned()),
+            ApiError::Mcp(refusal) => Some(refusal.param()),
             _ => None,
         }
     }
@@ -330,6 +348,32 @@ mod tests {
         })
         .error_response();
         assert_eq!(response.headers().get(header::RETRY_AFTER).unwrap(), "7");
+    }
+
+    #[test]
+    fn refused_mcp_servers_are_400s_naming_the_field_and_the_flag() {
+        let e = ApiError::from(McpRefusal::NotAllowed {
+            index: 2,
+            url: "http://10.1.2.3:9/mcp".into(),
+        });
+        assert_eq!(e.status_code(), StatusCode::BAD_REQUEST);
+        let body = serde_json::to_value(e.body()).unwrap();
+        assert_eq!(body["error"]["code"], "mcp_server_not_allowed");
+        assert_eq!(body["error"]["param"], "tools[2].server_url");
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("--mcp-allowed-servers"),
+            "{body}"
+        );
+        let approval = ApiError::from(McpRefusal::ApprovalUnsupported {
+            index: 0,
+            value: "\"always\"".into(),
+        });
+        let body = serde_json::to_value(approval.body()).unwrap();
+        assert_eq!(body["error"]["code"], "mcp_approval_unsupported");
+        assert_eq!(body["error"]["param"], "tools[0].require_approval");
     }
 
     #[test]

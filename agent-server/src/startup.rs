@@ -50,6 +50,7 @@ impl Application {
             recall_limit: config.recall_limit,
             episodes: config.episodes,
             metrics: Arc::clone(&metrics),
+            mcp: config.mcp()?,
         };
         let mut agent = Agent::new(store.clone(), model, options);
         if let Some(embedder) = recall.embedder()

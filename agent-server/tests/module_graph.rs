@@ -2,7 +2,8 @@
 //! root included), no child module names another that names it back, directly or around a loop.
 //! The layers this holds, lowest first: `task` and `telemetry`; `memory`; `text` (what a user's
 //! words say, which both the agent and the builtin model read); `outbound` (HTTP to other
-//! services); `embed` and `llm`; `agent`; `http`, `error` and `config`; `startup`.
+//! services); `embed`, `llm` and `mcp` (remote MCP tools); `agent`; `http`, `error` and `config`;
+//! `startup`.
 
 use std::path::Path;
 

@@ -18,10 +18,14 @@
 //! completion is returned only after `commit`; a stream completes ([`StreamEvent::Done`]) only
 //! after it. So a reply is never completed for a turn that was not stored, whatever API encodes
 //! it.
+//!
+//! A turn that may use remote MCP tools ([`TurnInput::mcp`]) asks the model in rounds, calling
+//! the tools between them ([`tools`]), and is committed once, after the last.
 
 pub(crate) mod promote;
 pub(crate) mod relay;
 pub(crate) mod semantic;
+pub(crate) mod tools;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,6 +37,7 @@ use protocol::openai::{ChatCompletion, ChatCompletionRequest, ChatMessage};
 
 use crate::llm::prompt::reply_text;
 use crate::llm::{Acknowledgement, ChatModel, LlmError, ModelReply, Prompt, ResponsesTurn};
+use crate::mcp::{McpOptions, McpServer, ToolEvent};
 use crate::memory::ranking::{self, Terms};
 use crate::memory::{
     EpisodeData, MemoryContext, MemoryError, MemoryStore, NewFact, RecallQuery, Recalled,
@@ -60,7 +65,24 @@ pub(crate) enum AgentError {
     RelayFailed,
 }
 
-/// What a turn produced, for an API to encode.
+/// What a turn produced: the model's answer, and what remote MCP tools did on the way to it.
+pub(crate) struct Turned {
+    pub output: TurnOutput,
+    /// Each MCP server's listing, then each call, in order; empty for a turn without `mcp`
+    /// tools.
+    pub tools: Vec<ToolEvent>,
+}
+
+impl From<TurnOutput> for Turned {
+    fn from(output: TurnOutput) -> Self {
+        Self {
+            output,
+            tools: Vec::new(),
+        }
+    }
+}
+
+/// The model's answer, for an API to encode.
 pub(crate) enum TurnOutput {
     /// The builtin model's reply; the turn is stored.
     Reply(ModelReply),
@@ -110,6 +132,9 @@ pub(crate) struct TurnInput {
     pub continuation: bool,
     /// What the turn may write, and the provenance of what it writes.
     pub memory: TurnMemory,
+    /// Remote MCP servers whose tools the model may use (a Responses request's `mcp` tools, each
+    /// admitted by [`McpOptions::admit`]); empty for most turns.
+    pub mcp: Vec<McpServer>,
 }
 
 /// How a turn treats memory besides reading it.
@@ -187,6 +212,8 @@ pub(crate) struct Agent {
     promotion: PromotionEngine,
     /// Where memory operations are timed.
     metrics: Arc<Metrics>,
+    /// How turns use remote MCP tools.
+    mcp: McpOptions,
 }
 
 /// How an [`Agent`] uses memory, and where it records what memory costs.
@@ -201,6 +228,8 @@ pub(crate) struct AgentOptions {
     /// The server's metrics: each recall and commit is timed in
     /// `agentwall_memory_operation_duration_seconds`. The default is a set of its own.
     pub metrics: Arc<Metrics>,
+    /// Which MCP servers requests may name, and the bounds of their calls.
+    pub mcp: McpOptions,
 }
 
 impl Default for AgentOptions {
@@ -210,6 +239,7 @@ impl Default for AgentOptions {
             recall_limit: 8,
             episodes: true,
             metrics: Arc::default(),
+            mcp: McpOptions::default(),
         }
     }
 }
@@ -230,7 +260,13 @@ impl Agent {
             extractor: FactExtractor,
             promotion: PromotionEngine::default(),
             metrics: options.metrics,
+            mcp: options.mcp,
         }
+    }
+
+    /// How turns use remote MCP tools: what a request may name ([`McpOptions::admit`]).
+    pub(crate) fn mcp(&self) -> &McpOptions {
+        &self.mcp
     }
 
     /// The same agent with semantic recall: queries and new items are embedded with `semantic`.
@@ -275,16 +311,21 @@ impl Agent {
     /// The whole turn: prepare, the model's answer, commit. With an upstream model, its own
     /// completion is passed through, or, when the request streams, its stream is relayed and
     /// committed before it completes; errors up to the upstream's response head (429, 502, 504)
-    /// are still returned here.
-    pub(crate) async fn turn(self: &Arc<Self>, input: TurnInput) -> Result<TurnOutput, AgentError> {
+    /// are still returned here. A turn with remote MCP tools is answered whole, streamed or not
+    /// ([`tools`]).
+    pub(crate) async fn turn(self: &Arc<Self>, mut input: TurnInput) -> Result<Turned, AgentError> {
+        if !input.mcp.is_empty() {
+            let servers = std::mem::take(&mut input.mcp);
+            return self.turn_with_tools(input, &servers).await;
+        }
         let stream = input.request.is_stream();
         let include_usage = input.request.wants_stream_usage();
         let turn = self.prepare(input).await?;
-        match self.model.pass_through() {
+        let output = match self.model.pass_through() {
             None => {
-                let reply = self.respond(&turn).await?;
+                let reply = self.respond(turn.prompt()).await?;
                 self.commit(turn, &reply.text).await?;
-                Ok(TurnOutput::Reply(reply))
+                TurnOutput::Reply(reply)
             }
             Some(upstream) if !stream => {
                 let completion = upstream.completion(turn.prompt()).await?;
@@ -294,18 +335,19 @@ impl Agent {
                     .map(|c| reply_text(&c.message))
                     .unwrap_or_default();
                 self.commit(turn, &text).await?;
-                Ok(TurnOutput::Completion(completion))
+                TurnOutput::Completion(completion)
             }
             Some(upstream) => {
                 let chunks = upstream.stream(turn.prompt()).await?;
-                Ok(TurnOutput::Stream(TurnStream::start(
+                TurnOutput::Stream(TurnStream::start(
                     Arc::clone(self),
                     turn,
                     chunks,
                     include_usage,
-                )))
+                ))
             }
-        }
+        };
+        Ok(output.into())
     }
 
     /// Steps 1 and 2: recall, then extract what the turn teaches and what standing items require.
@@ -393,10 +435,10 @@ impl Agent {
     }
 
     /// Step 3 for a whole reply: the model answers the turn's prompt.
-    async fn respond(&self, turn: &PreparedTurn) -> Result<ModelReply, LlmError> {
+    async fn respond(&self, prompt: Prompt<'_>) -> Result<ModelReply, LlmError> {
         if self.model.pass_through().is_some() {
             // Upstream models open their own model-call span.
-            return self.model.complete(turn.prompt()).await;
+            return self.model.complete(prompt).await;
         }
         let name = self.model.name();
         let span = step_span!(
@@ -409,11 +451,7 @@ impl Agent {
             gen_ai.usage.output_tokens = Empty,
             openinference.span.kind = "LLM",
         );
-        let reply = self
-            .model
-            .complete(turn.prompt())
-            .instrument(span.clone())
-            .await?;
+        let reply = self.model.complete(prompt).instrument(span.clone()).await?;
         span.record("gen_ai.usage.input_tokens", reply.usage.prompt_tokens);
         span.record("gen_ai.usage.output_tokens", reply.usage.completion_tokens);
         Ok(reply)
@@ -756,6 +794,7 @@ mod tests {
                     responses: None,
                     continuation: false,
                     memory: TurnMemory::default(),
+                    mcp: Vec::new(),
                 };
                 agent.turn(input).await.unwrap();
             }
@@ -807,6 +846,7 @@ mod tests {
                 responses: None,
                 continuation: false,
                 memory: TurnMemory::default(),
+                mcp: Vec::new(),
             };
             let trace = if recorded_trace {
                 // No sampler is installed in unit tests: recorded, as when nothing is exported.
@@ -815,7 +855,7 @@ mod tests {
                 RequestTrace::unrecorded()
             };
             let output = sampling::within(trace, agent.turn(input)).await.unwrap();
-            assert!(matches!(output, TurnOutput::Reply(_)));
+            assert!(matches!(output.output, TurnOutput::Reply(_)));
             assert_eq!(
                 recorded.take(),
                 expected,

@@ -75,7 +75,8 @@ pub(crate) async fn chat_completions(
     };
     let session = session::resolve(&state, &caller, claims)?;
     let Turn { input, model } = turn::resolve(&state, session.clone(), now, request, None, memory)?;
-    let output = state.agent.turn(input).await?;
+    // A chat turn names no MCP server, so it has no tools' work to show.
+    let output = state.agent.turn(input).await?.output;
     let mut response = match output {
         TurnOutput::Reply(reply) => {
             let id = format!("chatcmpl-{}", uuid::Uuid::new_v4().simple());

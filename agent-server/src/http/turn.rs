@@ -49,6 +49,7 @@ pub(super) fn resolve(
             responses,
             continuation,
             memory,
+            mcp: Vec::new(),
         },
         model,
     })

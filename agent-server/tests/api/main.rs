@@ -6,6 +6,7 @@
 mod control;
 mod errors;
 mod helpers;
+mod mcp;
 mod memory;
 mod recall;
 mod responses;

@@ -8,10 +8,17 @@
 //! translation: `metadata`, `text`, `reasoning`, `include`, `truncation`, `parallel_tool_calls`
 //! and other unknown fields (kept on the response object only; an upstream that serves the
 //! Responses API gets them, `crate::llm::upstream::responses`); tools other than functions and
-//! non-text content are refused (400).
+//! remote MCP servers, and non-text content, are refused (400).
+//!
+//! `mcp` tools are not translated: the agent lists and calls their servers itself
+//! (`crate::mcp`). Their items, which clients echo back in their history, are accepted: an
+//! `mcp_call` becomes the assistant's tool call and its `tool` result (the output, or
+//! `{"success": false, "error": ...}`), as the model saw it when it was made; an `mcp_list_tools`
+//! is left out (the tools are listed again when offered again). An upstream serving the Responses
+//! API gets the same as `function_call` and `function_call_output` items ([`upstream_items`]).
 
 use protocol::openai::responses::{
-    Item, ItemContent, ResponseCreateRequest, ResponseInput, item_type,
+    Item, ItemContent, ResponseCreateRequest, ResponseInput, item_type, tool_type,
 };
 use protocol::openai::{
     ChatCompletionRequest, ChatMessage, FunctionCall, FunctionDefinition, Role, Tool, ToolCall,
@@ -141,10 +148,16 @@ fn normalise(mut item: Item, list: &str, i: usize) -> Result<Value, ApiError> {
             item.status.get_or_insert_with(|| "completed".to_owned());
             "fco"
         }
+        // Remote MCP tools' items, echoed back: kept as sent (see the module's docs).
+        item_type::MCP_LIST_TOOLS => "mcpl",
+        item_type::MCP_CALL => {
+            item.arguments.get_or_insert_with(String::new);
+            "mcp"
+        }
         other => {
             return Err(ApiError::invalid(
                 format!(
-                    "{list}[{i}].type {other:?} is not supported; send message, function_call or function_call_output items"
+                    "{list}[{i}].type {other:?} is not supported; send message, function_call, function_call_output, mcp_list_tools or mcp_call items"
                 ),
                 Some(&param(".type")),
             ));
@@ -242,6 +255,23 @@ pub(crate) fn messages<'a>(
                 message.tool_call_id = owned("call_id");
                 messages.push(message);
             }
+            Some(item_type::MCP_LIST_TOOLS) => {}
+            Some(item_type::MCP_CALL) => {
+                let id = owned("id").unwrap_or_default();
+                let mut call = ChatMessage::assistant(String::new());
+                call.content = None;
+                call.tool_calls = Some(vec![ToolCall {
+                    id: id.clone(),
+                    kind: "function".into(),
+                    function: FunctionCall {
+                        name: owned("name").unwrap_or_default(),
+                        arguments: owned("arguments").unwrap_or_default(),
+                    },
+                }]);
+                let mut result = ChatMessage::text(Role::Tool, mcp_result(item));
+                result.tool_call_id = Some(id);
+                messages.extend([call, result]);
+            }
             _ => {
                 let role = match field("role") {
                     Some("assistant") => Role::Assistant,
@@ -256,6 +286,51 @@ pub(crate) fn messages<'a>(
         }
     }
     messages
+}
+
+/// What the model was told of an `mcp_call` item: its output, or its error as
+/// `{"success": false, "error": ...}` (as `crate::mcp::CallRecord::told` tells it).
+fn mcp_result(item: &Value) -> String {
+    match (item.get("error"), item.get("output")) {
+        (Some(Value::String(error)), _) => {
+            if serde_json::from_str::<Value>(error).is_ok_and(|v| v.is_object()) {
+                error.clone()
+            } else {
+                json!({"success": false, "error": error}).to_string()
+            }
+        }
+        (_, Some(Value::String(output))) => output.clone(),
+        (_, Some(other)) if !other.is_null() => other.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Items as an upstream serving the Responses API gets them: an `mcp_call` as the
+/// `function_call` and `function_call_output` the model made and saw (the `mcp` tools never go
+/// upstream, so neither do their items), an `mcp_list_tools` left out, the others as they are.
+pub(crate) fn upstream_items<'a>(items: impl IntoIterator<Item = &'a Value>) -> Vec<Value> {
+    let mut out = Vec::new();
+    for item in items {
+        match item.get("type").and_then(Value::as_str) {
+            Some(item_type::MCP_LIST_TOOLS) => {}
+            Some(item_type::MCP_CALL) => {
+                let id = &item["id"];
+                out.push(json!({
+                    "type": item_type::FUNCTION_CALL,
+                    "call_id": id,
+                    "name": item["name"],
+                    "arguments": item.get("arguments").and_then(Value::as_str).unwrap_or_default(),
+                }));
+                out.push(json!({
+                    "type": item_type::FUNCTION_CALL_OUTPUT,
+                    "call_id": id,
+                    "output": mcp_result(item),
+                }));
+            }
+            _ => out.push(item.clone()),
+        }
+    }
+    out
 }
 
 /// A message item's text, read in place: [`Item::text`]'s rule (the content string, or its parts'
@@ -286,11 +361,19 @@ pub(crate) fn chat_request(
             tools
                 .iter()
                 .enumerate()
+                // `mcp` tools are the agent's own to list and call (`crate::mcp`).
+                .filter(|(_, tool)| !tool.is(tool_type::MCP))
                 .map(|(i, tool)| {
-                    if tool.kind != "function" {
+                    if !tool.is(tool_type::FUNCTION) {
                         return Err(ApiError::invalid(
-                            format!("tools[{i}].type {:?} is not supported; this server offers function tools only", tool.kind),
+                            format!("tools[{i}].type {:?} is not supported; this server offers function tools and remote MCP servers (mcp) only", tool.kind),
                             Some(&format!("tools[{i}].type")),
+                        ));
+                    }
+                    if tool.name.is_empty() {
+                        return Err(ApiError::invalid(
+                            format!("tools[{i}]: a function tool needs a name"),
+                            Some(&format!("tools[{i}].name")),
                         ));
                     }
                     Ok(Tool::function(FunctionDefinition {
@@ -302,7 +385,8 @@ pub(crate) fn chat_request(
                 })
                 .collect::<Result<Vec<_>, _>>()
         })
-        .transpose()?;
+        .transpose()?
+        .filter(|tools| !tools.is_empty());
     let tool_choice = match &request.tool_choice {
         None => None,
         Some(Value::String(mode)) => Some(ToolChoice::Mode(mode.clone())),
@@ -414,6 +498,88 @@ mod tests {
         );
         assert_eq!(messages[2].tool_calls.as_ref().unwrap().len(), 2);
         assert_eq!(messages[3].tool_call_id.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn echoed_mcp_items_are_accepted_and_read_as_the_calls_the_model_made() {
+        let items = new_items(&request(json!([
+            {"role": "user", "content": "send bob $5"},
+            {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "apps", "tools": []},
+            {"type": "mcp_call", "id": "mcp_1", "server_label": "apps", "name": "paypal__transfer",
+             "arguments": "{\"to\":\"bob\"}", "output": "{\"success\":true}", "error": null, "status": "completed"},
+            {"type": "mcp_call", "server_label": "apps", "name": "paypal__transfer",
+             "arguments": "{}", "output": null, "error": "timed out", "status": "failed"},
+            {"role": "assistant", "content": "Sent."},
+        ])))
+        .unwrap();
+        assert!(items[3]["id"].as_str().unwrap().starts_with("mcp_"));
+        let read = messages(None, &items);
+        let roles: Vec<Role> = read.iter().map(|m| m.role).collect();
+        assert_eq!(
+            roles,
+            [
+                Role::User,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant,
+                Role::Tool,
+                Role::Assistant
+            ]
+        );
+        let call = &read[1].tool_calls.as_ref().unwrap()[0];
+        assert_eq!(
+            (call.id.as_str(), call.function.name.as_str()),
+            ("mcp_1", "paypal__transfer")
+        );
+        assert_eq!(read[2].tool_call_id.as_deref(), Some("mcp_1"));
+        assert_eq!(read[2].text_content().unwrap(), "{\"success\":true}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&read[4].text_content().unwrap()).unwrap(),
+            json!({"success": false, "error": "timed out"})
+        );
+        let upstream = upstream_items(&items);
+        let kinds: Vec<&str> = upstream
+            .iter()
+            .map(|i| i["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "message",
+                "function_call",
+                "function_call_output",
+                "function_call",
+                "function_call_output",
+                "message"
+            ]
+        );
+        assert_eq!(upstream[1]["call_id"], "mcp_1");
+        assert_eq!(upstream[2]["call_id"], "mcp_1");
+    }
+
+    #[test]
+    fn mcp_tools_are_left_to_the_agent_and_other_tool_types_refused() {
+        let with_tools = |tools: Value| -> ResponseCreateRequest {
+            serde_json::from_value(json!({"input": "hi", "tools": tools})).unwrap()
+        };
+        let mcp =
+            json!({"type": "mcp", "server_label": "apps", "server_url": "http://127.0.0.1/mcp"});
+        let only_mcp = chat_request(&with_tools(json!([mcp])), Vec::new()).unwrap();
+        assert!(only_mcp.tools.is_none());
+        let both = chat_request(
+            &with_tools(json!([mcp, {"type": "function", "name": "f"}])),
+            Vec::new(),
+        )
+        .unwrap();
+        assert_eq!(both.tools.unwrap()[0].function.name, "f");
+        let e = chat_request(
+            &with_tools(json!([mcp, {"type": "web_search"}])),
+            Vec::new(),
+        )
+        .unwrap_err();
+        assert_eq!(e.body().error.param.as_deref(), Some("tools[1].type"));
+        let e = chat_request(&with_tools(json!([{"type": "function"}])), Vec::new()).unwrap_err();
+        assert_eq!(e.body().error.param.as_deref(), Some("tools[0].name"));
     }
 
     /// Reading items in place follows the typed rule: a message's text is what [`Item::text`]

@@ -10,6 +10,11 @@
 //! ([`ResponsesTurn`]); its answer comes back as a completion or chunks like any upstream's, and
 //! is encoded here with this server's own ids and sequence numbers.
 //!
+//! A request's `mcp` tools name remote MCP servers that the agent lists and calls itself
+//! ([`crate::mcp`], [`crate::agent::tools`]): each is checked against `--mcp-allowed-servers`
+//! here, before the turn (a refusal is a 400 and nothing connects), and what the tools did comes
+//! back as `mcp_list_tools` and `mcp_call` items before the answer's own ([`output`]).
+//!
 //! A stored response is written after the turn is committed and before the response (or its
 //! terminal event) goes out, so an acknowledged response can be retrieved and chained after a
 //! restart.
@@ -55,14 +60,14 @@ use stream::Events;
     post,
     path = "/v1/responses",
     tag = "responses",
-    request_body(content = Object, description = "OpenAI Responses API request: input (string or items), instructions, model, tools, tool_choice, temperature, max_output_tokens, store, previous_response_id, conversation, metadata, stream; unknown fields accepted"),
+    request_body(content = Object, description = "OpenAI Responses API request: input (string or items), instructions, model, tools (function tools, and mcp: remote MCP servers this server lists and calls itself), tool_choice, temperature, max_output_tokens, store, previous_response_id, conversation, metadata, stream; unknown fields accepted"),
     params(
         ("X-Session-Id" = Option<String>, Header, description = "Session scope of memory; without it, the session of the conversation or previous response, else a new one (named in the X-Session-Id response header)"),
         ("X-Mock-Time" = Option<String>, Header, description = "RFC 3339 time to use as now (time travel)"),
     ),
     responses(
         (status = 200, description = "A response object, or with stream=true server-sent semantic events (response.created ... response.completed)", body = Object),
-        (status = 400, description = "Invalid request: malformed items, an unknown previous_response_id, a function_call_output without its call", body = protocol::openai::ErrorBody),
+        (status = 400, description = "Invalid request: malformed items, an unknown previous_response_id, a function_call_output without its call, an mcp tool naming a server --mcp-allowed-servers does not allow (mcp_server_not_allowed) or asking for approvals (mcp_approval_unsupported)", body = protocol::openai::ErrorBody),
         (status = 401, description = "Missing or wrong API key", body = protocol::openai::ErrorBody),
         (status = 404, description = "The conversation does not exist (or belongs to another session)", body = protocol::openai::ErrorBody),
         (status = 409, description = "X-Session-Id names another session than the conversation or previous response; or the session was reset while the turn ran", body = protocol::openai::ErrorBody),
@@ -79,6 +84,11 @@ pub(crate) async fn create(
     let memory = turn_memory(&req)?;
     let write = memory.write;
     let request: ResponseCreateRequest = read_json(&req, payload, state.max_body_bytes).await?;
+    // Before anything else: no connection is made to a server the allow-list refuses.
+    let mcp = state
+        .agent
+        .mcp()
+        .admit(request.tools.as_deref().unwrap_or_default())?;
     let new_items = input::new_items(&request)?;
     let conversation = conversation_of(&request)?;
     let (bound, prior) = continued(&state, &request, conversation.as_deref()).await?;
@@ -128,11 +138,12 @@ pub(crate) async fn create(
         .is_some()
         .then(|| ResponsesTurn {
             request: request.clone(),
-            items: items.iter().copied().cloned().collect(),
+            items: input::upstream_items(items.iter().copied()),
         });
 
-    let Turn { input, model } =
+    let Turn { mut input, model } =
         turn::resolve(&state, session.clone(), caller.now, chat, responses, memory)?;
+    input.mcp = mcp;
     let head = Head {
         id: new_id("resp"),
         model,
@@ -152,14 +163,14 @@ pub(crate) async fn create(
         created_at: head.created_at,
         input: new_items,
     };
-    let output = state.agent.turn(input).await?;
+    let turned = state.agent.turn(input).await?;
 
     let mut response = ok_in(session.as_ref());
     if !write {
         // The memory turn was read-only (the response object itself follows `store`).
         response.insert_header((MEMORY_WRITE, MEMORY_WRITE_OFF));
     }
-    let answer = match output {
+    let mut answer = match turned.output {
         TurnOutput::Reply(reply) => Answer::from_reply(reply),
         TurnOutput::Completion(completion) => Answer::from_completion(completion),
         TurnOutput::Stream(turn) => {
@@ -169,6 +180,7 @@ pub(crate) async fn create(
                 .streaming(relayed(turn, Events::start(head), saver)));
         }
     };
+    answer.items = output::tool_items(&turned.tools);
     if request.stream == Some(true) {
         let mut events = Events::start(head);
         events.answer(&answer);

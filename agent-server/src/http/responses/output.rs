@@ -1,17 +1,26 @@
 //! The response object (`"object": "response"`) for what a turn produced: the builtin model's
 //! reply or an upstream's completion, as output items, `output_text`, `usage` and `status`.
+//!
+//! Remote MCP tools' work comes first, as OpenAI orders it: an `mcp_list_tools` item per server
+//! (`server_label`, `tools`: `name`, `description`, `input_schema`, `annotations`; `error` when it
+//! could not be listed), then an `mcp_call` item per call (`server_label`, `name`, `arguments`,
+//! `output`, `error`, `status` `completed` or `failed`), then the answer's message and function
+//! calls. The request's `mcp` tools are echoed without their `headers` and `authorization`.
 
 use chrono::{DateTime, Utc};
-use protocol::openai::responses::ResponseCreateRequest;
+use protocol::openai::responses::{ResponseCreateRequest, ResponseTool, item_type, tool_type};
 use protocol::openai::{ChatCompletion, FinishReason, ToolCall, Usage};
 use serde_json::{Value, json};
 
 use super::input::new_id;
 use crate::llm::ModelReply;
+use crate::mcp::ToolEvent;
 
 /// What the model answered, whichever way it came.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Answer {
+    /// Output items before the answer's own: remote MCP tools' listings and calls, in order.
+    pub items: Vec<Value>,
     pub text: String,
     pub tool_calls: Vec<ToolCall>,
     pub usage: Option<Usage>,
@@ -22,6 +31,7 @@ pub(crate) struct Answer {
 impl Answer {
     pub(crate) fn from_reply(reply: ModelReply) -> Self {
         Self {
+            items: Vec::new(),
             truncated: reply.finish_reason == FinishReason::Length,
             text: reply.text,
             tool_calls: reply.tool_calls,
@@ -38,6 +48,7 @@ impl Answer {
         };
         let text = choice.message.text_content().unwrap_or_default();
         Self {
+            items: Vec::new(),
             text,
             tool_calls: choice.message.tool_calls.unwrap_or_default(),
             usage: completion.usage,
@@ -88,7 +99,7 @@ impl Head {
             "store": self.store,
             "temperature": r.temperature,
             "tool_choice": r.tool_choice.clone().unwrap_or(json!("auto")),
-            "tools": r.tools.clone().unwrap_or_default(),
+            "tools": echoed_tools(r.tools.as_deref().unwrap_or_default()),
             "top_p": extra("top_p", Value::Null),
             "text": extra("text", json!({"format": {"type": "text"}})),
             "truncation": extra("truncation", json!("disabled")),
@@ -162,10 +173,69 @@ pub(crate) fn call_item(id: &str, call: &ToolCall, status: &str) -> Value {
     })
 }
 
-/// The output items of an answer: its text as a message (also an empty one when there is
-/// nothing else), then its function calls.
+/// The request's tools as the response shows them: an `mcp` tool without its `headers` and
+/// `authorization`, which may hold credentials.
+fn echoed_tools(tools: &[ResponseTool]) -> Vec<ResponseTool> {
+    tools
+        .iter()
+        .map(|tool| {
+            let mut tool = tool.clone();
+            if tool.is(tool_type::MCP) {
+                tool.extra.remove("headers");
+                tool.extra.remove("authorization");
+            }
+            tool
+        })
+        .collect()
+}
+
+/// Remote MCP tools' listings and calls as output items.
+pub(crate) fn tool_items(events: &[ToolEvent]) -> Vec<Value> {
+    events
+        .iter()
+        .map(|event| match event {
+            ToolEvent::Listed(listing) => {
+                let tools: Vec<Value> = listing
+                    .tools
+                    .iter()
+                    .map(|tool| {
+                        json!({
+                            "name": tool.name,
+                            "description": tool.description,
+                            "input_schema": tool.input_schema,
+                            "annotations": tool.annotations,
+                        })
+                    })
+                    .collect();
+                let mut item = json!({
+                    "id": new_id("mcpl"),
+                    "type": item_type::MCP_LIST_TOOLS,
+                    "server_label": listing.server_label,
+                    "tools": tools,
+                });
+                if let Some(error) = &listing.error {
+                    item["error"] = json!(error);
+                }
+                item
+            }
+            ToolEvent::Called(call) => json!({
+                "id": new_id("mcp"),
+                "type": item_type::MCP_CALL,
+                "server_label": call.server_label,
+                "name": call.name,
+                "arguments": call.arguments,
+                "output": call.output,
+                "error": call.error,
+                "status": if call.error.is_some() { "failed" } else { "completed" },
+            }),
+        })
+        .collect()
+}
+
+/// The output items of an answer: remote MCP tools' items, its text as a message (also an empty
+/// one when it calls no function), then its function calls.
 pub(crate) fn output_items(answer: &Answer) -> Vec<Value> {
-    let mut items = Vec::new();
+    let mut items = answer.items.clone();
     if !answer.text.is_empty() || answer.tool_calls.is_empty() {
         items.push(message_item(&new_id("msg"), &answer.text, "completed"));
     }

@@ -2,8 +2,9 @@
 //! `response.created`, `response.in_progress`, then per output item `response.output_item.added`,
 //! for a message `response.content_part.added`, `response.output_text.delta`...,
 //! `response.output_text.done`, `response.content_part.done`, for a function call
-//! `response.function_call_arguments.delta` and `.done`, then `response.output_item.done`; last
-//! `response.completed` (or `response.incomplete` when cut at `max_output_tokens`, or
+//! `response.function_call_arguments.delta` and `.done`, then `response.output_item.done` (a
+//! remote MCP tool's listing or call, finished before the answer, is added and done at once);
+//! last `response.completed` (or `response.incomplete` when cut at `max_output_tokens`, or
 //! `response.failed`).
 //!
 //! The terminal event goes out only after the turn is committed and the response stored (the
@@ -11,7 +12,7 @@
 
 use bytes::Bytes;
 use protocol::openai::ChatCompletionChunk;
-use protocol::openai::responses::event;
+use protocol::openai::responses::{event, item_type};
 use serde_json::{Value, json};
 
 use super::input::new_id;
@@ -216,8 +217,38 @@ impl Events {
         }
     }
 
-    /// A whole answer (the builtin model's, already stored), as deltas of a few words each.
+    /// A finished item (a remote MCP tool's listing or call): added as it began, then done.
+    pub(crate) fn item(&mut self, item: &Value) {
+        self.close_open();
+        let index = self.output_index();
+        let mut begun = item.clone();
+        if item["type"] == item_type::MCP_CALL {
+            begun["status"] = json!("in_progress");
+            begun["output"] = Value::Null;
+            begun["error"] = Value::Null;
+        } else if item["type"] == item_type::MCP_LIST_TOOLS {
+            begun["tools"] = json!([]);
+            if let Some(fields) = begun.as_object_mut() {
+                fields.remove("error");
+            }
+        }
+        self.push(
+            event::OUTPUT_ITEM_ADDED,
+            json!({"output_index": index, "item": begun}),
+        );
+        self.push(
+            event::OUTPUT_ITEM_DONE,
+            json!({"output_index": index, "item": item}),
+        );
+        self.output.push(item.clone());
+    }
+
+    /// A whole answer (the builtin model's, or one answered in rounds with remote MCP tools,
+    /// already stored): its tools' items, then its text as deltas of a few words each.
     pub(crate) fn answer(&mut self, answer: &Answer) {
+        for item in &answer.items {
+            self.item(item);
+        }
         for piece in crate::http::chat::content_pieces(&answer.text) {
             self.text(&piece);
         }
@@ -233,11 +264,15 @@ impl Events {
         self.answer.usage.clone_from(&answer.usage);
     }
 
-    /// Closes the last item (an answer with nothing in it gets an empty message) and returns the
-    /// finished response object, to store before [`Events::finish`] sends it.
+    /// Closes the last item (an answer with neither a message nor a function call gets an empty
+    /// message) and returns the finished response object, to store before [`Events::finish`]
+    /// sends it.
     pub(crate) fn close_items(&mut self) -> Value {
         self.close_open();
-        if self.output.is_empty() {
+        let answered = self.output.iter().any(|item| {
+            item["type"] == item_type::MESSAGE || item["type"] == item_type::FUNCTION_CALL
+        });
+        if !answered {
             let item = message_item(&new_id("msg"), "", "completed");
             let index = self.output_index();
             self.push(
