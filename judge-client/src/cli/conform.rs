@@ -1,4 +1,5 @@
-//! `judge conform`: the OpenAI API conformance suite against any server.
+//! `judge conform`: the API conformance suite (Chat Completions, Responses, A2A) against any
+//! server.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,7 +15,12 @@ use judge_client::suites::conform::{self, Api, CheckStatus, ConformConfig};
 pub enum ApiChoice {
     Chat,
     Responses,
+    /// Chat Completions and the Responses API.
     Both,
+    /// A2A 1.0 over JSON-RPC (docs/contracts/a2a.md).
+    A2a,
+    /// All three.
+    All,
 }
 
 impl ApiChoice {
@@ -23,6 +29,8 @@ impl ApiChoice {
             ApiChoice::Chat => vec![Api::Chat],
             ApiChoice::Responses => vec![Api::Responses],
             ApiChoice::Both => vec![Api::Chat, Api::Responses],
+            ApiChoice::A2a => vec![Api::A2a],
+            ApiChoice::All => vec![Api::Chat, Api::Responses, Api::A2a],
         }
     }
 }
@@ -31,7 +39,7 @@ impl ApiChoice {
 pub struct ConformArgs {
     #[command(flatten)]
     pub target: TargetArgs,
-    /// Which API to check.
+    /// Which API to check: `chat`, `responses`, `both` (those two), `a2a` or `all`.
     #[arg(long, value_enum, default_value = "both")]
     pub api: ApiChoice,
     /// A header sent on every request, as NAME:VALUE (repeatable), e.g. `--header

@@ -1,7 +1,9 @@
 //! The HTTP client toward the target: awc under the actix runtime (one client per thread, pooled
 //! keep-alive connections), the wall's headers on every request, retries per [`RetryPolicy`].
+//! An A2A target's turns go through the same requests ([`super::a2a`]), its agent card found
+//! once and kept.
 
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};
 
@@ -110,14 +112,14 @@ pub struct ChatReply {
 }
 
 #[derive(Debug)]
-struct RawResponse {
-    status: u16,
+pub(super) struct RawResponse {
+    pub(super) status: u16,
     retry_after: Option<Duration>,
-    content_type: Option<String>,
-    body: Bytes,
+    pub(super) content_type: Option<String>,
+    pub(super) body: Bytes,
     /// Attempts it took, retries included.
-    attempts: u32,
-    headers: Vec<(String, String)>,
+    pub(super) attempts: u32,
+    pub(super) headers: Vec<(String, String)>,
 }
 
 /// An answer exactly as the target sent it, whatever its status (for the conformance suite, which
@@ -135,20 +137,20 @@ struct AttemptError {
 }
 
 #[derive(Clone, Copy)]
-enum Plane {
+pub(super) enum Plane {
     Data,
     Control,
 }
 
 /// One request to make (possibly several times).
-struct Call<'a> {
-    method: Method,
-    url: String,
-    plane: Plane,
-    ctx: Option<&'a RequestContext>,
-    body: Option<Vec<u8>>,
+pub(super) struct Call<'a> {
+    pub(super) method: Method,
+    pub(super) url: String,
+    pub(super) plane: Plane,
+    pub(super) ctx: Option<&'a RequestContext>,
+    pub(super) body: Option<Vec<u8>>,
     /// Headers beyond the wall's own (benchmark annotations such as `X-Turn-Id`).
-    extra_headers: &'a [(&'static str, String)],
+    pub(super) extra_headers: &'a [(&'static str, String)],
 }
 
 pub struct TargetClient {
@@ -161,6 +163,8 @@ pub struct TargetClient {
     control_base: String,
     /// Sent on every request (`--header NAME:VALUE`); may hold secrets, so never recorded.
     extra_headers: Vec<(String, String)>,
+    /// An A2A target's agent card and interface, once found ([`super::a2a`]).
+    pub(super) a2a: OnceCell<super::a2a::A2aTarget>,
 }
 
 impl TargetClient {
@@ -185,6 +189,7 @@ impl TargetClient {
             api_base,
             control_base,
             extra_headers: Vec::new(),
+            a2a: OnceCell::new(),
         }
     }
 
@@ -219,8 +224,41 @@ impl TargetClient {
         })
     }
 
+    /// `method` on an absolute `url` (an A2A agent's card or interface) with `body` sent byte
+    /// for byte (as `application/json`) and `headers` beside the wall's own, with the usual
+    /// retries; any status is returned as it came.
+    pub async fn raw_url(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&'static str, String)],
+    ) -> Result<RawAnswer, TargetError> {
+        let raw = self
+            .execute(Call {
+                method,
+                url: url.to_owned(),
+                plane: Plane::Data,
+                ctx: None,
+                body,
+                extra_headers: headers,
+            })
+            .await?;
+        Ok(RawAnswer {
+            status: raw.status,
+            content_type: raw.content_type,
+            body: raw.body,
+        })
+    }
+
     pub fn settings(&self) -> &TargetSettings {
         &self.settings
+    }
+
+    /// The target's base URL (without `/v1`): where its control plane and, for an A2A agent,
+    /// its agent card are.
+    pub fn base_url(&self) -> &str {
+        &self.control_base
     }
 
     /// The model name sent with every chat request.
@@ -325,7 +363,19 @@ impl TargetClient {
         ctx: &RequestContext,
         request: &ResponseCreateRequest,
     ) -> Result<ChatReply, TargetError> {
-        let raw = self.post_turn(ctx, "/responses", request, &[]).await?;
+        self.responses_request_with_headers(ctx, request, &[]).await
+    }
+
+    /// [`TargetClient::responses_request`] with extra request headers (benchmark annotations).
+    pub async fn responses_request_with_headers(
+        &self,
+        ctx: &RequestContext,
+        request: &ResponseCreateRequest,
+        extra_headers: &[(&'static str, String)],
+    ) -> Result<ChatReply, TargetError> {
+        let raw = self
+            .post_turn(ctx, "/responses", request, extra_headers)
+            .await?;
         let response: Response = parse_ok(&raw, "a response object")?;
         let tool_calls: Vec<ToolCall> = response
             .function_calls()
@@ -490,7 +540,7 @@ impl TargetClient {
 
     /// Sends a request, retrying what is safe to retry; returns the last answer (any status but a
     /// final 429, which becomes `rate_limited`).
-    async fn execute(&self, call: Call<'_>) -> Result<RawResponse, TargetError> {
+    pub(super) async fn execute(&self, call: Call<'_>) -> Result<RawResponse, TargetError> {
         let policy = self.settings.retry;
         let timeout = Duration::from_millis(self.settings.timeout_ms);
         let mut retries = 0u32;
@@ -671,7 +721,7 @@ fn parse_ok<T: DeserializeOwned>(raw: &RawResponse, what: &str) -> Result<T, Tar
     })
 }
 
-fn snippet(body: &[u8]) -> String {
+pub(super) fn snippet(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let mut out: String = text.chars().take(120).collect();
     if text.chars().count() > 120 {

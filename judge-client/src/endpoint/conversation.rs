@@ -17,7 +17,13 @@
 //! Through the Responses API the system messages become `instructions`, the rest input items
 //! (tool calls as `function_call` items, tool results as `function_call_output` items with their
 //! `call_id`), and tools are sent in its flat shape.
+//!
+//! Over A2A a request is one user message in the session's context ([`super::a2a::turn_message`]:
+//! the instructions, with `full` the earlier conversation, the tools, and what is new to the
+//! agent since its last reply); `new` carries no earlier turn, since an A2A agent keeps the
+//! conversation by `contextId`.
 
+use protocol::a2a::SendMessageRequest;
 use protocol::apps::MCP_SERVER_URL_HEADER;
 use protocol::openai::responses::{FunctionTool, Item, ResponseCreateRequest, ResponseInput};
 use protocol::openai::{ChatCompletionRequest, ChatMessage, Role, Tool};
@@ -38,9 +44,13 @@ pub struct RemoteMcp {
 
 /// One request of a conversation, as it will be sent.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::large_enum_variant)] // one per turn, built and sent at once
 pub enum TurnRequest {
     Chat(ChatCompletionRequest),
     Responses(ResponseCreateRequest),
+    /// The `SendMessage` params; the `contextId`, `messageId` and `tenant` are set when it is
+    /// sent.
+    A2a(SendMessageRequest),
 }
 
 impl TurnRequest {
@@ -49,6 +59,7 @@ impl TurnRequest {
         match self {
             TurnRequest::Chat(r) => serde_json::to_value(r),
             TurnRequest::Responses(r) => serde_json::to_value(r),
+            TurnRequest::A2a(r) => serde_json::to_value(r),
         }
         .unwrap_or_default()
     }
@@ -128,6 +139,10 @@ impl TurnSender {
                     ..ResponseCreateRequest::default()
                 })
             }
+            Api::A2a => TurnRequest::A2a(SendMessageRequest {
+                message: super::a2a::turn_message(self.mode.history, transcript, tools),
+                ..SendMessageRequest::default()
+            }),
         }
     }
 
@@ -173,6 +188,45 @@ impl TurnSender {
                 }
                 client.responses_request(ctx, &request).await?
             }
+            TurnRequest::A2a(request) => {
+                // As through Chat Completions: the header (and the URL in the instructions).
+                let headers: Vec<(&'static str, String)> = mcp
+                    .map(|m| (MCP_SERVER_URL_HEADER, m.url.clone()))
+                    .into_iter()
+                    .collect();
+                client.a2a_turn(ctx, request, &headers).await?
+            }
+        };
+        if self.mode.history == HistoryMode::Chain {
+            self.head = reply.response_id.clone().map(|response_id| ChainHead {
+                response_id,
+                covered: transcript.len() + 1,
+            });
+        }
+        Ok(reply)
+    }
+
+    /// [`TurnSender::send`] of `transcript` without tools, with `headers` beside the wall's own
+    /// (benchmark annotations: `X-Turn-Id`, `X-Memory-Write`).
+    pub async fn send_with_headers(
+        &mut self,
+        client: &TargetClient,
+        ctx: &RequestContext,
+        transcript: &[ChatMessage],
+        headers: &[(&'static str, String)],
+    ) -> Result<ChatReply, TargetError> {
+        let reply = match self.request(client, transcript, None) {
+            TurnRequest::Chat(request) => {
+                client
+                    .chat_request_with_headers(ctx, &request, headers)
+                    .await?
+            }
+            TurnRequest::Responses(request) => {
+                client
+                    .responses_request_with_headers(ctx, &request, headers)
+                    .await?
+            }
+            TurnRequest::A2a(request) => client.a2a_turn(ctx, request, headers).await?,
         };
         if self.mode.history == HistoryMode::Chain {
             self.head = reply.response_id.clone().map(|response_id| ChainHead {

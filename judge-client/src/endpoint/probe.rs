@@ -2,7 +2,9 @@
 //!
 //! - `GET /v1/models` (optional; its first id becomes the model when none was given);
 //! - one turn through the API the run speaks (required: without it there is nothing to
-//!   benchmark), or through each API (`judge probe`, which reports both and needs one);
+//!   benchmark), or through each API (`judge probe`, which reports all three and needs one); over
+//!   A2A the turn first reads the agent card, and what the card declares is reported
+//!   ([`AgentCardSummary`]);
 //! - `POST /control/session/reset`, `POST /control/memory/inject`, `GET /control/memory`;
 //! - whether `X-Mock-Time` is honoured: through `GET /control/memory`'s `now` when that exists,
 //!   otherwise by asking "What is today's date?" at two different mock times and finding each date
@@ -12,6 +14,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use protocol::control::{InjectFact, InjectRequest};
 use serde::{Deserialize, Serialize};
 
+use super::a2a::AgentCardSummary;
 use super::client::{RequestContext, TargetClient};
 use super::conversation::one_turn;
 use super::error::TargetError;
@@ -31,6 +34,12 @@ pub struct Capabilities {
     /// `POST /v1/responses` answered a turn; `None` when the probe did not ask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub responses: Option<bool>,
+    /// An A2A agent answered a `SendMessage`; `None` when the probe did not ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub a2a: Option<bool>,
+    /// What the agent card declares, when the probe read one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_card: Option<AgentCardSummary>,
     pub reset: bool,
     pub inject: bool,
     pub memory_view: bool,
@@ -128,6 +137,7 @@ fn not_served(e: &TargetError) -> bool {
 struct Served {
     chat: Option<bool>,
     responses: Option<bool>,
+    a2a: Option<bool>,
     /// The API the rest of the probe talks through (the first that answered).
     spoken: Api,
 }
@@ -141,9 +151,9 @@ async fn round_trips(
 ) -> Result<Served, TargetError> {
     let apis = match scope {
         ApiScope::Only(api) => vec![api],
-        ApiScope::Every => vec![Api::Chat, Api::Responses],
+        ApiScope::Every => vec![Api::Chat, Api::Responses, Api::A2a],
     };
-    let (mut chat, mut responses) = (None, None);
+    let (mut chat, mut responses, mut a2a) = (None, None, None);
     let mut spoken = None;
     let mut first_failure = None;
     for api in apis {
@@ -154,7 +164,7 @@ async fn round_trips(
                 true
             }
             Err(e) => {
-                notes.push(format!("POST /v1{} failed ({e})", api.path()));
+                notes.push(format!("{} failed ({e})", api.endpoint()));
                 match scope {
                     ApiScope::Only(_) if not_served(&e) => return Err(not_served_error(api, e)),
                     ApiScope::Only(_) => return Err(e),
@@ -166,12 +176,14 @@ async fn round_trips(
         match api {
             Api::Chat => chat = Some(answered),
             Api::Responses => responses = Some(answered),
+            Api::A2a => a2a = Some(answered),
         }
     }
     match (spoken, first_failure) {
         (Some(spoken), _) => Ok(Served {
             chat,
             responses,
+            a2a,
             spoken,
         }),
         (None, Some(failure)) => Err(failure),
@@ -179,17 +191,19 @@ async fn round_trips(
     }
 }
 
-/// The run's API is not served: say so, and which API to use instead.
+/// The run's API is not served: say so, and which APIs to use instead.
 fn not_served_error(api: Api, e: TargetError) -> TargetError {
-    let other = match api {
-        Api::Chat => Api::Responses,
-        Api::Responses => Api::Chat,
-    };
+    let others: Vec<&str> = [Api::Chat, Api::Responses, Api::A2a]
+        .into_iter()
+        .filter(|a| *a != api)
+        .map(Api::as_str)
+        .collect();
     let message = format!(
-        "the target does not serve the {} API (POST /v1{} answered HTTP {}); use --api {other}",
+        "the target does not serve the {} API ({} answered HTTP {}); use --api {}",
         api.title(),
-        api.path(),
-        e.status.unwrap_or_default()
+        api.endpoint(),
+        e.status.unwrap_or_default(),
+        others.join(" or --api ")
     );
     TargetError { message, ..e }
 }
@@ -244,6 +258,13 @@ pub async fn probe_in(
     );
 
     let served = round_trips(client, scope, || ctx(None), &mut notes).await?;
+    let agent_card = client.a2a_known().map(|target| {
+        notes.push(format!(
+            "agent card at {} names the JSONRPC interface {} (A2A {})",
+            target.card_url, target.url, target.protocol_version
+        ));
+        target.summary()
+    });
 
     let inject_request = InjectRequest {
         facts: vec![InjectFact {
@@ -329,6 +350,8 @@ pub async fn probe_in(
         model,
         chat: served.chat,
         responses: served.responses,
+        a2a: served.a2a,
+        agent_card,
         reset,
         inject,
         memory_view,

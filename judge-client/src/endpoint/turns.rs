@@ -1,14 +1,19 @@
-//! How a conversation's turns reach the target: which API carries them ([`Api`]) and how much of
-//! the conversation each request carries ([`HistoryMode`]), together a [`TurnMode`]. Every suite
-//! that converses (ltm, apps, sim) and the load generator take these; [`super::conversation`]
-//! sends the requests they describe.
+//! How a conversation's turns reach the target: which API carries them ([`Api`]: OpenAI's Chat
+//! Completions or Responses API, or the Agent2Agent protocol) and how much of the conversation
+//! each request carries ([`HistoryMode`]), together a [`TurnMode`]. Every suite that converses
+//! (ltm, apps, sim, membench) and the load generator take these; [`super::conversation`] sends
+//! the requests they describe.
+//!
+//! A2A is an `--api` value rather than a flag of its own: it is one more way the same turns
+//! reach the target, combined with the same history modes, recorded and compared where the
+//! API is (and `judge membench` already has a `--protocol`, how its history is ingested).
 
 use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// The OpenAI API a request goes through.
+/// The API a turn goes through.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, utoipa::ToSchema,
 )]
@@ -19,6 +24,9 @@ pub enum Api {
     Chat,
     /// `POST /v1/responses` (and its retrieval, input items and deletion).
     Responses,
+    /// A2A 1.0 over JSON-RPC: `SendMessage` to the interface the agent card at
+    /// `/.well-known/agent-card.json` names (docs/contracts/a2a.md).
+    A2a,
 }
 
 impl Api {
@@ -26,6 +34,7 @@ impl Api {
         match self {
             Api::Chat => "chat",
             Api::Responses => "responses",
+            Api::A2a => "a2a",
         }
     }
 
@@ -33,14 +42,26 @@ impl Api {
         match self {
             Api::Chat => "Chat Completions",
             Api::Responses => "Responses",
+            Api::A2a => "A2A",
         }
     }
 
-    /// Where a turn is posted, below the API base (`…/v1`).
+    /// Where a turn is posted, below the API base (`…/v1`); for A2A, where the agent card is,
+    /// below the base URL (its turns go to the interface the card names).
     pub fn path(self) -> &'static str {
         match self {
             Api::Chat => "/chat/completions",
             Api::Responses => "/responses",
+            Api::A2a => protocol::a2a::AGENT_CARD_PATH,
+        }
+    }
+
+    /// The request that finds out whether the target serves this API, as the probe's notes say
+    /// it: `POST /v1/chat/completions`, `GET /.well-known/agent-card.json`, ...
+    pub fn endpoint(self) -> String {
+        match self {
+            Api::A2a => format!("GET {}", self.path()),
+            api => format!("POST /v1{}", api.path()),
         }
     }
 }
@@ -52,7 +73,7 @@ impl fmt::Display for Api {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown API {0:?}; use `chat` or `responses`")]
+#[error("unknown API {0:?}; use `chat`, `responses` or `a2a`")]
 pub struct UnknownApi(pub String);
 
 impl FromStr for Api {
@@ -61,6 +82,7 @@ impl FromStr for Api {
         match s.trim() {
             "chat" => Ok(Api::Chat),
             "responses" => Ok(Api::Responses),
+            "a2a" => Ok(Api::A2a),
             other => Err(UnknownApi(other.to_owned())),
         }
     }
@@ -126,7 +148,7 @@ impl FromStr for HistoryMode {
 /// A combination of API and history mode that cannot be sent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "--history chain needs --api responses: only the Responses API chains requests with previous_response_id (use --history new or full with --api chat)"
+    "--history chain needs --api responses: only the Responses API chains requests with previous_response_id (use --history new or full with --api chat or a2a)"
 )]
 pub struct ChainNeedsResponses;
 
@@ -205,9 +227,12 @@ mod tests {
 
     #[test]
     fn names_parse_back() {
-        for api in [Api::Chat, Api::Responses] {
+        for api in [Api::Chat, Api::Responses, Api::A2a] {
             assert_eq!(api.as_str().parse::<Api>(), Ok(api));
         }
+        assert_eq!(serde_json::to_value(Api::A2a).unwrap(), "a2a");
+        assert!(TurnMode::new(Api::A2a, HistoryMode::Chain).is_err());
+        assert!(TurnMode::new(Api::A2a, HistoryMode::Full).is_ok());
         for history in [HistoryMode::New, HistoryMode::Full, HistoryMode::Chain] {
             assert_eq!(history.as_str().parse::<HistoryMode>(), Ok(history));
         }

@@ -1,6 +1,7 @@
 //! `judge conform`: does an OpenAI-compatible server speak Chat Completions and the Responses API
-//! the way OpenAI's clients expect? Each check is a named test that records the exchanges it made,
-//! so a failure shows the request and the offending answer.
+//! the way OpenAI's clients expect, and does an A2A agent speak A2A 1.0 over JSON-RPC as the
+//! specification says? Each check is a named test that records the exchanges it made, so a
+//! failure shows the request and the offending answer.
 //!
 //! - [`sse`]: strict server-sent-event framing of a captured stream;
 //! - [`events`]: chat chunks and `[DONE]`; the Responses event order and sequence numbers;
@@ -48,7 +49,7 @@ impl CheckStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Exchange {
     pub method: String,
-    /// Below the API base, e.g. `/v1/responses`.
+    /// Below the API base, e.g. `/v1/responses`; for A2A the URL called.
     pub path: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_body: Option<String>,

@@ -125,7 +125,7 @@ pub fn html(manifest: &ConformManifest, results: &ConformResults) -> String {
         );
     }
     out.push_str("</table>");
-    for api in [Api::Chat, Api::Responses] {
+    for api in [Api::Chat, Api::Responses, Api::A2a] {
         let checks: Vec<&CheckResult> = results.checks.iter().filter(|c| c.api == api).collect();
         if checks.is_empty() {
             continue;

@@ -128,6 +128,7 @@ pub async fn run(
         match api {
             Api::Chat => checks.extend(checks::chat::run(&probe).await),
             Api::Responses => checks.extend(checks::responses::run(&probe).await),
+            Api::A2a => checks.extend(checks::a2a::run(&probe).await),
         }
     }
     let position = |c: &CheckResult| CATALOGUE.iter().position(|s| s.name == c.name);

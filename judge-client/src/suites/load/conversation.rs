@@ -19,7 +19,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::LoadError;
-use super::workload::{LengthDist, Workload, request_body};
+use super::workload::{LengthDist, Workload, a2a_body, request_body};
 use crate::endpoint::Api;
 
 /// Where a conversation's history lives.
@@ -83,7 +83,7 @@ impl Conversations {
         if self.history == History::Full && api != Api::Chat {
             return Err(LoadError::Invalid(
                 "--history full sends the conversation as Chat Completions messages: use --api \
-                 chat (over the Responses API a target keeps the conversation itself)"
+                 chat (over the Responses API and A2A a target keeps the conversation itself)"
                     .into(),
             ));
         }
@@ -295,6 +295,15 @@ impl Conversation {
         let message = user_message(&mut self.rng, words);
         let message_words = message.split_whitespace().count() as u32;
         let (body, prompt_words) = match shape.history {
+            // Over A2A the session is the message's context.
+            History::Memory if workload.api == Api::A2a => (
+                a2a_body(
+                    workload.stream,
+                    self.session.to_str().ok(),
+                    &serde_json::to_vec(&message).expect("a string serialises"),
+                ),
+                message_words,
+            ),
             History::Memory => (
                 request_body(workload, &[("user", message)], max_tokens),
                 message_words,

@@ -1,6 +1,13 @@
-//! One request of the load (a chat completion, or a response of the Responses API), streamed
-//! (SSE) or not, timed and classified. Only what the figures need is parsed: whether a chunk or
-//! event carries output text, the usage, and where the stream ends.
+//! One request of the load (a chat completion, a response of the Responses API, or an A2A
+//! `SendMessage`), streamed (SSE) or not, timed and classified. Only what the figures need is
+//! parsed: whether a chunk or event carries output text, the usage, and where the stream ends.
+//!
+//! Over A2A (docs/contracts/a2a.md) a stream's events are JSON-RPC answers holding a
+//! `StreamResponse`: output text is an artifact update's text (a message's, or a status
+//! message's when no artifact came), the stream ends at a message or a completed task, and a
+//! failed, rejected, canceled, input-required or auth-required task or a JSON-RPC error is an
+//! `agent_error`. A non-streamed answer must be a message or a completed task: the load does not
+//! poll a task the agent left working.
 
 use std::borrow::Cow;
 use std::time::{Duration, Instant};
@@ -8,6 +15,10 @@ use std::time::{Duration, Instant};
 use awc::http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
 use bytes::{Bytes, BytesMut};
 use futures_util::StreamExt;
+use protocol::a2a::{
+    JsonRpcResponse, PROTOCOL_VERSION, Reply, SendMessageResponse, StreamEvent, StreamResponse,
+    TaskState, VERSION_HEADER, text_of,
+};
 use protocol::headers::SESSION_ID;
 use protocol::openai::responses::{Response, event};
 use serde::Deserialize;
@@ -117,9 +128,75 @@ struct Peeked {
     done: bool,
 }
 
+/// What a stream has shown so far that the reading of a later event depends on.
+#[derive(Debug, Default)]
+struct StreamState {
+    /// An A2A artifact update came: the answer is the artifacts, not a status message.
+    artifacts: bool,
+}
+
+/// A task of an A2A stream or answer, by its state: `Ok(true)` completed, `Ok(false)` not done
+/// yet, an error when it ended or stopped without an answer.
+fn a2a_state(state: &TaskState) -> Result<bool, FailureKind> {
+    match state {
+        TaskState::Completed => Ok(true),
+        TaskState::Submitted | TaskState::Working => Ok(false),
+        _ => Err(FailureKind::AgentError),
+    }
+}
+
 /// Reads one `data:` line of a stream through `api`; appends its output text to `reply`, if given.
-fn peek(api: Api, data: &[u8], reply: Option<&mut String>) -> Result<Peeked, FailureKind> {
+fn peek(
+    api: Api,
+    data: &[u8],
+    reply: Option<&mut String>,
+    state: &mut StreamState,
+) -> Result<Peeked, FailureKind> {
     match api {
+        Api::A2a => {
+            let answer: JsonRpcResponse<StreamResponse> =
+                serde_json::from_slice(data).map_err(|_| FailureKind::AgentError)?;
+            if answer.error.is_some() {
+                return Err(FailureKind::AgentError);
+            }
+            let event = answer
+                .result
+                .ok_or(FailureKind::AgentError)?
+                .event()
+                .map_err(|_| FailureKind::AgentError)?;
+            let (text, done) = match &event {
+                StreamEvent::Message(message) => (message.text(), true),
+                StreamEvent::ArtifactUpdate(update) => {
+                    state.artifacts = true;
+                    (text_of(&update.artifact.parts), false)
+                }
+                StreamEvent::Task(task) => {
+                    let done = a2a_state(&task.status.state)?;
+                    let text = if done && !state.artifacts {
+                        text_of(&task.answer_parts().into_iter().cloned().collect::<Vec<_>>())
+                    } else {
+                        String::new()
+                    };
+                    (text, done)
+                }
+                StreamEvent::StatusUpdate(update) => {
+                    let done = a2a_state(&update.status.state)?;
+                    let text = match &update.status.message {
+                        Some(message) if done && !state.artifacts => message.text(),
+                        _ => String::new(),
+                    };
+                    (text, done)
+                }
+            };
+            if let Some(reply) = reply {
+                reply.push_str(&text);
+            }
+            Ok(Peeked {
+                output: !text.is_empty(),
+                tokens: None,
+                done,
+            })
+        }
         Api::Chat => {
             if data == b"[DONE]" {
                 return Ok(Peeked {
@@ -181,6 +258,26 @@ fn peek(api: Api, data: &[u8], reply: Option<&mut String>) -> Result<Peeked, Fai
 /// The output text and the output tokens (as reported) of a whole answer through `api`.
 fn whole(api: Api, bytes: &[u8]) -> Result<(String, Option<u64>), FailureKind> {
     match api {
+        Api::A2a => {
+            let answer: JsonRpcResponse<SendMessageResponse> =
+                serde_json::from_slice(bytes).map_err(|_| FailureKind::AgentError)?;
+            if answer.error.is_some() {
+                return Err(FailureKind::AgentError);
+            }
+            let reply = answer
+                .result
+                .ok_or(FailureKind::AgentError)?
+                .payload()
+                .map_err(|_| FailureKind::AgentError)?;
+            match reply {
+                Reply::Message(message) => Ok((message.text(), None)),
+                Reply::Task(task) if a2a_state(&task.status.state)? => Ok((
+                    text_of(&task.answer_parts().into_iter().cloned().collect::<Vec<_>>()),
+                    None,
+                )),
+                Reply::Task(_) => Err(FailureKind::AgentError),
+            }
+        }
         Api::Chat => {
             let completion: CompletionPeek =
                 serde_json::from_slice(bytes).map_err(|_| FailureKind::AgentError)?;
@@ -257,6 +354,9 @@ async fn exchange(
     if let Some(auth) = &endpoint.authorization {
         request = request.insert_header((AUTHORIZATION, auth.clone()));
     }
+    if endpoint.api == Api::A2a {
+        request = request.insert_header((VERSION_HEADER, PROTOCOL_VERSION));
+    }
     let mut response = request
         .send_body(body)
         .await
@@ -284,6 +384,7 @@ async fn exchange(
     }
 
     let mut timer = StreamTimer::new(sent);
+    let mut state = StreamState::default();
     let mut usage_tokens = None;
     let mut pending = BytesMut::new();
     let mut done = false;
@@ -297,7 +398,12 @@ async fn exchange(
             let Some(data) = line.strip_prefix(b"data:") else {
                 continue; // comments, `event:` lines, blank separators
             };
-            let peeked = peek(endpoint.api, data.trim_ascii(), reply.as_deref_mut())?;
+            let peeked = peek(
+                endpoint.api,
+                data.trim_ascii(),
+                reply.as_deref_mut(),
+                &mut state,
+            )?;
             done |= peeked.done;
             if peeked.output
                 && let Some(gap) = timer.output_chunk(arrived)
@@ -313,8 +419,8 @@ async fn exchange(
         }
     }
     if !done {
-        // The stream ended without OpenAI's terminator (`[DONE]`, or the Responses API's
-        // terminal event): the reply was cut off.
+        // The stream ended without its terminator (`[DONE]`, the Responses API's terminal
+        // event, A2A's message or completed task): the reply was cut off.
         return Err(FailureKind::InfraError);
     }
     Ok(timer.finish(Instant::now(), usage_tokens))
@@ -328,6 +434,79 @@ fn trim_line(line: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One line read on its own (a fresh stream).
+    fn peek(api: Api, data: &[u8], reply: Option<&mut String>) -> Result<Peeked, FailureKind> {
+        super::peek(api, data, reply, &mut StreamState::default())
+    }
+
+    #[test]
+    fn a2a_streams_give_output_and_end_at_a_completed_task() {
+        let mut state = StreamState::default();
+        let mut reply = String::new();
+        let lines: [&[u8]; 4] = [
+            br#"{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t","contextId":"c","status":{"state":"TASK_STATE_SUBMITTED"}}}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"artifactUpdate":{"taskId":"t","contextId":"c","artifact":{"artifactId":"a","parts":[{"text":"Lis"}]}}}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"artifactUpdate":{"taskId":"t","contextId":"c","append":true,"artifact":{"artifactId":"a","parts":[{"text":"bon"}]}}}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_COMPLETED","message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"done"}]}}}}}"#,
+        ];
+        let read: Vec<Peeked> = lines
+            .iter()
+            .map(|l| super::peek(Api::A2a, l, Some(&mut reply), &mut state).unwrap())
+            .collect();
+        let flags: Vec<(bool, bool)> = read.iter().map(|p| (p.output, p.done)).collect();
+        assert_eq!(
+            flags,
+            [(false, false), (true, false), (true, false), (false, true)]
+        );
+        assert_eq!(reply, "Lisbon", "the artifacts are the answer");
+        // Without artifacts, the final status message is.
+        let mut alone = String::new();
+        let end = super::peek(
+            Api::A2a,
+            lines[3],
+            Some(&mut alone),
+            &mut StreamState::default(),
+        );
+        assert_eq!(end.map(|p| (p.output, p.done)), Ok((true, true)));
+        assert_eq!(alone, "done");
+        let message = peek(
+            Api::A2a,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"Hi"}]}}}"#,
+            None,
+        );
+        assert_eq!(message.map(|p| (p.output, p.done)), Ok((true, true)));
+        for bad in [
+            br#"{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_FAILED"}}}}"#.as_slice(),
+            br#"{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t","contextId":"c","status":{"state":"TASK_STATE_INPUT_REQUIRED"}}}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"boom"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            b"not json",
+        ] {
+            assert_eq!(peek(Api::A2a, bad, None), Err(FailureKind::AgentError));
+        }
+    }
+
+    #[test]
+    fn a2a_answers_are_a_message_or_a_completed_task() {
+        let message = whole(
+            Api::A2a,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"m","role":"ROLE_AGENT","parts":[{"text":"a b"}]}}}"#,
+        );
+        assert_eq!(message, Ok(("a b".to_owned(), None)));
+        let task = whole(
+            Api::A2a,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t","status":{"state":"TASK_STATE_COMPLETED"},"artifacts":[{"artifactId":"a","parts":[{"text":"x"}]}]}}}"#,
+        );
+        assert_eq!(task, Ok(("x".to_owned(), None)));
+        for bad in [
+            br#"{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t","status":{"state":"TASK_STATE_WORKING"}}}}"#.as_slice(),
+            br#"{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t","status":{"state":"TASK_STATE_REJECTED"}}}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"Task not found"}}"#,
+        ] {
+            assert_eq!(whole(Api::A2a, bad), Err(FailureKind::AgentError));
+        }
+    }
 
     #[test]
     fn chunk_peek_sees_output_and_usage() {

@@ -44,6 +44,9 @@ pub enum LoadError {
     Remote(String),
     #[error("no model found at {url} ({message}); pass --model")]
     Model { url: String, message: String },
+    /// `--api a2a`: the agent card could not be read, or does not fit the run.
+    #[error("A2A agent card at {url}: {message}")]
+    AgentCard { url: String, message: String },
     #[error("writing the run directory: {0}")]
     Write(#[from] crate::rundir::RunDirError),
     #[error("a worker thread panicked")]

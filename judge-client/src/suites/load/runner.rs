@@ -24,6 +24,7 @@ use super::slo::Slos;
 use super::workload::{LengthDist, RequestPool, Workload};
 use super::{LoadError, LoadOutcome};
 use crate::endpoint::Api;
+use crate::endpoint::a2a::{A2aTarget, target_from_card};
 
 /// A count run without `--duration` still stops after this long.
 pub const COUNT_RUN_TIME_LIMIT: Duration = Duration::from_secs(600);
@@ -132,7 +133,8 @@ impl LoadConfig {
     }
 }
 
-/// `(api base, URL of a turn through api)` for an endpoint given with or without `/v1`.
+/// `(api base, URL of a turn through api)` for an endpoint given with or without `/v1` (over
+/// A2A: the agent card's URL, at the base URL without `/v1`).
 pub fn api_urls(endpoint: &str, api: Api) -> (String, String) {
     let trimmed = endpoint.trim_end_matches('/');
     let base = if trimmed.ends_with("/v1") {
@@ -140,8 +142,45 @@ pub fn api_urls(endpoint: &str, api: Api) -> (String, String) {
     } else {
         format!("{trimmed}/v1")
     };
-    let turn = format!("{base}{}", api.path());
+    let turn = match api {
+        Api::A2a => format!("{}{}", base.trim_end_matches("/v1"), api.path()),
+        api => format!("{base}{}", api.path()),
+    };
     (base, turn)
+}
+
+/// The A2A agent card at the endpoint's base URL (docs/contracts/a2a.md), read before the load.
+fn agent_card(
+    endpoint: &str,
+    authorization: Option<HeaderValue>,
+    timeout: Duration,
+) -> Result<A2aTarget, LoadError> {
+    let (api_base, card_url) = api_urls(endpoint, Api::A2a);
+    let base = api_base.trim_end_matches("/v1").to_owned();
+    let failed = |message: String| LoadError::AgentCard {
+        url: card_url.clone(),
+        message,
+    };
+    actix_rt::System::new().block_on(async {
+        let client = awc::Client::builder().timeout(timeout).finish();
+        let mut request = client.get(&card_url).insert_header((
+            protocol::a2a::VERSION_HEADER,
+            protocol::a2a::PROTOCOL_VERSION,
+        ));
+        if let Some(auth) = authorization {
+            request = request.insert_header((awc::http::header::AUTHORIZATION, auth));
+        }
+        let mut response = request.send().await.map_err(|e| failed(e.to_string()))?;
+        if !response.status().is_success() {
+            return Err(failed(format!("status {}", response.status())));
+        }
+        let body = response
+            .body()
+            .limit(4 * 1024 * 1024)
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        target_from_card(&body, &card_url, &base).map_err(failed)
+    })
 }
 
 /// Whether `url` points at this machine.
@@ -200,9 +239,11 @@ pub fn run(
 ) -> Result<LoadOutcome, LoadError> {
     config.validate()?;
     let (api_base, turn_url) = api_urls(&config.endpoint, config.api);
-    let url: Uri = turn_url
-        .parse()
-        .map_err(|e| LoadError::Invalid(format!("--endpoint {}: {e}", config.endpoint)))?;
+    let parse = |url: &str| -> Result<Uri, LoadError> {
+        url.parse()
+            .map_err(|e| LoadError::Invalid(format!("--endpoint {}: {e}", config.endpoint)))
+    };
+    let mut url = parse(&turn_url)?;
     if !config.allow_remote && !is_loopback(&url) {
         return Err(LoadError::Remote(config.endpoint.clone()));
     }
@@ -212,9 +253,26 @@ pub fn run(
         .map(|key| HeaderValue::from_str(&format!("Bearer {key}")))
         .transpose()
         .map_err(|_| LoadError::Invalid("--api-key holds characters a header cannot".into()))?;
-    let model = match &config.model {
-        Some(model) => model.clone(),
-        None => first_model(&api_base, authorization.clone(), config.timeout)?,
+    let model = if config.api == Api::A2a {
+        // The load goes to the interface the agent card names; there is no model to name, so
+        // the agent's name stands for it.
+        let target = agent_card(&config.endpoint, authorization.clone(), config.timeout)?;
+        if config.stream && !target.streaming() {
+            return Err(LoadError::AgentCard {
+                url: target.card_url,
+                message: "--stream: the card does not declare capabilities.streaming".into(),
+            });
+        }
+        url = parse(&target.url)?;
+        if !config.allow_remote && !is_loopback(&url) {
+            return Err(LoadError::Remote(target.url));
+        }
+        config.model.clone().unwrap_or(target.card.name)
+    } else {
+        match &config.model {
+            Some(model) => model.clone(),
+            None => first_model(&api_base, authorization.clone(), config.timeout)?,
+        }
     };
     let workload = Workload {
         model,
@@ -619,6 +677,10 @@ mod tests {
         assert_eq!(
             api_urls("http://h/v1/", Api::Responses).1,
             "http://h/v1/responses"
+        );
+        assert_eq!(
+            api_urls("http://h/v1/", Api::A2a).1,
+            "http://h/.well-known/agent-card.json"
         );
         for (url, local) in [
             ("http://127.0.0.1:1/v1", true),

@@ -135,12 +135,16 @@ pub struct PreparedRequest {
     pub prompt_words: u32,
 }
 
-/// A worker's ring of pre-rendered bodies and session ids.
+/// A worker's ring of pre-rendered bodies and session ids. Over A2A a body is the prompt as a
+/// JSON string, put into a `SendMessage` of its own as it is taken ([`a2a_body`]): each message
+/// needs a unique id, and its `contextId` is the session taken with it.
 pub struct RequestPool {
     requests: Vec<PreparedRequest>,
     sessions: Vec<HeaderValue>,
     next_request: usize,
     next_session: usize,
+    /// Over A2A: whether the message is streamed.
+    a2a_stream: Option<bool>,
 }
 
 /// Bodies per worker: enough variety for the length distribution, few enough to stay in cache.
@@ -164,13 +168,18 @@ impl RequestPool {
             sessions,
             next_request: 0,
             next_session: 0,
+            a2a_stream: (workload.api == Api::A2a).then_some(workload.stream),
         }
     }
 
-    /// The next body and session id, round robin (cheap clones of shared buffers).
+    /// The next body and session id, round robin (cheap clones of shared buffers; over A2A the
+    /// prompt put into its message).
     pub fn take(&mut self) -> (PreparedRequest, HeaderValue) {
-        let request = self.requests[self.next_request].clone();
+        let mut request = self.requests[self.next_request].clone();
         let session = self.sessions[self.next_session].clone();
+        if let Some(stream) = self.a2a_stream {
+            request.body = a2a_body(stream, session.to_str().ok(), &request.body);
+        }
         self.next_request = (self.next_request + 1) % self.requests.len();
         self.next_session = (self.next_session + 1) % self.sessions.len();
         (request, session)
@@ -187,15 +196,45 @@ fn render(workload: &Workload, rng: &mut ChaCha8Rng) -> PreparedRequest {
         }
         prompt.push_str(WORDS[rng.random_range(0..WORDS.len())]);
     }
+    let body = match workload.api {
+        Api::A2a => Bytes::from(serde_json::to_vec(&prompt).expect("a string serialises")),
+        _ => request_body(workload, &[("user", prompt)], max_tokens),
+    };
     PreparedRequest {
-        body: request_body(workload, &[("user", prompt)], max_tokens),
+        body,
         prompt_words: words,
     }
 }
 
+/// A2A's `SendMessage` (`SendStreamingMessage` when `stream`) of one user message whose text is
+/// `text_json` (a JSON string), in the context `session` when given, with a fresh message id.
+pub(super) fn a2a_body(stream: bool, session: Option<&str>, text_json: &[u8]) -> Bytes {
+    let method = if stream {
+        protocol::a2a::method::SEND_STREAMING_MESSAGE
+    } else {
+        protocol::a2a::method::SEND_MESSAGE
+    };
+    let context = session
+        .map(|s| format!(",\"contextId\":{}", serde_json::Value::from(s)))
+        .unwrap_or_default();
+    let mut body = Vec::with_capacity(text_json.len() + 256);
+    body.extend_from_slice(
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"{method}\",\"params\":{{\"message\":{{\
+             \"role\":\"ROLE_USER\",\"messageId\":\"{}\"{context},\"parts\":[{{\"text\":",
+            uuid::Uuid::new_v4()
+        )
+        .as_bytes(),
+    );
+    body.extend_from_slice(text_json);
+    body.extend_from_slice(b"}]}}}");
+    Bytes::from(body)
+}
+
 /// A request's body through the workload's API: `messages` (role, text) as Chat Completions
 /// messages; on the Responses API the last one's text as `input`, with `store: false` (nothing is
-/// read back, so nothing is stored). Streamed bodies ask for the usage.
+/// read back, so nothing is stored); over A2A the last one's text as a message in no context
+/// (a conversation's turns name theirs, [`a2a_body`]). Streamed bodies ask for the usage.
 pub(super) fn request_body(
     workload: &Workload,
     messages: &[(&str, String)],
@@ -228,6 +267,14 @@ pub(super) fn request_body(
             stream: workload.stream.then_some(true),
             ..ResponseCreateRequest::default()
         }),
+        Api::A2a => {
+            let text = messages.last().map(|(_, m)| m.as_str()).unwrap_or_default();
+            return a2a_body(
+                workload.stream,
+                None,
+                &serde_json::to_vec(text).expect("a string serialises"),
+            );
+        }
     };
     Bytes::from(body.expect("a request serialises"))
 }
@@ -323,5 +370,47 @@ mod tests {
         assert_eq!(json["input"].as_str().unwrap().split(' ').count(), 5);
         assert!((3..=9).contains(&json["max_output_tokens"].as_u64().unwrap()));
         assert!(json.get("messages").is_none());
+
+        let a2a = Workload {
+            api: Api::A2a,
+            ..responses
+        };
+        let mut pool = RequestPool::new(&a2a, 9, 0, 2);
+        let (first, session) = pool.take();
+        let (second, _) = pool.take();
+        let json: serde_json::Value = serde_json::from_slice(&first.body).unwrap();
+        assert_eq!(json["jsonrpc"], "2.0");
+        assert_eq!(json["method"], "SendStreamingMessage");
+        let message = &json["params"]["message"];
+        assert_eq!(message["role"], "ROLE_USER");
+        assert_eq!(message["contextId"], session.to_str().unwrap());
+        assert_eq!(
+            message["parts"][0]["text"]
+                .as_str()
+                .unwrap()
+                .split(' ')
+                .count(),
+            5
+        );
+        let again: serde_json::Value = serde_json::from_slice(&second.body).unwrap();
+        assert_ne!(
+            message["messageId"], again["params"]["message"]["messageId"],
+            "every message has an id of its own"
+        );
+        let plain = request_body(
+            &Workload {
+                stream: false,
+                ..a2a
+            },
+            &[("user", "a \"quoted\" word".to_owned())],
+            3,
+        );
+        let json: serde_json::Value = serde_json::from_slice(&plain).unwrap();
+        assert_eq!(json["method"], "SendMessage");
+        assert_eq!(
+            json["params"]["message"]["parts"][0]["text"],
+            "a \"quoted\" word"
+        );
+        assert!(json["params"]["message"].get("contextId").is_none());
     }
 }

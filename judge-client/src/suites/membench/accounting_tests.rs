@@ -155,6 +155,8 @@ fn capabilities(recall: bool) -> MembenchCapabilities {
             model: "fake".to_owned(),
             chat: Some(true),
             responses: None,
+            a2a: None,
+            agent_card: None,
             reset: recall,
             inject: false,
             memory_view: false,

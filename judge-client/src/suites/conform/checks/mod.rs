@@ -5,6 +5,7 @@
 //! judge the same answer from different angles (a stream's chunks, its framing, its `[DONE]`)
 //! share one request.
 
+pub mod a2a;
 pub mod chat;
 pub mod responses;
 
@@ -178,6 +179,76 @@ pub const CATALOGUE: &[CheckSpec] = &[
         Api::Responses,
         "An unknown previous_response_id gets a 4xx in OpenAI's error shape",
     ),
+    spec(
+        "a2a.agent_card",
+        Api::A2a,
+        "The agent card at /.well-known/agent-card.json has name, description, version, capabilities, defaultInputModes, defaultOutputModes, skills (id, name, description, tags) and a JSONRPC interface of A2A 1.x in supportedInterfaces",
+    ),
+    spec(
+        "a2a.send_message",
+        Api::A2a,
+        "SendMessage answers a JSON-RPC 2.0 result with the request's id holding exactly one of task or message; a message has a messageId, role ROLE_AGENT and parts of one content each",
+    ),
+    spec(
+        "a2a.task_state",
+        Api::A2a,
+        "A returned task has an id, the message's contextId and a TASK_STATE_ name; a blocking SendMessage returns it terminal or interrupted",
+    ),
+    spec(
+        "a2a.get_task",
+        Api::A2a,
+        "GetTask of the returned task answers that task (same id and contextId; a terminal state unchanged)",
+    ),
+    spec(
+        "a2a.cancel_terminal",
+        Api::A2a,
+        "CancelTask of a terminal task gets TaskNotCancelableError (-32002)",
+    ),
+    spec(
+        "a2a.stream_events",
+        Api::A2a,
+        "SendStreamingMessage (the card declares streaming) answers text/event-stream of JSON-RPC results with the request's id: a message alone, or a task then updates of that task, the final event (terminal or interrupted state) last",
+    ),
+    spec(
+        "a2a.sse_framing",
+        Api::A2a,
+        "The stream is well-framed server-sent events",
+    ),
+    spec(
+        "a2a.stream_unsupported",
+        Api::A2a,
+        "SendStreamingMessage to an agent whose card does not declare streaming gets UnsupportedOperationError (-32004)",
+    ),
+    spec(
+        "a2a.error_malformed_json",
+        Api::A2a,
+        "Malformed JSON gets the JSON-RPC parse error (-32700) with id null",
+    ),
+    spec(
+        "a2a.error_invalid_request",
+        Api::A2a,
+        "A request object without a method gets the JSON-RPC invalid request error (-32600)",
+    ),
+    spec(
+        "a2a.error_unknown_method",
+        Api::A2a,
+        "An unknown method gets the JSON-RPC method-not-found error (-32601)",
+    ),
+    spec(
+        "a2a.error_invalid_params",
+        Api::A2a,
+        "SendMessage without a message gets the JSON-RPC invalid params error (-32602)",
+    ),
+    spec(
+        "a2a.error_task_not_found",
+        Api::A2a,
+        "GetTask of an unknown id gets TaskNotFoundError (-32001)",
+    ),
+    spec(
+        "a2a.error_version_not_supported",
+        Api::A2a,
+        "A request with A2A-Version 99.0 gets VersionNotSupportedError (-32009)",
+    ),
 ];
 
 /// The catalogue entry named `name`.
@@ -328,6 +399,46 @@ impl Probe<'_> {
 
     pub async fn delete(&self, path: &str) -> Sent {
         self.send(Method::DELETE, path, None).await
+    }
+
+    /// `method` on an absolute `url` (an A2A agent's card or interface) with `headers`.
+    pub async fn send_url(
+        &self,
+        method: Method,
+        url: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&'static str, String)],
+    ) -> Sent {
+        let request_body = body.as_deref().map(capture);
+        let answer = self
+            .client
+            .raw_url(method.clone(), url, body, headers)
+            .await;
+        let exchange = Exchange {
+            method: method.to_string(),
+            path: url.to_owned(),
+            request_body,
+            status: answer.as_ref().ok().map(|a| a.status),
+            content_type: answer.as_ref().ok().and_then(|a| a.content_type.clone()),
+            response_body: answer.as_ref().ok().map(|a| capture(&a.body)),
+            error: answer.as_ref().err().map(ToString::to_string),
+        };
+        Sent { exchange, answer }
+    }
+
+    /// A JSON-RPC request to an A2A interface, with `A2A-Version: 1.0`.
+    pub async fn post_url(&self, url: &str, body: &Value) -> Sent {
+        let version = [(
+            protocol::a2a::VERSION_HEADER,
+            protocol::a2a::PROTOCOL_VERSION.to_owned(),
+        )];
+        self.send_url(
+            Method::POST,
+            url,
+            Some(body.to_string().into_bytes()),
+            &version,
+        )
+        .await
     }
 }
 
