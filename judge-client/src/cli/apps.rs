@@ -52,7 +52,8 @@ pub struct AppsArgs {
     /// responses).
     #[arg(long, default_value = "full")]
     pub history: HistoryMode,
-    /// The API the turns go through: `chat` or `responses` (tools in its shape).
+    /// The API the turns go through: `chat`, `responses` (tools in its shape) or `a2a` (tools
+    /// only to an agent whose card declares agentwall's tools extension).
     #[arg(long, default_value = "chat")]
     pub api: Api,
     /// Where run directories go.

@@ -34,7 +34,7 @@ pub struct LoadArgs {
     /// Open-loop arrivals: `poisson` or `constant`.
     #[arg(long, default_value = "poisson")]
     pub arrivals: String,
-    /// The API every request goes through: `chat` or `responses`.
+    /// The API every request goes through: `chat`, `responses` or `a2a`.
     #[arg(long, default_value = "chat")]
     pub api: Api,
     /// Stream replies (SSE; Chat Completions with stream_options.include_usage).

@@ -46,7 +46,7 @@ pub struct LtmArgs {
     /// turn with the previous response's id (--api responses).
     #[arg(long, default_value = "new")]
     pub history: HistoryMode,
-    /// The API the turns go through: `chat` or `responses`.
+    /// The API the turns go through: `chat`, `responses` or `a2a`.
     #[arg(long, default_value = "chat")]
     pub api: Api,
     /// The phrasings of the user turns: `standard` (the documented templates) or `heldout`

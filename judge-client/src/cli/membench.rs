@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use judge_client::endpoint::{Credentials, TargetClient, TargetSettings};
+use judge_client::endpoint::{Api, Credentials, TargetClient, TargetSettings};
 use judge_client::rundir::{self, Manifest, Shard};
 use judge_client::suites::Suite;
 use judge_client::suites::membench::Membench;
@@ -46,6 +46,9 @@ pub struct MembenchArgs {
     /// How the history reaches the agent: chat turns, control-plane inject, or in the prompt.
     #[arg(long, value_enum, default_value = "chat")]
     pub protocol: Protocol,
+    /// The API the turns and questions go through: `chat`, `responses` or `a2a`.
+    #[arg(long, default_value = "chat")]
+    pub api: Api,
     /// Seed of the question order and of category 5's option order.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -165,6 +168,7 @@ async fn start(
     let config = MembenchConfig {
         dataset: kind,
         protocol: args.protocol,
+        api: args.api,
         seed: args.seed,
         concurrency: args.concurrency.clamp(1, 32),
         only: args.only.clone(),
@@ -189,9 +193,13 @@ async fn start(
 
     let settings = args.target.settings()?;
     let mut client = TargetClient::new(settings, args.target.credentials());
-    let capabilities = probe_capabilities(&client, &format!("{}-probe", config.session_prefix))
-        .await
-        .context("probing the target")?;
+    let capabilities = probe_capabilities(
+        &client,
+        &format!("{}-probe", config.session_prefix),
+        config.api,
+    )
+    .await
+    .context("probing the target")?;
     client.set_model(capabilities.base.model.clone());
     if args.protocol == Protocol::Inject && !capabilities.base.inject {
         bail!(
@@ -199,7 +207,10 @@ async fn start(
         );
     }
     let protocol = match args.protocol {
-        Protocol::Chat => "chat: every turn one chat request in its conversation's session, in order, X-Mock-Time = its session's date (UTC), speaker on `name` and in the text, photos as captions; replies recorded, not scored".to_owned(),
+        Protocol::Chat => format!(
+            "chat: every turn one {} request in its conversation's session, in order, X-Mock-Time = its session's date (UTC), speaker on `name` and in the text, photos as captions; replies recorded, not scored",
+            args.api.title()
+        ),
         Protocol::Inject => "inject: each session one POST /control/memory/inject, a fact per turn observed at the session's date".to_owned(),
         Protocol::Context => format!(
             "context: nothing ingested; each question carries the most recent history fitting {} cl100k tokens in its prompt, in a fresh session",

@@ -82,7 +82,7 @@ pub struct SimArgs {
     /// Configuration file in the YAML shape of docs/contracts/agent-injection.md (agent injection).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// The API the target's turns go through: `chat` or `responses`.
+    /// The API the target's turns go through: `chat`, `responses` or `a2a`.
     #[arg(long, default_value = "chat")]
     pub api: Api,
     /// `new`: send only the new user turn; `full`: the whole conversation; `chain`: the new turn

@@ -135,6 +135,7 @@ fn config(dataset: DatasetKind) -> MembenchConfig {
     MembenchConfig {
         dataset,
         protocol: Protocol::Chat,
+        api: crate::endpoint::Api::Chat,
         seed: 3,
         concurrency: 1,
         only: Vec::new(),

@@ -1,7 +1,9 @@
 //! How a conversation reaches the agent: the three ingestion protocols.
 //!
-//! - `chat`: every dataset turn is one `POST /v1/chat/completions` in the conversation's session,
-//!   in order, with `X-Mock-Time` set to its session's date and time. The speaker's name is on the
+//! - `chat`: every dataset turn is one turn through the run's API (`--api`: one
+//!   `POST /v1/chat/completions`, a Responses API request, or an A2A `SendMessage` in the session's
+//!   context) in the conversation's session, in order, with `X-Mock-Time` set to its session's
+//!   date and time. The speaker's name is on the
 //!   message's `name` and at the start of its text ("Ana: ..."); a shared photo is its caption
 //!   ("[shares a photo of ...]"). The agent's replies are recorded, not scored. LongMemEval's
 //!   assistant turns go as the `assistant` message before the next user turn of their session (as
@@ -23,7 +25,7 @@ use protocol::openai::ChatMessage;
 use serde::{Deserialize, Serialize};
 
 use super::dataset::{Conversation, DatasetKind, Role, Turn};
-use crate::endpoint::{RequestContext, TargetClient};
+use crate::endpoint::{Api, HistoryMode, RequestContext, TargetClient, TurnMode, TurnSender};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -93,6 +95,7 @@ fn assistant_message(turn: &Turn) -> ChatMessage {
 pub async fn ingest(
     client: &TargetClient,
     protocol: Protocol,
+    api: Api,
     session: &str,
     conversation: &Conversation,
     request_no: &mut u64,
@@ -127,11 +130,16 @@ pub async fn ingest(
                         .collect();
                     let delivered = ids.len();
                     pending.clear();
-                    let request = client.chat_request_for(messages);
                     let headers = [(TURN_ID, ids.join(","))];
                     out.requests += 1;
-                    match client
-                        .chat_request_with_headers(&ctx(request_no), &request, &headers)
+                    // The messages of this request are all it carries (`full`): earlier turns
+                    // reached the agent with earlier requests.
+                    let mut sender = TurnSender::new(TurnMode {
+                        api,
+                        history: HistoryMode::Full,
+                    });
+                    match sender
+                        .send_with_headers(client, &ctx(request_no), &messages, &headers)
                         .await
                     {
                         Ok(reply) => {

@@ -27,7 +27,8 @@ use super::judge::{Verdict, locomo_j_prompt, longmemeval_prompt, parse_label, pa
 use super::results::{MembenchResults, QuestionResult, Summary, summarise_all};
 use super::scoring::{TwoOptions, locomo_question, locomo_score, token_f1};
 use crate::endpoint::{
-    Capabilities, Failure, FailureKind, RequestContext, TargetClient, TargetError, probe,
+    Api, ApiScope, Capabilities, Failure, FailureKind, HistoryMode, RequestContext, TargetClient,
+    TargetError, TurnMode, TurnSender, probe_in,
 };
 use crate::suites::model_judge::ModelJudge;
 
@@ -36,6 +37,9 @@ use crate::suites::model_judge::ModelJudge;
 pub struct MembenchConfig {
     pub dataset: DatasetKind,
     pub protocol: Protocol,
+    /// The API the turns and questions go through (runs made before it was recorded: `chat`).
+    #[serde(default)]
+    pub api: Api,
     pub seed: u64,
     pub concurrency: usize,
     /// Conversation or question ids to keep (empty: all).
@@ -73,12 +77,29 @@ pub struct MembenchCapabilities {
     pub notes: Vec<String>,
 }
 
-/// Probes the wall's capabilities plus recall and read-only questions.
+/// One request of `messages` through `api`, with `headers` beside the wall's own.
+async fn one_request(
+    client: &TargetClient,
+    api: Api,
+    ctx: &RequestContext,
+    messages: &[ChatMessage],
+    headers: &[(&'static str, String)],
+) -> Result<crate::endpoint::ChatReply, TargetError> {
+    TurnSender::new(TurnMode {
+        api,
+        history: HistoryMode::Full,
+    })
+    .send_with_headers(client, ctx, messages, headers)
+    .await
+}
+
+/// Probes the wall's capabilities (a turn through `api`) plus recall and read-only questions.
 pub async fn probe_capabilities(
     client: &TargetClient,
     session: &str,
+    api: Api,
 ) -> Result<MembenchCapabilities, TargetError> {
-    let base = probe(client, session).await?;
+    let base = probe_in(client, session, ApiScope::Only(api)).await?;
     let ctx = RequestContext {
         session_id: session.to_owned(),
         mock_time: None,
@@ -104,12 +125,9 @@ pub async fn probe_capabilities(
             false
         }
     };
-    let request = client.chat_request_for(vec![ChatMessage::user("Hello again.")]);
     let headers = [(MEMORY_WRITE, MEMORY_WRITE_OFF.to_owned())];
-    let read_only_questions = match client
-        .chat_request_with_headers(&ctx, &request, &headers)
-        .await
-    {
+    let hello = [ChatMessage::user("Hello again.")];
+    let read_only_questions = match one_request(client, api, &ctx, &hello, &headers).await {
         Ok(reply) => {
             let echoed = reply
                 .headers
@@ -250,6 +268,7 @@ pub async fn run_conversation(
     let mut ingestion = ingest(
         run.client,
         config.protocol,
+        config.api,
         &session,
         conversation,
         &mut request_no,
@@ -386,13 +405,16 @@ async fn ask(
             recall_map(&ranked, &question.evidence_sessions)
         });
 
-    let request = run.client.chat_request_for(vec![ChatMessage::user(text)]);
     let headers = [(MEMORY_WRITE, MEMORY_WRITE_OFF.to_owned())];
     let started = Instant::now();
-    let reply = run
-        .client
-        .chat_request_with_headers(&ctx, &request, &headers)
-        .await;
+    let reply = one_request(
+        run.client,
+        config.api,
+        &ctx,
+        &[ChatMessage::user(text)],
+        &headers,
+    )
+    .await;
     let latency_ms = started.elapsed().as_millis() as u64;
     let (reply, latency_ms, prompt_tokens, failure) = match reply {
         Ok(reply) => (
@@ -640,6 +662,7 @@ mod tests {
         MembenchConfig {
             dataset: DatasetKind::Locomo,
             protocol: Protocol::Chat,
+            api: Api::Chat,
             seed: 7,
             concurrency: 1,
             only: Vec::new(),
