@@ -474,11 +474,13 @@ impl TargetClient {
         let parts = match payload {
             Reply::Message(message) => message.parts,
             Reply::Task(task) => {
-                let task = if task.status.state.is_final() {
-                    task
-                } else {
+                // Only a task on its way is waited for; any other state is read as it is.
+                let task = if matches!(task.status.state, TaskState::Submitted | TaskState::Working)
+                {
                     self.await_task(target, ctx, task, started, &headers[..1])
                         .await?
+                } else {
+                    task
                 };
                 completed_parts(&task).map_err(|why| failed(&raw, why))?
             }
@@ -494,7 +496,7 @@ impl TargetClient {
         })
     }
 
-    /// Polls `GetTask` until `task` is terminal or interrupted, at most until the per-request
+    /// Polls `GetTask` while `task` is submitted or working, at most until the per-request
     /// timeout (counted from `started`), waiting 50 ms, then twice as long each time, at most
     /// [`MAX_POLL_WAIT`].
     async fn await_task(
@@ -537,7 +539,7 @@ impl TargetClient {
                 .rpc(&target.url, ctx, &id, method::GET_TASK, &params, headers)
                 .await?;
             task = rpc_result(&raw, &id, "a task")?;
-            if task.status.state.is_final() {
+            if !matches!(task.status.state, TaskState::Submitted | TaskState::Working) {
                 return Ok(task);
             }
             wait = (wait * 2).min(MAX_POLL_WAIT);
