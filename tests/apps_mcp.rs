@@ -255,3 +255,71 @@ fn an_openai_agents_sdk_agent_using_the_judges_mcp_server_passes_paypal_scenario
     assert_eq!(transfer["success"], true);
     assert!(transfer["mcp_request_id"].is_string(), "{transfer}");
 }
+
+/// `judge apps --action-mode MODE --api responses --seed 7 --trials 1` against `endpoint`: the
+/// run directory.
+fn apps_run(endpoint: &str, mode: &str, out: &Path) -> PathBuf {
+    let (code, output) = judge(&[
+        "apps",
+        "--endpoint",
+        endpoint,
+        "--action-mode",
+        mode,
+        "--api",
+        "responses",
+        "--seed",
+        "7",
+        "--trials",
+        "1",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{mode}: {output}");
+    run_dir(out)
+}
+
+#[test]
+fn agent_server_over_mcp_passes_what_it_passes_in_tools_mode() {
+    let data = tempfile::tempdir().unwrap();
+    let server = Server::start(data.path(), &[]);
+    let (out_tools, out_mcp) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let tools = apps_run(&server.base_url, "tools", out_tools.path());
+    let mcp = apps_run(&server.base_url, "mcp", out_mcp.path());
+
+    let passed = |dir: &Path| -> Vec<(String, bool)> {
+        read_json(&dir.join("results.json"))["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["id"].as_str().unwrap().to_owned(),
+                    s["all_passed"].as_bool().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (in_tools, in_mcp) = (passed(&tools), passed(&mcp));
+    assert_eq!(in_tools.len(), 14);
+    assert_eq!(in_tools, in_mcp, "the same scenarios pass in both modes");
+    assert!(
+        in_mcp.iter().filter(|(_, p)| *p).count() >= 10,
+        "{in_mcp:?}"
+    );
+
+    // The calls were agent-server's own, over MCP, and audited so; the reply carried its items.
+    let audit =
+        std::fs::read_to_string(mcp.join("scenarios/transfer-basic/trial-0/audit.jsonl")).unwrap();
+    assert!(audit.contains("\"mcp_request_id\""), "{audit}");
+    let audit_tools =
+        std::fs::read_to_string(tools.join("scenarios/transfer-basic/trial-0/audit.jsonl"))
+            .unwrap();
+    assert!(!audit_tools.contains("mcp_request_id"), "{audit_tools}");
+    assert!(!mcp.join("mcp-refused-calls.jsonl").exists());
+
+    // judge compare finds no regression of mcp against tools.
+    let (code, output) = judge(&["compare", tools.to_str().unwrap(), mcp.to_str().unwrap()]);
+    assert_eq!(code, 0, "{output}");
+    assert!(!output.contains("regression:"), "{output}");
+}

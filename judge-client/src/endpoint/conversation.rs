@@ -25,7 +25,9 @@
 
 use protocol::a2a::SendMessageRequest;
 use protocol::apps::MCP_SERVER_URL_HEADER;
-use protocol::openai::responses::{FunctionTool, Item, ResponseCreateRequest, ResponseInput};
+use protocol::openai::responses::{
+    FunctionTool, Item, McpTool, ResponseCreateRequest, ResponseInput,
+};
 use protocol::openai::{ChatCompletionRequest, ChatMessage, Role, Tool};
 
 use super::client::{ChatReply, RequestContext, TargetClient};
@@ -278,18 +280,12 @@ pub async fn one_turn(
 /// OpenAI's remote MCP tool: `{"type": "mcp", "server_label", "server_url",
 /// "require_approval": "never"}` (the judge's server asks no approvals: its calls are graded).
 fn mcp_tool(mcp: &RemoteMcp) -> FunctionTool {
-    let mut extra = protocol::openai::Extra::new();
-    extra.insert("server_label".to_owned(), mcp.label.clone().into());
-    extra.insert("server_url".to_owned(), mcp.url.clone().into());
-    extra.insert("require_approval".to_owned(), "never".into());
-    FunctionTool {
-        kind: "mcp".to_owned(),
-        name: mcp.label.clone(),
-        description: None,
-        parameters: None,
-        strict: None,
-        extra,
-    }
+    FunctionTool::mcp(McpTool {
+        server_label: Some(mcp.label.clone()),
+        server_url: Some(mcp.url.clone()),
+        require_approval: Some("never".into()),
+        ..McpTool::default()
+    })
 }
 
 /// Chat messages as Responses input items.
