@@ -37,3 +37,13 @@ if ! [ -x .venv/agents/bin/python ] || [ "$(cat "$agents_stamp" 2>/dev/null)" !=
   echo "$agents_want" > "$agents_stamp"
   echo "MCP and Agents SDKs ready: .venv/agents"
 fi
+# The official A2A SDK (tests/a2a.rs: an A2A agent the judge benchmarks) in .venv/a2a: it pins its
+# own protobuf and starlette.
+a2a_stamp=.venv/a2a/.requirements.sha256
+a2a_want=$(sha256sum tests/python/a2a-requirements.txt | cut -d' ' -f1)
+if ! [ -x .venv/a2a/bin/python ] || [ "$(cat "$a2a_stamp" 2>/dev/null)" != "$a2a_want" ]; then
+  "$python" -m venv .venv/a2a
+  .venv/a2a/bin/pip install --quiet --disable-pip-version-check -r tests/python/a2a-requirements.txt
+  echo "$a2a_want" > "$a2a_stamp"
+  echo "A2A SDK ready: .venv/a2a ($(.venv/a2a/bin/python -c 'import importlib.metadata as m; print("a2a-sdk", m.version("a2a-sdk"))'))"
+fi
