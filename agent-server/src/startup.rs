@@ -23,6 +23,7 @@ use crate::memory::embedded::responses::EmbeddedResponses;
 use crate::memory::redis_pg::responses::PostgresResponses;
 use crate::memory::redis_pg::{RedisPostgresConfig, RedisPostgresStore};
 use crate::memory::responses::ResponseStore;
+use crate::memory::tasks::TaskStore;
 use crate::telemetry::Metrics;
 
 pub struct Application {
@@ -43,7 +44,7 @@ impl Application {
             }
             None => Arc::new(BuiltinModel::new(config.model_name.clone())),
         };
-        let responses = open_responses(&config).await?;
+        let (responses, tasks) = open_api_state(&config).await?;
         let recall = Recall::start(config.embeddings()?, Arc::clone(&metrics)).await?;
         let options = AgentOptions {
             memory: config.memory_enabled(),
@@ -63,6 +64,7 @@ impl Application {
         let state = web::Data::new(AppState {
             agent: std::sync::Arc::new(agent),
             responses,
+            tasks,
             recall: recall.clone(),
             metrics: Arc::clone(&metrics),
             require_session: config.require_session,
@@ -126,6 +128,12 @@ impl Application {
         self.port
     }
 
+    /// Stops the server from outside (`stop(true)`: in-flight requests finish first), as
+    /// SIGTERM does; for tests that restart a server on the same data.
+    pub fn handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
     /// The server's metrics, as `GET /metrics` renders them.
     pub fn metrics(&self) -> &Arc<Metrics> {
         &self.metrics
@@ -186,22 +194,28 @@ async fn open_store(
     }
 }
 
-/// The Responses API's store, in the memory backend's place: Postgres beside long-term memory, or
-/// a file beside the embedded memory file.
-async fn open_responses(config: &Config) -> anyhow::Result<Arc<dyn ResponseStore>> {
+/// The API state a backend keeps beside memory, in the memory backend's place: the Responses
+/// API's responses and conversations and the A2A tasks, in one store (Postgres beside long-term
+/// memory, whose migrations, tasks' table included, [`open_store`] has run; or a file beside the
+/// embedded memory file).
+async fn open_api_state(
+    config: &Config,
+) -> anyhow::Result<(Arc<dyn ResponseStore>, Arc<dyn TaskStore>)> {
     match (&config.redis_url, &config.database_url) {
         (Some(_), Some(database_url)) => {
             let store = PostgresResponses::connect(database_url, config.backend_timeout)
                 .await
                 .context("cannot open the responses store in postgres")?;
-            Ok(Arc::new(store))
+            let store = Arc::new(store);
+            Ok((store.clone(), store))
         }
         _ => {
             let path = config.data_dir.join("responses.sqlite3");
             let store = EmbeddedResponses::open(&path).await.with_context(|| {
                 format!("cannot open the responses database {}", path.display())
             })?;
-            Ok(Arc::new(store))
+            let store = Arc::new(store);
+            Ok((store.clone(), store))
         }
     }
 }

@@ -28,7 +28,7 @@ pub(crate) const MAX_INJECT_FACTS: usize = 1000;
     tag = "control",
     params(("X-Session-Id" = String, Header, description = "Session to wipe")),
     responses(
-        (status = 200, description = "What was removed (stored responses and conversations of the session are removed too)", body = ResetResponse),
+        (status = 200, description = "What was removed (stored responses, conversations and A2A tasks of the session are removed too)", body = ResetResponse),
         (status = 400, description = "Missing or invalid X-Session-Id", body = protocol::openai::ErrorBody),
         (status = 401, description = "Missing or wrong admin token", body = protocol::openai::ErrorBody),
     )
@@ -41,11 +41,12 @@ pub(crate) async fn reset(
     let forgotten = forget_session(
         state.agent.store().as_ref(),
         state.responses.as_ref(),
+        state.tasks.as_ref(),
         &ctx.session,
     )
     .await?;
     let counts = forgotten.memory;
-    tracing::info!(session = %ctx.session, working = counts.working_items, facts = counts.facts, responses = forgotten.responses, conversations = forgotten.conversations, "session reset");
+    tracing::info!(session = %ctx.session, working = counts.working_items, facts = counts.facts, responses = forgotten.responses, conversations = forgotten.conversations, tasks = forgotten.tasks, "session reset");
     Ok(HttpResponse::Ok().json(ResetResponse {
         session_id: ctx.session.to_string(),
         working_items_removed: counts.working_items,

@@ -22,6 +22,7 @@ use crate::agent::Agent;
 use crate::embed::Recall;
 use crate::error::ApiError;
 use crate::memory::responses::ResponseStore;
+use crate::memory::tasks::TaskStore;
 use crate::telemetry::Metrics;
 
 /// Shared by all handlers.
@@ -29,6 +30,8 @@ pub(crate) struct AppState {
     pub agent: Arc<Agent>,
     /// Stored responses and conversations of the Responses API.
     pub responses: Arc<dyn ResponseStore>,
+    /// Stored A2A tasks.
+    pub tasks: Arc<dyn TaskStore>,
     /// Which recall is on: lexical, or semantic with an embedding model (`/readyz` reports it).
     pub recall: Recall,
     /// The server's metrics, rendered by `GET /metrics`.

@@ -30,6 +30,7 @@ mod lru;
 pub mod ranking;
 pub mod redis_pg;
 pub mod responses;
+pub mod tasks;
 mod writes;
 
 pub(crate) use distinct::TextHasher;

@@ -23,6 +23,7 @@ use chrono::{DateTime, Utc};
 use protocol::SessionId;
 use serde_json::Value;
 
+use super::tasks::TaskStore;
 use super::{MemoryError, MemoryStore, ResetCounts};
 
 /// How many responses a `previous_response_id` chain may hold; the oldest beyond are not read
@@ -112,22 +113,27 @@ pub struct Forgotten {
     pub memory: ResetCounts,
     pub responses: u64,
     pub conversations: u64,
+    /// A2A tasks ([`super::tasks`]).
+    pub tasks: u64,
 }
 
 /// Forgets `session` wherever a backend keeps it: its memory first (which bumps the session's
-/// epoch, so a turn that read before cannot write back), then the responses and conversations
-/// stored with it. The one reset `/control/session/reset` runs.
+/// epoch, so a turn that read before cannot write back), then the responses, conversations and
+/// A2A tasks stored with it. The one reset `/control/session/reset` runs.
 pub async fn forget_session(
     memory: &dyn MemoryStore,
     responses: &dyn ResponseStore,
+    tasks: &dyn TaskStore,
     session: &SessionId,
 ) -> Result<Forgotten, MemoryError> {
     let counts = memory.reset(session).await?;
     let (responses, conversations) = responses.reset(session).await?;
+    let tasks = tasks.reset(session).await?;
     Ok(Forgotten {
         memory: counts,
         responses,
         conversations,
+        tasks,
     })
 }
 

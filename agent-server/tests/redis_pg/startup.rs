@@ -33,7 +33,7 @@ async fn migrations_are_idempotent_and_safe_when_servers_start_together() {
     let versions: Vec<i32> = rows.iter().map(|r| r.get(0)).collect();
     assert_eq!(
         versions,
-        [1, 2, 3, 4, 5, 6, 7, 8, 9],
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
         "each migration recorded exactly once"
     );
 }
@@ -157,7 +157,7 @@ async fn a_version_1_database_is_upgraded_and_keeps_its_facts() {
         .iter()
         .map(|r| r.get(0))
         .collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]);
     let indexes: Vec<(String, String)> = client
         .query(
             "SELECT indexname::text, indexdef FROM pg_indexes WHERE tablename = 'agentwall_facts'

@@ -64,6 +64,7 @@ mod batcher;
 mod longterm;
 mod recent;
 pub mod responses;
+mod tasks;
 mod working;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -5,6 +5,9 @@
 //! Their own step, not a numbered migration of long-term memory: the two evolve apart, and the
 //! tables are created idempotently under an advisory lock, so servers starting together agree.
 //! Statements are bounded by the pool's `statement_timeout` (`--backend-timeout`).
+//!
+//! A2A tasks share this store's pool (`tasks.rs`), but their table is a numbered migration of
+//! the database (version 10), which the memory store applies at start, before this store opens.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,7 +78,7 @@ impl PostgresResponses {
         Ok(store)
     }
 
-    async fn client(&self) -> Result<deadpool_postgres::Object, MemoryError> {
+    pub(super) async fn client(&self) -> Result<deadpool_postgres::Object, MemoryError> {
         longterm::client(&self.pool).await
     }
 }
@@ -87,7 +90,7 @@ fn corrupt(reason: String) -> MemoryError {
     }
 }
 
-fn session(name: &str) -> Result<SessionId, MemoryError> {
+pub(super) fn session(name: &str) -> Result<SessionId, MemoryError> {
     SessionId::parse(name).map_err(|e| corrupt(format!("stored session {name:?}: {e}")))
 }
 

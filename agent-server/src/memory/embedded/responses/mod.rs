@@ -1,6 +1,6 @@
 //! The embedded store's Responses API state: a SQLite file of its own beside the memory file
 //! (`responses.sqlite3` in `--data-dir`), with the memory file's durability (WAL,
-//! `synchronous = FULL`).
+//! `synchronous = FULL`). A2A tasks are kept in the same file (`tasks.rs`): API state too.
 //!
 //! A file of its own, so that a turn's memory and its response object are committed by two
 //! writers in parallel. Writes go through this file's own group-committing writer
@@ -8,6 +8,7 @@
 //! stored responses come from memory (`cache.rs`).
 
 mod cache;
+mod tasks;
 mod writer;
 
 use std::path::Path;
@@ -56,6 +57,16 @@ CREATE TABLE IF NOT EXISTS conversation_items (
     item TEXT NOT NULL,
     PRIMARY KEY (conversation_id, position)
 );
+CREATE TABLE IF NOT EXISTS a2a_tasks (
+    id TEXT PRIMARY KEY,
+    session TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    updated_ms INTEGER NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS a2a_tasks_session ON a2a_tasks (session, updated_ms, id);
+CREATE INDEX IF NOT EXISTS a2a_tasks_message ON a2a_tasks (session, message_id);
 ";
 
 pub struct EmbeddedResponses {
