@@ -99,6 +99,21 @@ pub mod tools_data {
     pub const TOOL_CALLS: &str = "tool_calls";
 }
 
+/// The part metadata key (and its values) by which agentwall's judge says what it put in a part
+/// beside the user's words (docs/contracts/a2a.md); a part without it is the user's own.
+pub mod part_kind {
+    /// The metadata key.
+    pub const KEY: &str = "agentwall/part";
+    /// The conversation's standing instructions (what Chat Completions sends as system messages).
+    pub const INSTRUCTIONS: &str = "instructions";
+    /// The earlier conversation, rendered as text (`--history full`).
+    pub const HISTORY: &str = "history";
+    /// The tools offered (a `tools` data part).
+    pub const TOOLS: &str = "tools";
+    /// Answers to the agent's tool calls (a `tool_results` data part).
+    pub const TOOL_RESULTS: &str = "tool_results";
+}
+
 fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
