@@ -71,9 +71,17 @@ pub struct Config {
     #[arg(long, env = "AGENT_DENY_MOCK_TIME")]
     pub deny_mock_time: bool,
 
-    /// Largest accepted request body, in bytes; larger bodies get 413.
+    /// Largest accepted request body, in bytes; larger bodies get 413 (on /a2a: a JSON-RPC
+    /// error, -32600).
     #[arg(long, env = "AGENT_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
+
+    /// The base URL clients reach this server at (e.g. https://agent.example.com behind a proxy):
+    /// the A2A agent card names <URL>/a2a as the agent's endpoint. Default: the scheme and host
+    /// the card was asked for with (the Host header, or Forwarded / X-Forwarded-Host and
+    /// X-Forwarded-Proto).
+    #[arg(long, env = "AGENT_PUBLIC_URL", value_parser = public_url)]
+    pub public_url: Option<String>,
 
     /// How long a turn stays in working memory, on the session clock (e.g. 30m, 6h, 2d).
     #[arg(long, env = "AGENT_WORKING_TTL", default_value = "6h", value_parser = humantime::parse_duration)]
@@ -225,6 +233,25 @@ pub struct Config {
     pub mcp_max_calls: u32,
 }
 
+/// `--public-url`, checked when the flags are read: an absolute http(s) URL, kept without its
+/// trailing slash.
+fn public_url(text: &str) -> Result<String, String> {
+    let url = text.trim().trim_end_matches('/');
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"))
+        .ok_or_else(|| format!("{text:?} is not an http:// or https:// URL"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("{text:?} names no host"));
+    }
+    if rest.contains(['?', '#', ' ']) {
+        return Err(format!(
+            "{text:?} has a query, a fragment or a space; give the base URL only"
+        ));
+    }
+    Ok(url.to_owned())
+}
+
 /// `--mcp-allowed-servers`, checked when the flags are read.
 fn allowed_servers(text: &str) -> Result<String, BadEntry> {
     AllowList::parse(text).map(|_| text.to_owned())
@@ -353,6 +380,21 @@ mod tests {
         let c = Config::parse_from(["agent-server", "--memory-cache-items", "5000"]);
         assert_eq!(options(&c), 5000);
         assert!(Config::try_parse_from(["agent-server", "--memory-cache-items", "-1"]).is_err());
+    }
+
+    #[test]
+    fn the_public_url_is_a_base_url_kept_without_its_trailing_slash() {
+        let c = Config::parse_from(["agent-server", "--public-url", "https://agent.example.com/"]);
+        assert_eq!(c.public_url.as_deref(), Some("https://agent.example.com"));
+        let c = Config::parse_from(["agent-server", "--public-url", "http://10.0.0.2:8080/agent"]);
+        assert_eq!(c.public_url.as_deref(), Some("http://10.0.0.2:8080/agent"));
+        for bad in ["agent.example.com", "ftp://x", "https://", "http://h/?a=1"] {
+            assert!(
+                Config::try_parse_from(["agent-server", "--public-url", bad]).is_err(),
+                "{bad}"
+            );
+        }
+        assert!(Config::parse_from(["agent-server"]).public_url.is_none());
     }
 
     #[test]

@@ -1,9 +1,15 @@
 //! Every error a client can see, and the one table that maps each to its HTTP status, OpenAI error
 //! type and code. Handlers return [`ApiError`]; nothing else builds an error response.
+//!
+//! The A2A endpoint answers in JSON-RPC's shape instead ([`A2aError`]): the protocol's own errors
+//! have their A2A codes, and every [`ApiError`] keeps its row of the table, rendered as a
+//! JSON-RPC error ([`A2aError::answer`], the one place that renders one).
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpResponse, ResponseError};
+use protocol::a2a::{ErrorCode, JsonRpcError, JsonRpcId, JsonRpcResponse};
 use protocol::openai::ErrorBody;
+use serde_json::{Value, json};
 
 use crate::agent::AgentError;
 use crate::llm::LlmError;
@@ -218,12 +224,24 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         let status = self.status_code();
-        if status.is_server_error() {
-            tracing::error!(error = %self, status = status.as_u16(), "request failed");
-        } else {
-            tracing::debug!(error = %self, status = status.as_u16(), "request rejected");
-        }
+        log(self, status);
         let mut response = HttpResponse::build(status);
+        self.headers(&mut response);
+        response.json(self.body())
+    }
+}
+
+fn log(error: &dyn std::error::Error, status: StatusCode) {
+    if status.is_server_error() {
+        tracing::error!(error = %error, status = status.as_u16(), "request failed");
+    } else {
+        tracing::debug!(error = %error, status = status.as_u16(), "request rejected");
+    }
+}
+
+impl ApiError {
+    /// The headers its status comes with: the auth challenge, and when to try again.
+    fn headers(&self, response: &mut actix_web::HttpResponseBuilder) {
         match self {
             ApiError::Unauthorized(_) => {
                 response.insert_header((header::WWW_AUTHENTICATE, "Bearer"));
@@ -240,7 +258,193 @@ impl ResponseError for ApiError {
             }
             _ => {}
         }
-        response.json(self.body())
+    }
+}
+
+/// The domain of the `google.rpc.ErrorInfo` of an error this server defines (an [`ApiError`]
+/// rendered for the A2A endpoint); the A2A errors' own is the specification's.
+const AGENTWALL_DOMAIN: &str = "agentwall";
+const A2A_DOMAIN: &str = "a2a-protocol.org";
+
+/// An A2A request refused or failed, as the JSON-RPC binding of A2A 1.0 answers it: the
+/// protocol's own errors, and every [`ApiError`] of the request (body, headers, memory, model).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum A2aError {
+    /// The body is not JSON.
+    #[error("the body is not JSON: {0}")]
+    Parse(String),
+    /// JSON, but not a JSON-RPC 2.0 request this endpoint takes.
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("no method {method:?}{hint}; the methods of A2A 1.0 are SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the push notification ones")]
+    MethodNotFound { method: String, hint: &'static str },
+    /// The params are wrong; `field` names the one at fault.
+    #[error("{message}")]
+    InvalidParams {
+        message: String,
+        field: Option<String>,
+    },
+    /// No such task, or one of another session (the two are not told apart).
+    #[error("no task with id {id:?} in this session")]
+    TaskNotFound { id: String },
+    #[error("task {id:?} is {state}, a final state: it cannot be canceled")]
+    TaskNotCancelable { id: String, state: String },
+    #[error("push notifications are not served (the agent card's capabilities.pushNotifications is false); poll with GetTask or stream with SendStreamingMessage")]
+    PushNotificationNotSupported,
+    #[error("{0}")]
+    UnsupportedOperation(String),
+    /// A part of a media type the agent does not read, or an output mode it cannot give.
+    #[error("{message}")]
+    ContentTypeNotSupported {
+        message: String,
+        field: Option<String>,
+    },
+    #[error("A2A-Version {0:?} is not served: this agent speaks A2A 1.0; send the header A2A-Version: 1.0 (an absent header means 0.3)")]
+    VersionNotSupported(String),
+    /// An error of the request that every API shares, kept with its row of the table.
+    #[error(transparent)]
+    Api(#[from] ApiError),
+}
+
+impl From<crate::memory::MemoryError> for A2aError {
+    fn from(e: crate::memory::MemoryError) -> Self {
+        A2aError::Api(e.into())
+    }
+}
+
+impl From<AgentError> for A2aError {
+    fn from(e: AgentError) -> Self {
+        A2aError::Api(e.into())
+    }
+}
+
+impl A2aError {
+    pub(crate) fn invalid_params(message: impl Into<String>, field: Option<&str>) -> Self {
+        A2aError::InvalidParams {
+            message: message.into(),
+            field: field.map(str::to_owned),
+        }
+    }
+
+    /// Its JSON-RPC code and HTTP status. An error of the request itself is answered with 200,
+    /// as JSON-RPC over HTTP (and the official SDK's server) does; HTTP keeps what it says
+    /// better: a missing or wrong key (401) or a refused clock (403), and the failures of the
+    /// server or what it depends on (409 a reset raced the turn, 429, 500, 502, 503, 504), which
+    /// keep the status of the table (and its `Retry-After`), so that a client can tell an outage
+    /// worth retrying from a refusal. Those are `-32603`; an oversized or non-JSON body is
+    /// `-32600`, as in the SDK; any other refusal of the table is `-32602`.
+    fn code_and_status(&self) -> (ErrorCode, StatusCode) {
+        let ok = StatusCode::OK;
+        match self {
+            A2aError::Parse(_) => (ErrorCode::ParseError, ok),
+            A2aError::InvalidRequest(_) => (ErrorCode::InvalidRequest, ok),
+            A2aError::MethodNotFound { .. } => (ErrorCode::MethodNotFound, ok),
+            A2aError::InvalidParams { .. } => (ErrorCode::InvalidParams, ok),
+            A2aError::TaskNotFound { .. } => (ErrorCode::TaskNotFound, ok),
+            A2aError::TaskNotCancelable { .. } => (ErrorCode::TaskNotCancelable, ok),
+            A2aError::PushNotificationNotSupported => {
+                (ErrorCode::PushNotificationNotSupported, ok)
+            }
+            A2aError::UnsupportedOperation(_) => (ErrorCode::UnsupportedOperation, ok),
+            A2aError::ContentTypeNotSupported { .. } => (ErrorCode::ContentTypeNotSupported, ok),
+            A2aError::VersionNotSupported(_) => (ErrorCode::VersionNotSupported, ok),
+            A2aError::Api(e) => {
+                let status = e.row().status;
+                match e {
+                    ApiError::Unauthorized(_) | ApiError::MockTimeDenied => {
+                        (ErrorCode::InvalidRequest, status)
+                    }
+                    ApiError::PayloadTooLarge { .. } | ApiError::UnsupportedMediaType(_) => {
+                        (ErrorCode::InvalidRequest, ok)
+                    }
+                    _ if status.is_server_error()
+                        || status == StatusCode::CONFLICT
+                        || status == StatusCode::TOO_MANY_REQUESTS =>
+                    {
+                        (ErrorCode::InternalError, status)
+                    }
+                    _ => (ErrorCode::InvalidParams, ok),
+                }
+            }
+        }
+    }
+
+    /// The JSON-RPC error object: its code, this error's message, and `data` as A2A asks: a
+    /// `google.rpc.ErrorInfo` naming the error (the A2A error's name, or the table's code of an
+    /// [`ApiError`]), and a `google.rpc.BadRequest` naming the field at fault, if one is known.
+    pub(crate) fn rpc_error(&self) -> JsonRpcError {
+        let (code, _) = self.code_and_status();
+        let mut data = Vec::new();
+        let info = |reason: String, domain: &str, metadata: Value| {
+            let mut info = json!({
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": reason,
+                "domain": domain,
+            });
+            if metadata.as_object().is_some_and(|m| !m.is_empty()) {
+                info["metadata"] = metadata;
+            }
+            info
+        };
+        match self {
+            A2aError::Api(e) => {
+                data.push(info(
+                    e.row().code.to_ascii_uppercase(),
+                    AGENTWALL_DOMAIN,
+                    json!({}),
+                ));
+            }
+            _ if code.code() > -32100 && code.code() < -32000 => {
+                let reason = code
+                    .name()
+                    .trim_end_matches("Error")
+                    .chars()
+                    .fold(String::new(), |mut out, c| {
+                        if c.is_ascii_uppercase() && !out.is_empty() {
+                            out.push('_');
+                        }
+                        out.push(c.to_ascii_uppercase());
+                        out
+                    });
+                let metadata = match self {
+                    A2aError::TaskNotFound { id } | A2aError::TaskNotCancelable { id, .. } => {
+                        json!({ "taskId": id })
+                    }
+                    _ => json!({}),
+                };
+                data.push(info(reason, A2A_DOMAIN, metadata));
+            }
+            _ => {}
+        }
+        let field = match self {
+            A2aError::InvalidParams { field, .. }
+            | A2aError::ContentTypeNotSupported { field, .. } => field.clone(),
+            A2aError::Api(e) => e.param(),
+            _ => None,
+        };
+        if let Some(field) = field {
+            data.push(json!({
+                "@type": "type.googleapis.com/google.rpc.BadRequest",
+                "fieldViolations": [{"field": field, "description": self.to_string()}],
+            }));
+        }
+        JsonRpcError {
+            code: code.code(),
+            message: self.to_string(),
+            data: (!data.is_empty()).then_some(Value::Array(data)),
+        }
+    }
+
+    /// The whole answer to the request `id` (`None` when it could not be read): the JSON-RPC
+    /// error at its HTTP status, with the table's headers for an [`ApiError`].
+    pub(crate) fn answer(&self, id: Option<JsonRpcId>) -> HttpResponse {
+        let (_, status) = self.code_and_status();
+        log(self, status);
+        let mut response = HttpResponse::build(status);
+        if let A2aError::Api(e) = self {
+            e.headers(&mut response);
+        }
+        response.json(JsonRpcResponse::<Value>::failure(id, self.rpc_error()))
     }
 }
 

@@ -73,6 +73,7 @@ impl Application {
             admin_token: config.admin_token.clone(),
             deny_mock_time: config.deny_mock_time,
             max_body_bytes: config.max_body_bytes,
+            public_url: config.public_url.clone(),
             started_at: chrono::Utc::now().timestamp(),
         });
         let listener = TcpListener::bind(config.addr).with_context(|| {

@@ -13,9 +13,18 @@ use crate::error::ApiError;
 /// body is never buffered.
 pub(crate) async fn read_json<T: DeserializeOwned>(
     req: &HttpRequest,
-    mut payload: web::Payload,
+    payload: web::Payload,
     limit: usize,
 ) -> Result<T, ApiError> {
+    parse_json(&read_body(req, payload, limit).await?)
+}
+
+/// Reads a body declared as JSON (or declared as nothing) of at most `limit` bytes, unparsed.
+pub(crate) async fn read_body(
+    req: &HttpRequest,
+    mut payload: web::Payload,
+    limit: usize,
+) -> Result<web::BytesMut, ApiError> {
     if let Some(ct) = req.headers().get(CONTENT_TYPE) {
         let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
         let essence = ct.split(';').next().unwrap_or("").trim();
@@ -44,7 +53,7 @@ pub(crate) async fn read_json<T: DeserializeOwned>(
         }
         body.extend_from_slice(&chunk);
     }
-    parse_json(&body)
+    Ok(body)
 }
 
 /// Parses JSON, reporting the path of the offending field ("messages[0].role: unknown variant").

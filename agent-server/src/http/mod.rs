@@ -1,6 +1,8 @@
 //! The HTTP surface: routes, extractors and handlers. Handlers only translate between HTTP and the
-//! agent; every error goes through [`crate::error::ApiError`].
+//! agent; every error goes through [`crate::error::ApiError`] (on the A2A endpoint, through
+//! [`crate::error::A2aError`], which renders the same table in JSON-RPC's shape).
 
+pub(crate) mod a2a;
 pub(crate) mod auth;
 pub(crate) mod body;
 pub(crate) mod chat;
@@ -44,6 +46,9 @@ pub(crate) struct AppState {
     pub admin_token: Option<String>,
     pub deny_mock_time: bool,
     pub max_body_bytes: usize,
+    /// `--public-url`: the base URL the agent card names (else the request's own scheme and
+    /// host).
+    pub public_url: Option<String>,
     /// Unix seconds, reported as the model's `created`.
     pub started_at: i64,
 }
@@ -88,6 +93,11 @@ pub(crate) fn configure(cfg: &mut web::ServiceConfig, state: web::Data<AppState>
             .route(web::delete().to(responses::conversations::delete_item)),
         )
         .service(resource("/v1/models", "GET").route(web::get().to(health::models)))
+        .service(
+            resource(protocol::a2a::AGENT_CARD_PATH, "GET")
+                .route(web::get().to(a2a::card::agent_card)),
+        )
+        .service(resource(a2a::PATH, "POST").route(web::post().to(a2a::rpc)))
         .service(resource("/control/session/reset", "POST").route(web::post().to(control::reset)))
         .service(resource("/control/memory/inject", "POST").route(web::post().to(control::inject)))
         .service(resource("/control/memory/recall", "POST").route(web::post().to(control::recall)))

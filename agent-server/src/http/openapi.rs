@@ -7,7 +7,7 @@ use utoipa::OpenApi;
 #[openapi(
     info(
         title = "agent-server",
-        description = "OpenAI-compatible chat (Chat Completions and the Responses API) with long-term memory, and a benchmark control plane."
+        description = "OpenAI-compatible chat (Chat Completions and the Responses API) with long-term memory, the same agent over A2A 1.0 (JSON-RPC), and a benchmark control plane."
     ),
     paths(
         super::chat::chat_completions,
@@ -31,6 +31,8 @@ use utoipa::OpenApi;
         super::control::inject,
         super::control::recall,
         super::control::memory,
+        super::a2a::card::agent_card,
+        super::a2a::rpc,
     )
 )]
 pub(crate) struct ApiDoc;

@@ -55,34 +55,41 @@ fn caller(req: &HttpRequest) -> Result<Caller, ApiError> {
     let require = req
         .app_data::<web::Data<AppState>>()
         .is_some_and(|s| s.require_session);
-    let header = match header_str(req, SESSION_ID)? {
-        None if require => {
-            return Err(ApiError::MissingHeader {
-                header: SESSION_ID,
-                hint: "this server runs with --require-session: send X-Session-Id with 1 to 128 characters of [A-Za-z0-9._:-], for example a UUID",
-            });
-        }
-        None => None,
-        Some(raw) => {
-            let session = SessionId::parse(raw).map_err(|e| ApiError::InvalidHeader {
-                header: SESSION_ID,
-                reason: e.to_string(),
-            })?;
-            if session.as_str().starts_with(USER_SESSION_PREFIX) {
-                return Err(ApiError::InvalidHeader {
-                    header: SESSION_ID,
-                    reason: format!(
-                        "starts with {USER_SESSION_PREFIX:?}, which names sessions derived from the user field; choose another id"
-                    ),
-                });
-            }
-            Some(session)
-        }
-    };
+    let header = header_session(req)?;
+    if header.is_none() && require {
+        return Err(ApiError::MissingHeader {
+            header: SESSION_ID,
+            hint: "this server runs with --require-session: send X-Session-Id with 1 to 128 characters of [A-Za-z0-9._:-], for example a UUID",
+        });
+    }
     Ok(Caller {
         header,
         now: request_now(req)?,
     })
+}
+
+/// The session `X-Session-Id` names, if the request carries it.
+pub(crate) fn header_session(req: &HttpRequest) -> Result<Option<SessionId>, ApiError> {
+    header_str(req, SESSION_ID)?
+        .map(|raw| {
+            client_session(raw).map_err(|reason| ApiError::InvalidHeader {
+                header: SESSION_ID,
+                reason,
+            })
+        })
+        .transpose()
+}
+
+/// A session a client names (in `X-Session-Id`, or an A2A `contextId`); else why it cannot be
+/// one. Sessions derived from the `user` field cannot be named.
+pub(crate) fn client_session(raw: &str) -> Result<SessionId, String> {
+    let session = SessionId::parse(raw).map_err(|e| e.to_string())?;
+    if session.as_str().starts_with(USER_SESSION_PREFIX) {
+        return Err(format!(
+            "starts with {USER_SESSION_PREFIX:?}, which names sessions derived from the user field; choose another id"
+        ));
+    }
+    Ok(session)
 }
 
 /// What a request says about its session besides the header.
