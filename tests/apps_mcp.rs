@@ -123,7 +123,11 @@ fn the_official_mcp_client_acts_on_its_trial_only_and_bad_input_changes_nothing(
     assert_eq!(seen["wrong_types_is_error"], true, "{seen}");
     assert_eq!(seen["wrong_types"]["success"], false);
     assert_eq!(seen["a_after_bad_input"], "87.50");
-    assert!(seen["garbage"]["status"].as_u64().unwrap() >= 400, "{seen}");
+    assert_eq!(seen["garbage"]["status"], 400, "{seen}");
+    assert!(
+        seen["garbage"]["body"].as_str().unwrap().contains("-32700"),
+        "{seen}"
+    );
     assert!(
         seen["unknown_method"]["body"]
             .as_str()
@@ -188,6 +192,13 @@ fn the_official_mcp_client_acts_on_its_trial_only_and_bad_input_changes_nothing(
         refused
             .iter()
             .any(|c| c.session_id == "trial-a" && c.tool == "paypal__transfer"),
+        "{refused:?}"
+    );
+    // The malformed message named no call: it is kept as refused, not audited.
+    assert!(
+        refused
+            .iter()
+            .any(|c| c.session_id == "trial-a" && c.reason.starts_with("malformed MCP message")),
         "{refused:?}"
     );
     drop(trial_b);

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt as _, Full, combinators::UnsyncBoxBody};
+use http_body_util::{BodyExt as _, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -183,10 +183,10 @@ impl McpServer {
             Arc::new(LocalSessionManager::default()),
             config,
         );
-        let stop = cancel.clone();
+        let (stop, served) = (cancel.clone(), trials.clone());
         let thread = std::thread::Builder::new()
             .name("judge-mcp".to_owned())
-            .spawn(move || runtime.block_on(serve(listener, service, stop)))
+            .spawn(move || runtime.block_on(serve(listener, service, served, stop)))
             .map_err(McpServerError::Runtime)?;
         Ok(Self {
             trials,
@@ -284,13 +284,14 @@ fn url_host(url: &str) -> Option<&str> {
     (!host.is_empty()).then_some(host)
 }
 
-type Body = UnsyncBoxBody<Bytes, Infallible>;
+type Body = BoxBody<Bytes, Infallible>;
 
 /// Accepts connections until `stop`; each is served by rmcp's service when its path is under
 /// [`MCP_PATH`], and answered 404 otherwise.
 async fn serve(
     listener: TcpListener,
     service: StreamableHttpService<AppsHandler, LocalSessionManager>,
+    trials: Trials,
     stop: CancellationToken,
 ) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
@@ -309,12 +310,11 @@ async fn serve(
                 Err(_) => continue,
             },
         };
-        let service = service.clone();
-        let stop = stop.clone();
+        let (service, trials, stop) = (service.clone(), trials.clone(), stop.clone());
         tokio::spawn(async move {
             let handle = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let service = service.clone();
-                async move { Ok::<_, Infallible>(route(service, request).await) }
+                let (service, trials) = (service.clone(), trials.clone());
+                async move { Ok::<_, Infallible>(route(service, trials, request).await) }
             });
             let connection = auto::Builder::new(TokioExecutor::new())
                 .serve_connection(TokioIo::new(stream), handle)
@@ -328,40 +328,88 @@ async fn serve(
     }
 }
 
+/// Largest MCP message the server reads (rmcp's own default).
+const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+
 async fn route(
     service: StreamableHttpService<AppsHandler, LocalSessionManager>,
+    trials: Trials,
     request: Request<Incoming>,
 ) -> Response<Body> {
-    let path = request.uri().path();
+    let path = request.uri().path().to_owned();
     if path != MCP_PATH && !path.starts_with(&format!("{MCP_PATH}/")) {
-        return Response::builder()
-            .status(StatusCode::NOT_FOUND)
-            .body(
-                Full::new(Bytes::from(format!(
-                    "not found: the apps' MCP server answers at {MCP_PATH}/<session id>\n"
-                )))
-                .boxed_unsync(),
-            )
-            .unwrap_or_default();
+        return plain(
+            StatusCode::NOT_FOUND,
+            format!("not found: the apps' MCP server answers at {MCP_PATH}/<session id>\n"),
+        );
     }
-    let response = service.handle(request).await;
-    let (parts, body) = response.into_parts();
-    Response::from_parts(parts, body.boxed_unsync())
+    if request.method() != hyper::Method::POST {
+        return service.handle(request).await;
+    }
+    // A POST is read whole first, so that a body that is no JSON gets JSON-RPC's parse error
+    // (rmcp answers it with a bare 415) and is kept as refused: it named no call to audit.
+    let (parts, body) = request.into_parts();
+    let bytes = match http_body_util::Limited::new(body, MAX_MESSAGE_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => return parse_error(&trials, &path, &parts, format!("unreadable body: {e}")),
+    };
+    if let Err(e) = serde_json::from_slice::<Value>(&bytes) {
+        return parse_error(&trials, &path, &parts, format!("not JSON: {e}"));
+    }
+    service
+        .handle(Request::from_parts(parts, Full::new(bytes)))
+        .await
+}
+
+fn plain(status: StatusCode, text: String) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = status;
+    response
+}
+
+/// HTTP 400 with JSON-RPC's parse error (-32700), the message kept as refused.
+fn parse_error(
+    trials: &Trials,
+    path: &str,
+    parts: &http::request::Parts,
+    reason: String,
+) -> Response<Body> {
+    trials.refuse(RefusedCall {
+        session_id: session_of(path, &parts.headers),
+        tool: String::new(),
+        arguments: Value::Null,
+        mcp_request_id: String::new(),
+        reason: format!("malformed MCP message: {reason}"),
+    });
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": null,
+        "error": {"code": -32700, "message": format!("Parse error: {reason}")}});
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())).boxed());
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// The session id a request names: its path's last segment, else its `X-Session-Id` header.
 fn named_session(context: &RequestContext<RoleServer>) -> String {
-    let Some(parts) = context.extensions.get::<http::request::Parts>() else {
-        return String::new();
-    };
-    let path = parts.uri.path();
+    match context.extensions.get::<http::request::Parts>() {
+        Some(parts) => session_of(parts.uri.path(), &parts.headers),
+        None => String::new(),
+    }
+}
+
+fn session_of(path: &str, headers: &http::HeaderMap) -> String {
     match path
         .strip_prefix(MCP_PATH)
         .and_then(|p| p.strip_prefix('/'))
     {
         Some(id) if !id.is_empty() => id.trim_end_matches('/').to_owned(),
-        _ => parts
-            .headers
+        _ => headers
             .get(protocol::headers::SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default()
