@@ -43,7 +43,7 @@ use super::turns::{Api, HistoryMode};
 
 /// The part metadata key that names what the judge put in a part beside the user's words
 /// (`instructions`, `history`, `tools`, `tool_results`); the new turn's own text parts carry none.
-pub const PART_KIND: &str = "agentwall/part";
+pub(crate) const PART_KIND: &str = "agentwall/part";
 
 /// Longest a task is polled between two `GetTask` calls.
 const MAX_POLL_WAIT: Duration = Duration::from_secs(1);
@@ -152,7 +152,7 @@ fn failed(raw: &RawResponse, message: impl Into<String>) -> TargetError {
 
 /// A JSON-RPC error in words: its code, the name A2A gives it, its message, and what it usually
 /// means for the judge.
-pub fn describe_rpc_error(error: &JsonRpcError) -> String {
+pub(crate) fn describe_rpc_error(error: &JsonRpcError) -> String {
     let hint = match error.known() {
         Some(ErrorCode::MethodNotFound) => {
             " (an agent of A2A 0.3 knows `message/send`, not the 1.0 methods the judge calls)"
@@ -173,7 +173,7 @@ pub fn describe_rpc_error(error: &JsonRpcError) -> String {
 /// requests follow the specification (and are checked against the official SDK); a target that
 /// refuses one, cannot find the task it created, or fails inside is the target that failed. The
 /// message keeps the code, so a judge that sent something wrong would show.
-pub fn rpc_failure_kind(_error: &JsonRpcError) -> FailureKind {
+pub(crate) fn rpc_failure_kind(_error: &JsonRpcError) -> FailureKind {
     FailureKind::AgentError
 }
 
@@ -238,7 +238,7 @@ fn rpc_result<T: DeserializeOwned>(
 }
 
 /// The parts of a task's answer, when it completed; else why there is no answer.
-pub fn completed_parts(task: &Task) -> Result<Vec<Part>, String> {
+pub(crate) fn completed_parts(task: &Task) -> Result<Vec<Part>, String> {
     let status_text = task
         .status
         .message
@@ -269,7 +269,7 @@ pub fn completed_parts(task: &Task) -> Result<Vec<Part>, String> {
 
 /// The reply that `parts` make: their text concatenated, and the tool calls of a `tool_calls`
 /// data part; neither is the target's failure.
-pub fn reply_from_parts(parts: &[Part]) -> Result<(String, Vec<ToolCall>), String> {
+pub(crate) fn reply_from_parts(parts: &[Part]) -> Result<(String, Vec<ToolCall>), String> {
     let text = text_of(parts);
     let mut tool_calls = Vec::new();
     for data in parts.iter().filter_map(|p| p.data.as_ref()) {
@@ -322,7 +322,11 @@ fn read_card(raw: &RawResponse, card_url: &str, base: &str) -> Result<A2aTarget,
 
 /// The target a card (the body fetched from `card_url`, the target's base URL `base`) describes;
 /// else why it describes none the judge can talk to.
-pub fn target_from_card(body: &[u8], card_url: &str, base: &str) -> Result<A2aTarget, String> {
+pub(crate) fn target_from_card(
+    body: &[u8],
+    card_url: &str,
+    base: &str,
+) -> Result<A2aTarget, String> {
     let card: AgentCard = serde_json::from_slice(body)
         .map_err(|e| format!("{card_url} is not an agent card ({e}): {:?}", snippet(body)))?;
     let Some(interface) = card.interface(BINDING_JSONRPC) else {
@@ -563,7 +567,7 @@ impl TargetClient {
 ///    words as plain text parts, the new turn last.
 ///
 /// The message names the tools extension when it carries tools or tool results.
-pub fn turn_message(
+pub(crate) fn turn_message(
     history: HistoryMode,
     transcript: &[ChatMessage],
     tools: Option<&[Tool]>,
