@@ -29,7 +29,7 @@ use protocol::a2a::{
     AGENT_CARD_PATH, AgentCard, BINDING_JSONRPC, EXTENSIONS_HEADER, ErrorCode, GetTaskRequest,
     JsonRpcError, JsonRpcId, JsonRpcRequest, JsonRpcResponse, Message, PROTOCOL_VERSION, Part,
     Reply, Role as A2aRole, SendMessageRequest, SendMessageResponse, TOOLS_EXTENSION, Task,
-    TaskState, VERSION_HEADER, method, text_of, tools_data,
+    TaskState, VERSION_HEADER, method, part_kind, text_of, tools_data,
 };
 use protocol::openai::{ChatMessage, Role, Tool, ToolCall};
 use serde::de::DeserializeOwned;
@@ -40,10 +40,6 @@ use super::client::{Call, ChatReply, Plane, RawResponse, RequestContext, TargetC
 use super::error::{FailureKind, TargetError};
 use super::resilience::classify_status;
 use super::turns::{Api, HistoryMode};
-
-/// The part metadata key that names what the judge put in a part beside the user's words
-/// (`instructions`, `history`, `tools`, `tool_results`); the new turn's own text parts carry none.
-pub(crate) const PART_KIND: &str = "agentwall/part";
 
 /// Longest a task is polled between two `GetTask` calls.
 const MAX_POLL_WAIT: Duration = Duration::from_secs(1);
@@ -587,18 +583,22 @@ pub(crate) fn turn_message(
         .filter_map(ChatMessage::text_content)
         .collect();
     if !instructions.is_empty() {
-        parts.push(Part::text(instructions.join("\n\n")).with_metadata(PART_KIND, "instructions"));
+        parts.push(
+            Part::text(instructions.join("\n\n"))
+                .with_metadata(part_kind::KEY, part_kind::INSTRUCTIONS),
+        );
     }
     if history == HistoryMode::Full && new_from > system {
         parts.push(
             Part::text(render_history(&transcript[system..new_from]))
-                .with_metadata(PART_KIND, "history"),
+                .with_metadata(part_kind::KEY, part_kind::HISTORY),
         );
     }
     let tools = tools.filter(|t| !t.is_empty());
     if let Some(tools) = tools {
         parts.push(
-            Part::data(json!({ tools_data::TOOLS: tools })).with_metadata(PART_KIND, "tools"),
+            Part::data(json!({ tools_data::TOOLS: tools }))
+                .with_metadata(part_kind::KEY, part_kind::TOOLS),
         );
     }
     let new = &transcript[new_from..];
@@ -616,7 +616,7 @@ pub(crate) fn turn_message(
     if carries_results {
         parts.push(
             Part::data(json!({ tools_data::TOOL_RESULTS: results }))
-                .with_metadata(PART_KIND, "tool_results"),
+                .with_metadata(part_kind::KEY, part_kind::TOOL_RESULTS),
         );
     }
     for message in new.iter().filter(|m| m.role != Role::Tool) {
@@ -702,7 +702,7 @@ mod tests {
             .map(|p| {
                 p.metadata
                     .as_ref()
-                    .and_then(|m| m.get(PART_KIND))
+                    .and_then(|m| m.get(part_kind::KEY))
                     .and_then(Value::as_str)
                     .unwrap_or("turn")
                     .to_owned()
