@@ -276,7 +276,9 @@ pub(crate) enum A2aError {
     /// JSON, but not a JSON-RPC 2.0 request this endpoint takes.
     #[error("{0}")]
     InvalidRequest(String),
-    #[error("no method {method:?}{hint}; the methods of A2A 1.0 are SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the push notification ones")]
+    #[error(
+        "no method {method:?}{hint}; the methods of A2A 1.0 are SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask and the push notification ones"
+    )]
     MethodNotFound { method: String, hint: &'static str },
     /// The params are wrong; `field` names the one at fault.
     #[error("{message}")]
@@ -289,7 +291,9 @@ pub(crate) enum A2aError {
     TaskNotFound { id: String },
     #[error("task {id:?} is {state}, a final state: it cannot be canceled")]
     TaskNotCancelable { id: String, state: String },
-    #[error("push notifications are not served (the agent card's capabilities.pushNotifications is false); poll with GetTask or stream with SendStreamingMessage")]
+    #[error(
+        "push notifications are not served (the agent card's capabilities.pushNotifications is false); poll with GetTask or stream with SendStreamingMessage"
+    )]
     PushNotificationNotSupported,
     #[error("{0}")]
     UnsupportedOperation(String),
@@ -299,7 +303,9 @@ pub(crate) enum A2aError {
         message: String,
         field: Option<String>,
     },
-    #[error("A2A-Version {0:?} is not served: this agent speaks A2A 1.0; send the header A2A-Version: 1.0 (an absent header means 0.3)")]
+    #[error(
+        "A2A-Version {0:?} is not served: this agent speaks A2A 1.0; send the header A2A-Version: 1.0 (an absent header means 0.3)"
+    )]
     VersionNotSupported(String),
     /// An error of the request that every API shares, kept with its row of the table.
     #[error(transparent)]
@@ -342,9 +348,7 @@ impl A2aError {
             A2aError::InvalidParams { .. } => (ErrorCode::InvalidParams, ok),
             A2aError::TaskNotFound { .. } => (ErrorCode::TaskNotFound, ok),
             A2aError::TaskNotCancelable { .. } => (ErrorCode::TaskNotCancelable, ok),
-            A2aError::PushNotificationNotSupported => {
-                (ErrorCode::PushNotificationNotSupported, ok)
-            }
+            A2aError::PushNotificationNotSupported => (ErrorCode::PushNotificationNotSupported, ok),
             A2aError::UnsupportedOperation(_) => (ErrorCode::UnsupportedOperation, ok),
             A2aError::ContentTypeNotSupported { .. } => (ErrorCode::ContentTypeNotSupported, ok),
             A2aError::VersionNotSupported(_) => (ErrorCode::VersionNotSupported, ok),
@@ -395,17 +399,16 @@ impl A2aError {
                 ));
             }
             _ if code.code() > -32100 && code.code() < -32000 => {
-                let reason = code
-                    .name()
-                    .trim_end_matches("Error")
-                    .chars()
-                    .fold(String::new(), |mut out, c| {
+                let reason = code.name().trim_end_matches("Error").chars().fold(
+                    String::new(),
+                    |mut out, c| {
                         if c.is_ascii_uppercase() && !out.is_empty() {
                             out.push('_');
                         }
                         out.push(c.to_ascii_uppercase());
                         out
-                    });
+                    },
+                );
                 let metadata = match self {
                     A2aError::TaskNotFound { id } | A2aError::TaskNotCancelable { id, .. } => {
                         json!({ "taskId": id })

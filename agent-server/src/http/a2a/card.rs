@@ -12,8 +12,8 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use protocol::a2a::{
     AgentCapabilities, AgentCard, AgentInterface, AgentSkill, BINDING_JSONRPC,
-    HttpAuthSecurityScheme, MEDIA_TYPE_TEXT, PROTOCOL_VERSION, SecurityRequirement,
-    SecurityScheme, StringList,
+    HttpAuthSecurityScheme, MEDIA_TYPE_TEXT, PROTOCOL_VERSION, SecurityRequirement, SecurityScheme,
+    StringList,
 };
 use sha2::{Digest as _, Sha256};
 
@@ -48,9 +48,10 @@ pub(crate) async fn agent_card(req: HttpRequest, state: web::Data<AppState>) -> 
     } else {
         HttpResponse::Ok()
     };
-    response
-        .insert_header((header::ETAG, etag))
-        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("max-age=300")));
+    response.insert_header((header::ETAG, etag)).insert_header((
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=300"),
+    ));
     if cached {
         return response.finish();
     }

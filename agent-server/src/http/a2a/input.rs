@@ -299,14 +299,21 @@ mod tests {
         ];
         for part in cases {
             let e = read_message(&message(vec![Part::text("hi"), part.clone()])).unwrap_err();
-            assert_eq!(code(&e), ErrorCode::ContentTypeNotSupported.code(), "{part:?}");
+            assert_eq!(
+                code(&e),
+                ErrorCode::ContentTypeNotSupported.code(),
+                "{part:?}"
+            );
             assert!(e.to_string().contains("message.parts[1]"), "{e}");
         }
         let markdown = Part {
             media_type: Some("text/markdown; charset=utf-8".into()),
             ..Part::text("**hi**")
         };
-        assert_eq!(read_message(&message(vec![markdown])).unwrap().text, "**hi**");
+        assert_eq!(
+            read_message(&message(vec![markdown])).unwrap().text,
+            "**hi**"
+        );
     }
 
     #[test]

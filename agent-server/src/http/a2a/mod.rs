@@ -125,8 +125,9 @@ async fn call(
     let body = read_body(req, payload, state.max_body_bytes).await?;
     let request: Value =
         serde_json::from_slice(&body).map_err(|e| A2aError::Parse(e.to_string()))?;
-    let (request_id, method_name, params) = envelope(request)?;
-    *id = request_id;
+    // Answered with its id whenever it can be read, the request's other faults included.
+    *id = request_id(&request);
+    let (method_name, params) = envelope(request)?;
     let id = id.clone();
     let streaming = match method_name.as_str() {
         method::SEND_MESSAGE => false,
@@ -170,31 +171,32 @@ async fn call(
     }
 }
 
-/// The id, method and params of a JSON-RPC 2.0 request; else why it is not one.
-fn envelope(request: Value) -> Result<(Option<JsonRpcId>, String, Value), A2aError> {
+/// The id of a request, when it has one of a valid type (a string or an integer).
+fn request_id(request: &Value) -> Option<JsonRpcId> {
+    match request.get("id")? {
+        Value::String(s) => Some(JsonRpcId::String(s.clone())),
+        Value::Number(n) => n.as_i64().map(JsonRpcId::Number),
+        _ => None,
+    }
+}
+
+/// The method and params of a JSON-RPC 2.0 request; else why it is not one.
+fn envelope(request: Value) -> Result<(String, Value), A2aError> {
     let Value::Object(mut fields) = request else {
         return Err(A2aError::InvalidRequest(match request {
             Value::Array(_) => "batch requests are not supported; send one JSON-RPC request".into(),
             other => format!("the body is {other}, not a JSON-RPC request object"),
         }));
     };
-    let id = match fields.remove("id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(JsonRpcId::String(s)),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(n) => Some(JsonRpcId::Number(n)),
-            None => {
-                return Err(A2aError::InvalidRequest(format!(
-                    "id is {n}; send a string or an integer"
-                )));
-            }
-        },
+    match fields.remove("id") {
+        None | Some(Value::Null | Value::String(_)) => {}
+        Some(Value::Number(n)) if n.is_i64() => {}
         Some(other) => {
             return Err(A2aError::InvalidRequest(format!(
                 "id is {other}; send a string or an integer"
             )));
         }
-    };
+    }
     let invalid = |message: String| Err(A2aError::InvalidRequest(message));
     match fields.get("jsonrpc") {
         Some(Value::String(v)) if v == "2.0" => {}
@@ -209,7 +211,7 @@ fn envelope(request: Value) -> Result<(Option<JsonRpcId>, String, Value), A2aErr
     let params = fields
         .remove("params")
         .unwrap_or_else(|| Value::Object(Default::default()));
-    Ok((id, method, params))
+    Ok((method, params))
 }
 
 /// Refuses a call that does not ask for A2A 1.x (`A2A-Version`, as a header or a query
@@ -366,7 +368,10 @@ async fn send(
                 .insert_header(("cache-control", "no-cache"))
                 .body(stream::answered(id, task))
         } else {
-            response.json(JsonRpcResponse::success(id, SendMessageResponse::task(task)))
+            response.json(JsonRpcResponse::success(
+                id,
+                SendMessageResponse::task(task),
+            ))
         });
     }
 
@@ -390,12 +395,7 @@ async fn send(
             return Ok(response
                 .content_type("text/event-stream")
                 .insert_header(("cache-control", "no-cache"))
-                .streaming(stream::relayed(
-                    id,
-                    exchange,
-                    turn,
-                    state.tasks.clone(),
-                )));
+                .streaming(stream::relayed(id, exchange, turn, state.tasks.clone())));
         }
         TurnOutput::Stream(turn) => stream::collect(turn).await?,
     };
@@ -409,7 +409,10 @@ async fn send(
             .body(stream::whole(id, &exchange, &reply)));
     }
     let task = shown(&stored, history_length, true)?;
-    Ok(response.json(JsonRpcResponse::success(id, SendMessageResponse::task(task))))
+    Ok(response.json(JsonRpcResponse::success(
+        id,
+        SendMessageResponse::task(task),
+    )))
 }
 
 /// `GetTask`: the task, its history cut to `historyLength`.
@@ -586,21 +589,24 @@ mod tests {
 
     use super::*;
 
-    fn code(result: Result<(Option<JsonRpcId>, String, Value), A2aError>) -> i64 {
+    fn code(result: Result<(String, Value), A2aError>) -> i64 {
         result.unwrap_err().rpc_error().code
     }
 
     #[test]
     fn an_envelope_is_a_json_rpc_2_request() {
-        let (id, method, params) = envelope(json!({
+        let request = json!({
             "jsonrpc": "2.0", "id": "a", "method": "GetTask", "params": {"id": "t"}
-        }))
-        .unwrap();
-        assert_eq!(id, Some(JsonRpcId::String("a".into())));
+        });
+        assert_eq!(request_id(&request), Some(JsonRpcId::String("a".into())));
+        let (method, params) = envelope(request).unwrap();
         assert_eq!(method, "GetTask");
         assert_eq!(params, json!({"id": "t"}));
-        let (id, _, params) = envelope(json!({"jsonrpc": "2.0", "method": "GetTask"})).unwrap();
-        assert_eq!((id, params), (None, json!({})));
+        let request = json!({"jsonrpc": "2.0", "method": "GetTask"});
+        assert_eq!(request_id(&request), None);
+        assert_eq!(envelope(request).unwrap().1, json!({}));
+        assert_eq!(request_id(&json!({"id": 3})), Some(JsonRpcId::Number(3)));
+        assert_eq!(request_id(&json!({"id": true})), None);
         let invalid = ErrorCode::InvalidRequest.code();
         for bad in [
             json!([{"jsonrpc": "2.0", "id": 1, "method": "GetTask"}]),

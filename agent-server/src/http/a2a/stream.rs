@@ -109,14 +109,15 @@ fn read_batch(batch: Vec<StreamEvent>, text: &mut String) -> Result<(Vec<String>
     let mut pieces = Vec::new();
     for event in batch {
         let piece = match event {
-            StreamEvent::Forwarded(data) => match serde_json::from_str::<ChatCompletionChunk>(&data)
-            {
-                Ok(chunk) => delta(&chunk),
-                Err(e) => {
-                    tracing::warn!(error = %e, "an upstream chunk did not parse; skipped");
-                    String::new()
+            StreamEvent::Forwarded(data) => {
+                match serde_json::from_str::<ChatCompletionChunk>(&data) {
+                    Ok(chunk) => delta(&chunk),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "an upstream chunk did not parse; skipped");
+                        String::new()
+                    }
                 }
-            },
+            }
             StreamEvent::Chunk(chunk) => delta(&chunk),
             StreamEvent::Done => return Ok((pieces, true)),
             StreamEvent::Failed(e) => return Err(e.into()),
@@ -213,6 +214,7 @@ impl Relay {
         }
         let last = self.exchange.chunk("", self.first, true);
         self.events.push(A2aEvent::ArtifactUpdate(last));
-        self.events.push(A2aEvent::StatusUpdate(self.exchange.done()));
+        self.events
+            .push(A2aEvent::StatusUpdate(self.exchange.done()));
     }
 }

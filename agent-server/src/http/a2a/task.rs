@@ -138,11 +138,8 @@ impl Exchange {
 
 /// A task as JSON.
 pub(super) fn encode(task: &Task) -> Result<Value, A2aError> {
-    serde_json::to_value(task).map_err(|_| {
-        A2aError::Api(crate::error::ApiError::Internal(
-            "a task did not serialise",
-        ))
-    })
+    serde_json::to_value(task)
+        .map_err(|_| A2aError::Api(crate::error::ApiError::Internal("a task did not serialise")))
 }
 
 /// A stored task as the client gets it back: its history cut to the `history_length` most recent
@@ -200,7 +197,10 @@ mod tests {
         assert_eq!(json["status"]["state"], "TASK_STATE_COMPLETED");
         assert_eq!(json["status"]["timestamp"], "2026-03-01T09:00:00.123Z");
         assert_eq!(json["artifacts"][0]["name"], "reply");
-        assert_eq!(json["artifacts"][0]["parts"], serde_json::json!([{"text": "Hello."}]));
+        assert_eq!(
+            json["artifacts"][0]["parts"],
+            serde_json::json!([{"text": "Hello."}])
+        );
         assert_eq!(json["history"][0]["taskId"], json["id"]);
         assert_eq!(json["history"][0]["contextId"], "s-1");
         assert_eq!(json["history"][1]["role"], "ROLE_AGENT");

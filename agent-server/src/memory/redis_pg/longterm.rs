@@ -59,7 +59,11 @@ const MIGRATIONS: &[(i32, &str, &str)] = &[
         include_str!("migrations/0008_episode_count.sql"),
     ),
     (9, "pgvector", include_str!("migrations/0009_pgvector.sql")),
-    (10, "a2a_tasks", include_str!("migrations/0010_a2a_tasks.sql")),
+    (
+        10,
+        "a2a_tasks",
+        include_str!("migrations/0010_a2a_tasks.sql"),
+    ),
 ];
 
 /// Advisory-lock key that serialises migrations of one database across servers ("agentwal").

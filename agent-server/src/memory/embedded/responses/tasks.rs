@@ -117,7 +117,10 @@ impl TaskStore for EmbeddedResponses {
         let name = session.as_str().to_owned();
         let state = query.state.clone();
         let after = query.updated_after.map(millis);
-        let cursor = query.after.as_ref().map(|c| (millis(c.updated_at), c.id.clone()));
+        let cursor = query
+            .after
+            .as_ref()
+            .map(|c| (millis(c.updated_at), c.id.clone()));
         let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
         let (rows, total) = self
             .run(move |conn| {
