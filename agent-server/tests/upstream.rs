@@ -949,3 +949,235 @@ async fn streamed_turns_neither_stall_nor_reconnect() {
         "upstream connections used: {connections:?}"
     );
 }
+
+// --- A2A over an upstream model: the relay as A2A events ----------------------------------------
+
+impl TestApp {
+    /// `SendStreamingMessage` of `text` in `context`, returned as soon as its head arrives.
+    async fn open_a2a_stream(
+        &self,
+        context: &str,
+        text: &str,
+    ) -> awc::ClientResponse<
+        impl futures_util::Stream<Item = Result<Bytes, awc::error::PayloadError>>,
+    > {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {
+            "message": {"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER",
+                        "contextId": context, "parts": [{"text": text}]}}});
+        self.client
+            .post(format!("{}/a2a", self.address))
+            .insert_header(("content-type", "application/json"))
+            .insert_header(("a2a-version", "1.0"))
+            .send_body(body.to_string())
+            .await
+            .unwrap()
+    }
+
+    /// A JSON-RPC call to `/a2a`; its answer.
+    async fn a2a(&self, method: &str, params: Value) -> Value {
+        let mut r = self
+            .client
+            .post(format!("{}/a2a", self.address))
+            .insert_header(("content-type", "application/json"))
+            .insert_header(("a2a-version", "1.0"))
+            .send_body(
+                json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}).to_string(),
+            )
+            .await
+            .unwrap();
+        r.json().limit(1 << 24).await.unwrap()
+    }
+}
+
+/// The events of an A2A stream: each one's name (`message` unless named) and JSON-RPC answer.
+fn a2a_events(raw: &str) -> Vec<(String, Value)> {
+    raw.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let name = e
+                .lines()
+                .find_map(|l| l.strip_prefix("event: "))
+                .unwrap_or("message");
+            let data: String = e.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+            (name.to_owned(), serde_json::from_str(&data).unwrap())
+        })
+        .collect()
+}
+
+/// The text the artifact updates among `events` carry, in order.
+fn artifact_text(events: &[(String, Value)]) -> String {
+    events
+        .iter()
+        .filter_map(|(_, e)| e["result"]["artifactUpdate"]["artifact"]["parts"][0]["text"].as_str())
+        .collect()
+}
+
+#[actix_web::test]
+async fn an_a2a_stream_relays_the_reply_as_it_comes_and_completes_after_the_commit() {
+    let events = vec![
+        (
+            Duration::ZERO,
+            chunk(json!({"role": "assistant", "content": "Your kayak "}), None),
+        ),
+        (
+            Duration::from_millis(1500),
+            chunk(json!({"content": "is green."}), None),
+        ),
+        (Duration::ZERO, chunk(json!({}), Some("stop"))),
+        (Duration::ZERO, "[DONE]".into()),
+    ];
+    let (url, _) = fake_upstream(Script::Sse(events));
+    let app = spawn_app(&url, |_| {}).await;
+    let started = Instant::now();
+    let mut response = app
+        .open_a2a_stream("s-a2a-relay", "What colour is my kayak?")
+        .await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let mut raw = String::new();
+    let mut first_chunk_at = None;
+    while let Some(piece) = response.next().await {
+        raw.push_str(&String::from_utf8_lossy(&piece.unwrap()));
+        if first_chunk_at.is_none() && raw.contains("Your kayak ") {
+            first_chunk_at = Some(started.elapsed());
+        }
+    }
+    let total = started.elapsed();
+    let first_chunk_at = first_chunk_at.expect("the first chunk");
+    assert!(
+        first_chunk_at < Duration::from_millis(1000),
+        "first artifact chunk after {first_chunk_at:?}"
+    );
+    assert!(
+        total >= Duration::from_millis(1500),
+        "whole stream in {total:?}"
+    );
+    let events = a2a_events(&raw);
+    let task = &events[0].1["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING", "{raw}");
+    let (name, last) = events.last().unwrap();
+    assert_eq!(name, "message");
+    assert_eq!(
+        last["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{raw}"
+    );
+    let second_last = &events[events.len() - 2].1["result"]["artifactUpdate"];
+    assert_eq!(second_last["lastChunk"], true, "{raw}");
+    assert_eq!(artifact_text(&events), "Your kayak is green.");
+    // Stored as streamed, with the turn.
+    let got = app.a2a("GetTask", json!({"id": task["id"]})).await;
+    assert_eq!(
+        got["result"]["artifacts"][0]["parts"][0]["text"], "Your kayak is green.",
+        "{got}"
+    );
+    let memory = app.memory("s-a2a-relay").await;
+    assert_eq!(memory["working_memory"][1]["text"], "Your kayak is green.");
+}
+
+#[actix_web::test]
+async fn an_a2a_stream_whose_turn_cannot_be_stored_ends_with_an_error_and_no_completion() {
+    let slow = vec![
+        (
+            Duration::ZERO,
+            chunk(json!({"role": "assistant", "content": "Noted"}), None),
+        ),
+        (Duration::from_millis(800), chunk(json!({}), Some("stop"))),
+    ];
+    let (url, _) = fake_upstream(Script::Sse(slow));
+    let app = spawn_app(&url, |_| {}).await;
+    let session = "s-a2a-reset-race";
+    let stream = async {
+        let mut response = app.open_a2a_stream(session, "My cat is called Tom.").await;
+        let body = response.body().limit(1 << 24).await.unwrap();
+        String::from_utf8_lossy(&body).into_owned()
+    };
+    let reset = async {
+        actix_web::rt::time::sleep(Duration::from_millis(300)).await;
+        let r = app
+            .client
+            .post(format!("{}/control/session/reset", app.address))
+            .insert_header(("x-session-id", session))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+    };
+    let (raw, ()) = futures_util::join!(stream, reset);
+    let events = a2a_events(&raw);
+    assert_eq!(artifact_text(&events), "Noted", "{raw}");
+    let (name, last) = events.last().unwrap();
+    assert_eq!(name, "error", "{raw}");
+    assert_eq!(last["error"]["code"], -32603, "{raw}");
+    assert_eq!(last["error"]["data"][0]["reason"], "SESSION_RESET", "{raw}");
+    assert!(!raw.contains("TASK_STATE_COMPLETED"), "{raw}");
+    let id = &events[0].1["result"]["task"]["id"];
+    let got = app.a2a("GetTask", json!({"id": id})).await;
+    assert_eq!(got["error"]["code"], -32001, "nothing stored: {got}");
+    assert!(
+        app.memory(session).await["working_memory"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[actix_web::test]
+async fn an_a2a_stream_that_breaks_off_is_an_error_and_stores_nothing() {
+    let events = vec![
+        (
+            Duration::ZERO,
+            chunk(json!({"role": "assistant", "content": "I am "}), None),
+        ),
+        (Duration::ZERO, chunk(json!({"content": "cut"}), None)),
+    ];
+    let (url, _) = fake_upstream(Script::Sse(events));
+    let app = spawn_app(&url, |_| {}).await;
+    let mut response = app.open_a2a_stream("s-a2a-cut", "Hi").await;
+    let raw = String::from_utf8_lossy(&response.body().limit(1 << 24).await.unwrap()).into_owned();
+    let events = a2a_events(&raw);
+    let (name, last) = events.last().unwrap();
+    assert_eq!(name, "error", "{raw}");
+    assert!(
+        last["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("ended before its last chunk")),
+        "{raw}"
+    );
+    assert!(!raw.contains("TASK_STATE_COMPLETED"), "{raw}");
+    let listed = app
+        .a2a("ListTasks", json!({"contextId": "s-a2a-cut"}))
+        .await;
+    assert_eq!(listed["result"]["totalSize"], 0, "{listed}");
+    assert!(
+        app.memory("s-a2a-cut").await["working_memory"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[actix_web::test]
+async fn an_a2a_message_is_answered_with_the_upstreams_completion() {
+    let (url, log) = fake_upstream(Script::EchoSystem);
+    let app = spawn_app(&url, |_| {}).await;
+    let context = "s-a2a-json";
+    let message = |text: &str| {
+        json!({"message": {"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER",
+                           "contextId": context, "parts": [{"text": text}]}})
+    };
+    app.a2a("SendMessage", message("My favourite colour is teal."))
+        .await;
+    let answer = app
+        .a2a("SendMessage", message("What is my favourite colour?"))
+        .await;
+    let task = &answer["result"]["task"];
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
+    // The upstream echoes its system prompt: memory reached it, and its reply is the artifact.
+    let reply = task["artifacts"][0]["parts"][0]["text"].as_str().unwrap();
+    assert!(reply.contains("teal"), "{reply}");
+    let seen = log.lock().unwrap();
+    assert_eq!(seen.len(), 2);
+    assert_ne!(
+        seen[1].body["stream"], true,
+        "a blocking SendMessage is not streamed upstream"
+    );
+}

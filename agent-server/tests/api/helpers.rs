@@ -68,6 +68,17 @@ impl Reply {
 }
 
 impl TestApp {
+    /// A client of a server started elsewhere (on data the test keeps), at `address`.
+    pub fn at(address: String) -> Self {
+        Self {
+            address,
+            client: awc::Client::builder()
+                .timeout(std::time::Duration::from_secs(30))
+                .finish(),
+            _data: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.address)
     }

@@ -3,6 +3,7 @@
 // Tests spawn their own tasks (servers, concurrent clients), outside any request.
 #![allow(clippy::disallowed_methods)]
 
+mod a2a;
 mod control;
 mod errors;
 mod helpers;

@@ -17,6 +17,7 @@
 
 mod harness;
 
+mod a2a;
 mod faults;
 mod metrics;
 mod mirrors;
