@@ -2,7 +2,8 @@
 //! SDK (a2a-sdk 1.3.0: A2A 1.0, JSON-RPC, SSE), wrapping a scripted model that remembers what it
 //! is told in a context (tests/python/a2a_agent.py), benchmarked by `judge ltm` with both history
 //! modes and `judge sim` over `--api a2a`; its failures (a task failed, rejected, asking for
-//! input) classified; `judge conform --api a2a` and `judge load --api a2a --stream` against it.
+//! input) classified; `judge membench`, `judge conform --api a2a` and `judge load --api a2a
+//! --stream` against it.
 //! The interpreter is .venv/a2a's (scripts/python-env.sh).
 
 mod common;
@@ -318,5 +319,50 @@ fn judge_conform_and_load_over_a2a_against_the_sdk() {
             assert_eq!(status("a2a.stream_unsupported"), "pass");
             assert_eq!(status("a2a.task_state"), "not_applicable");
         }
+    }
+}
+
+#[test]
+fn judge_membench_over_a2a_ingests_turn_by_turn_and_asks_every_question() {
+    let agent = Agent::start(&[]);
+    let data = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("judge-client/tests/fixtures/membench/locomo_small.json");
+    let out = tempfile::tempdir().unwrap();
+    let (code, output) = judge(&[
+        "membench",
+        "--endpoint",
+        &agent.url,
+        "--api",
+        "a2a",
+        "--dataset",
+        "locomo",
+        "--data",
+        data.to_str().unwrap(),
+        "--out",
+        out.path().to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(code, 0, "{output}");
+    let dir = run_dir(out.path());
+    let manifest = read_json(&dir.join("manifest.json"));
+    assert_eq!(manifest["config"]["api"], "a2a");
+    let results = read_json(&dir.join("results.json"));
+    let overall = &results["summary"]["overall"];
+    assert_eq!(overall["answered"], overall["questions"], "{overall:#}");
+    assert_eq!(overall["failed"], 0);
+    for (conversation, ingestion) in results["ingestion"].as_object().unwrap() {
+        assert_eq!(
+            ingestion["turns"], ingestion["requests"],
+            "{conversation}: one SendMessage per turn"
+        );
+        assert!(
+            ingestion
+                .get("errors")
+                .is_none_or(|e| e.as_array().unwrap().is_empty()),
+            "{ingestion:#}"
+        );
+    }
+    for question in results["questions"].as_array().unwrap() {
+        assert!(question["reply"].is_string(), "{question:#}");
     }
 }
