@@ -366,3 +366,39 @@ fn judge_membench_over_a2a_ingests_turn_by_turn_and_asks_every_question() {
         assert!(question["reply"].is_string(), "{question:#}");
     }
 }
+
+#[test]
+fn judge_apps_over_a2a_plays_directives_and_refuses_tools_to_an_agent_without_the_extension() {
+    let data = tempfile::tempdir().unwrap();
+    let server = common::Server::start(data.path(), &[]);
+    let apps = |mode: &str, out: &Path| {
+        let (code, output) = judge(&[
+            "apps",
+            "--endpoint",
+            &server.base_url,
+            "--api",
+            "a2a",
+            "--action-mode",
+            mode,
+            "--only",
+            "transfer-basic,check-balance",
+            "--trials",
+            "1",
+            "--out",
+            out.to_str().unwrap(),
+            "--quiet",
+        ]);
+        assert_eq!(code, 0, "{mode}: {output}");
+        read_json(&run_dir(out).join("results.json"))
+    };
+    // agent-server's card declares no tools extension: auto plays directives, and they pass.
+    let out = tempfile::tempdir().unwrap();
+    let auto = apps("auto", out.path());
+    assert_eq!(auto["mode"], "directives", "{auto:#}");
+    assert_eq!(auto["passed_scenarios"], 2, "{auto:#}");
+    // tools mode is not applicable there: not graded, never a 0.
+    let out = tempfile::tempdir().unwrap();
+    let tools = apps("tools", out.path());
+    assert_eq!(tools["graded_scenarios"], 0, "{tools:#}");
+    assert!(tools["mean_pass_hat_k"].is_null(), "{tools:#}");
+}

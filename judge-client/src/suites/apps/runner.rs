@@ -102,7 +102,9 @@ pub trait AgentEndpoint {
 }
 
 /// The HTTP target through the judge's client. Any OpenAI-compatible endpoint can carry `tools`,
-/// so `auto` plays tool mode here (directives in the text are executed too).
+/// so `auto` plays tool mode there (directives in the text are executed too); an A2A agent only
+/// when its card declares agentwall's tools extension (docs/contracts/a2a.md), else `auto` plays
+/// directives and `tools` is not applicable.
 pub struct TargetAgent<'a> {
     pub client: &'a TargetClient,
     /// Send the logical time as `X-Mock-Time` (when the probe found it honoured).
@@ -155,7 +157,7 @@ impl<'a> TargetAgent<'a> {
 
 impl AgentEndpoint for TargetAgent<'_> {
     fn supports_tools(&self) -> bool {
-        true
+        self.client.carries_tools(self.sender.mode().api)
     }
 
     fn mcp_server(&self) -> Option<&McpServer> {
