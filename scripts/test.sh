@@ -3,7 +3,8 @@
 # whole workspace's tests. Nothing is skipped: a missing service or tool is an error that says
 # what to install.
 #
-#   1. .venv with the official OpenAI Python SDK and inspect_ai (scripts/python-env.sh); promptfoo
+#   1. the Python clients' virtualenvs (scripts/python-env.sh: the OpenAI, MCP, Agents and A2A
+#      SDKs, LiteLLM, inspect_ai); promptfoo
 #      (`npm ci` in tests/clients/promptfoo); for the dashboard's
 #      browser test, Debian's chromium, node 20+ and npm (installed with apt-get when run as
 #      root) and playwright-core (`npm ci` in judge-client/tests/browser, skipped when the
