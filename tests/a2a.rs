@@ -402,3 +402,45 @@ fn judge_apps_over_a2a_plays_directives_and_refuses_tools_to_an_agent_without_th
     assert_eq!(tools["graded_scenarios"], 0, "{tools:#}");
     assert!(tools["mean_pass_hat_k"].is_null(), "{tools:#}");
 }
+
+/// `judge SUITE --endpoint URL --api API ARGS...`: the run directory.
+fn run_over(suite: &str, url: &str, api: &str, args: &[&str], out: &Path) -> PathBuf {
+    let mut all = vec![suite, "--endpoint", url, "--api", api];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", out.to_str().unwrap()]);
+    let (code, output) = judge(&all);
+    assert_eq!(code, 0, "{suite} over {api}: {output}");
+    run_dir(out)
+}
+
+#[test]
+fn agent_server_scores_over_a2a_what_it_scores_over_chat_completions() {
+    let data = tempfile::tempdir().unwrap();
+    let server = common::Server::start(data.path(), &[]);
+    let ltm_args = ["--trials", "1", "--seed", "5", "--span", "300"];
+    let sim_args = ["--rounds", "4", "--seed", "3"];
+    for (suite, args) in [("ltm", &ltm_args[..]), ("sim", &sim_args[..])] {
+        let (out_chat, out_a2a) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let chat = run_over(suite, &server.base_url, "chat", args, out_chat.path());
+        let a2a = run_over(suite, &server.base_url, "a2a", args, out_a2a.path());
+        let (code, output) = judge(&["compare", chat.to_str().unwrap(), a2a.to_str().unwrap()]);
+        assert_eq!(code, 0, "{suite}: {output}");
+        assert!(
+            output.contains("every paired") || output.contains("no difference"),
+            "{suite}: {output}"
+        );
+        let (a, b) = (
+            read_json(&chat.join("results.json")),
+            read_json(&a2a.join("results.json")),
+        );
+        let score = |r: &Value| {
+            if suite == "ltm" {
+                r["overall"].clone()
+            } else {
+                r["summary"]["mean_score"].clone()
+            }
+        };
+        assert_eq!(score(&a), score(&b), "{suite}: {a:#} against {b:#}");
+        assert!(score(&a).is_number(), "{suite}: {a:#}");
+    }
+}
