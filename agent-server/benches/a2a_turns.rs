@@ -11,6 +11,8 @@
 //! ```text
 //! cargo bench -p agent-server --bench a2a_turns                    # 2,000 turns per mode
 //! cargo bench -p agent-server --bench a2a_turns -- --turns 5000 --warmup 500
+//! cargo bench -p agent-server --bench a2a_turns -- --data-root /dev/shm   # data in memory:
+//!                                                                      # what the fsyncs cost
 //! ```
 //!
 //! The modes take turns one by one (chat, a2a, chat-stream, a2a-stream, chat, ...), so the
@@ -54,12 +56,15 @@ impl Mode {
 struct Options {
     turns: usize,
     warmup: usize,
+    /// Where the server's data directory goes (default: a temporary directory).
+    data_root: Option<PathBuf>,
 }
 
 fn options() -> Options {
     let mut options = Options {
         turns: 2000,
         warmup: 200,
+        data_root: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -71,9 +76,12 @@ fn options() -> Options {
         match arg.as_str() {
             "--turns" => options.turns = value("--turns"),
             "--warmup" => options.warmup = value("--warmup"),
+            "--data-root" => {
+                options.data_root = Some(args.next().expect("--data-root takes a directory").into())
+            }
             // cargo bench passes --bench.
             "--bench" => {}
-            other => panic!("unknown argument {other} (--turns N, --warmup N)"),
+            other => panic!("unknown argument {other} (--turns N, --warmup N, --data-root DIR)"),
         }
     }
     options
@@ -212,7 +220,10 @@ fn data_lines(raw: &str) -> impl Iterator<Item = &str> {
 fn main() {
     let options = options();
     let binary = release_agent_server();
-    let data = tempfile::tempdir().unwrap();
+    let data = match &options.data_root {
+        Some(root) => tempfile::tempdir_in(root).unwrap(),
+        None => tempfile::tempdir().unwrap(),
+    };
     let port = testkit::process::free_port();
     let mut child = Command::new(&binary)
         .args(["--addr", &format!("127.0.0.1:{port}")])
@@ -227,8 +238,10 @@ fn main() {
     let _server = Server(child);
     let base = format!("http://127.0.0.1:{port}");
     println!(
-        "a2a_turns: {} turns per mode after {} warm-up turns each; release agent-server, builtin model, embedded store",
-        options.turns, options.warmup
+        "a2a_turns: {} turns per mode after {} warm-up turns each; release agent-server, builtin model, embedded store in {}",
+        options.turns,
+        options.warmup,
+        data.path().display()
     );
     let histograms = actix_rt::System::new().block_on(async move {
         // A client per mode, each keeping its one connection alive (turns are sequential).

@@ -18,6 +18,13 @@ const COLUMNS: &str = "id, session_id, message_id, state, updated_at, body";
 const FILTER: &str = "session_id = $1 AND ($2::text IS NULL OR state = $2)
                       AND ($3::timestamptz IS NULL OR updated_at > $3)";
 
+/// The latest task of a session's message: one entry of the index `agentwall_a2a_tasks_message`,
+/// which holds the order too (every message is looked up, so it must not walk the session's
+/// tasks).
+const FOR_MESSAGE: &str = "SELECT id, session_id, message_id, state, updated_at, body
+     FROM agentwall_a2a_tasks WHERE session_id = $1 AND message_id = $2
+     ORDER BY updated_at DESC, id DESC LIMIT 1";
+
 fn decode(row: &Row) -> Result<StoredTask, MemoryError> {
     Ok(StoredTask {
         id: row.get(0),
@@ -74,14 +81,7 @@ impl TaskStore for PostgresResponses {
     ) -> Result<Option<StoredTask>, MemoryError> {
         let client = self.client().await?;
         let row = client
-            .query_opt(
-                &format!(
-                    "SELECT {COLUMNS} FROM agentwall_a2a_tasks
-                      WHERE session_id = $1 AND message_id = $2
-                      ORDER BY updated_at DESC, id DESC LIMIT 1"
-                ),
-                &[&session.as_str(), &message_id],
-            )
+            .query_opt(FOR_MESSAGE, &[&session.as_str(), &message_id])
             .await
             .map_err(pg_error)?;
         row.as_ref().map(decode).transpose()
@@ -150,6 +150,43 @@ mod tests {
 
     use super::*;
     use crate::memory::redis_pg::longterm;
+
+    /// A message's lookup reads the message index, its order included: no sort, no walk of the
+    /// session's tasks (sequential scans off, as a large table would have them).
+    #[tokio::test]
+    async fn a_message_is_looked_up_in_its_index_without_a_sort() {
+        let db = testkit::postgres::TestDb::create().await;
+        let timeout = Duration::from_secs(5);
+        let pool = longterm::pool(&db.url, 1, timeout).unwrap();
+        longterm::migrate(&mut longterm::client(&pool).await.unwrap())
+            .await
+            .unwrap();
+        let store = PostgresResponses::connect(&db.url, timeout).await.unwrap();
+        for n in 0..50 {
+            let task = crate::memory::tasks::contract::task(&format!("t{n}"), "s1", "m", n);
+            store.put_task(&task).await.unwrap();
+        }
+        let client = db.client().await;
+        client
+            .batch_execute("ANALYZE agentwall_a2a_tasks; SET enable_seqscan = off")
+            .await
+            .unwrap();
+        let plan: Vec<String> = client
+            .query(&format!("EXPLAIN {FOR_MESSAGE}"), &[&"s1", &"m"])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let plan = plan.join("\n");
+        assert!(plan.contains("agentwall_a2a_tasks_message"), "{plan}");
+        assert!(!plan.contains("Sort"), "{plan}");
+        let found = store
+            .task_for_message(&SessionId::parse("s1").unwrap(), "m")
+            .await
+            .unwrap();
+        assert_eq!(found.unwrap().id, "t49", "the latest");
+    }
 
     /// Needs the test Postgres (`scripts/test-services.sh`).
     #[tokio::test]

@@ -66,7 +66,7 @@ CREATE TABLE IF NOT EXISTS a2a_tasks (
     body TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS a2a_tasks_session ON a2a_tasks (session, updated_ms, id);
-CREATE INDEX IF NOT EXISTS a2a_tasks_message ON a2a_tasks (session, message_id);
+CREATE INDEX IF NOT EXISTS a2a_tasks_message ON a2a_tasks (session, message_id, updated_ms, id);
 ";
 
 pub struct EmbeddedResponses {

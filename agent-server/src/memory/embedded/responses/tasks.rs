@@ -16,6 +16,11 @@ use crate::memory::tasks::{StoredTask, TaskPage, TaskQuery, TaskStore};
 
 const COLUMNS: &str = "id, session, message_id, state, updated_ms, body";
 
+/// The latest task of a session's message: one entry of the index `a2a_tasks_message`, which
+/// holds the order too (every message is looked up, so it must not walk the session's tasks).
+const FOR_MESSAGE: &str = "SELECT id, session, message_id, state, updated_ms, body FROM a2a_tasks
+     WHERE session = ?1 AND message_id = ?2 ORDER BY updated_ms DESC, id DESC LIMIT 1";
+
 type Row = (String, String, String, String, i64, String);
 
 fn row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Row> {
@@ -94,16 +99,9 @@ impl TaskStore for EmbeddedResponses {
         let (name, message_id) = (session.as_str().to_owned(), message_id.to_owned());
         let found = self
             .run(move |conn| {
-                conn.query_row(
-                    &format!(
-                        "SELECT {COLUMNS} FROM a2a_tasks WHERE session = ?1 AND message_id = ?2
-                          ORDER BY updated_ms DESC, id DESC LIMIT 1"
-                    ),
-                    params![name, message_id],
-                    row,
-                )
-                .optional()
-                .map_err(sqlite_error)
+                conn.query_row(FOR_MESSAGE, params![name, message_id], row)
+                    .optional()
+                    .map_err(sqlite_error)
             })
             .await?;
         found.map(decode).transpose()
@@ -175,6 +173,42 @@ impl TaskStore for EmbeddedResponses {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A message's lookup reads the message index, its order included: no walk of the
+    /// session's tasks, no sort.
+    #[tokio::test]
+    async fn a_message_is_looked_up_in_its_index_without_a_sort() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("responses.sqlite3");
+        let store = EmbeddedResponses::open(&path).await.unwrap();
+        for n in 0..50 {
+            let task = crate::memory::tasks::contract::task(&format!("t{n}"), "s1", "m", n);
+            store.put_task(&task).await.unwrap();
+        }
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {FOR_MESSAGE}"))
+            .unwrap()
+            .query_map(params!["s1", "m"], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        assert_eq!(plan.len(), 1, "{plan:?}");
+        assert!(
+            plan[0].contains("USING INDEX a2a_tasks_message"),
+            "{plan:?}"
+        );
+        assert_eq!(
+            store
+                .task_for_message(&SessionId::parse("s1").unwrap(), "m")
+                .await
+                .unwrap()
+                .unwrap()
+                .id,
+            "t49",
+            "the latest"
+        );
+    }
 
     #[tokio::test]
     async fn keeps_the_task_store_contract_across_a_reopen() {
