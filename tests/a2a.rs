@@ -14,16 +14,6 @@ use std::process::{Child, Command, Stdio};
 use common::{free_port, judge, read_json, run_dir};
 use serde_json::Value;
 
-fn python() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/a2a/bin/python");
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/python-env.sh (scripts/test.sh does) to install the A2A SDK",
-        path.display()
-    );
-    path
-}
-
 /// The SDK agent, killed when the test ends, however it ends.
 struct Agent {
     child: Child,
@@ -34,7 +24,7 @@ impl Agent {
     fn start(args: &[&str]) -> Self {
         let port = free_port();
         let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/a2a_agent.py");
-        let mut child = Command::new(python())
+        let mut child = Command::new(common::python(common::Venv::A2a))
             .arg(&script)
             .arg(port.to_string())
             .args(args)

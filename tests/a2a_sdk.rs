@@ -6,24 +6,13 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn python() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/a2a/bin/python");
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/python-env.sh (scripts/test.sh does) to install the A2A SDK \
-         (tests/python/a2a-requirements.txt)",
-        path.display()
-    );
-    path
-}
 
 /// Runs one step of the check against `server`; asserts it passed.
 fn step(server: &common::Server, name: &str, state: &Path) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/a2a_sdk_check.py");
-    let output = Command::new(python())
+    let output = Command::new(common::python(common::Venv::A2a))
         .arg(&script)
         .arg(&server.base_url)
         .arg(name)

@@ -19,19 +19,9 @@ use judge_client::suites::apps::world::SharedWorld;
 use judge_client::suites::apps::{AppRegistry, shipped};
 use serde_json::Value;
 
-fn python() -> PathBuf {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/agents/bin/python");
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/python-env.sh (scripts/test.sh does) to install the MCP SDK",
-        path.display()
-    );
-    path
-}
-
 fn check(args: &[&str]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/mcp_trials_check.py");
-    let output = Command::new(python())
+    let output = Command::new(common::python(common::Venv::Agents))
         .arg(&script)
         .args(args)
         .output()
@@ -221,7 +211,7 @@ fn an_openai_agents_sdk_agent_using_the_judges_mcp_server_passes_paypal_scenario
     let port = free_port();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/agents_sdk_app_agent.py");
     let mut agent = Killed(
-        Command::new(python())
+        Command::new(common::python(common::Venv::Agents))
             .arg(&script)
             .arg(port.to_string())
             .arg(&model.base_url)

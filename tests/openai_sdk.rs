@@ -4,27 +4,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-
-fn python() -> PathBuf {
-    let path = std::env::var_os("AGENTWALL_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/python-env.sh (scripts/test.sh does) to install the OpenAI SDK",
-        path.display()
-    );
-    path
-}
 
 #[test]
 fn official_openai_python_sdk_drives_the_server() {
     let data = tempfile::tempdir().unwrap();
     let server = common::Server::start(data.path(), &["--working-ttl", "6h"]);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sdk_check.py");
-    let output = Command::new(python())
+    let output = Command::new(common::python(common::Venv::OpenAi))
         .arg(&script)
         .arg(&server.base_url)
         .output()

@@ -6,27 +6,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use common::{Server, create_database};
 
-fn python() -> PathBuf {
-    let path = std::env::var_os("AGENTWALL_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/python-env.sh (scripts/test.sh does) to install the OpenAI SDK",
-        path.display()
-    );
-    path
-}
-
 /// Runs one phase of the script against `server`.
 fn phase(name: &str, server: &Server, state: &Path) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sdk_responses_check.py");
-    let output = Command::new(python())
+    let output = Command::new(common::python(common::Venv::OpenAi))
         .arg(&script)
         .args([name, &server.base_url])
         .arg(state)

@@ -14,7 +14,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,18 +33,6 @@ fn real_model() -> (String, String) {
     });
     let name = std::env::var("AGENTWALL_REAL_MODEL_NAME").unwrap_or_else(|_| "smollm2".into());
     (url.trim_end_matches('/').to_owned(), name)
-}
-
-fn python() -> PathBuf {
-    let path = std::env::var_os("AGENTWALL_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/python-env.sh (scripts/test.sh does)",
-        path.display()
-    );
-    path
 }
 
 /// Request bodies the model received through the recording proxy.
@@ -196,7 +184,7 @@ fn the_official_sdk_streams_a_real_model_through_agent_server() {
         &["--llm-base-url", &llm_base, "--llm-model", &name],
     );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sdk_real_model_check.py");
-    let output = Command::new(python())
+    let output = Command::new(common::python(common::Venv::OpenAi))
         .arg(script)
         .arg(&server.base_url)
         .arg(&name)

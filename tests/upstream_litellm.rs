@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::litellm::{BRIDGED_MODEL, LiteLlm, MODEL, python};
+use common::litellm::{BRIDGED_MODEL, LiteLlm, MODEL};
 use serde_json::{Value, json};
 
 const MOCK_REPLY: &str = "Hello from the LiteLLM mock upstream.";
@@ -38,7 +38,7 @@ fn official_sdk_streams_a_reply_produced_by_litellm_through_agent_server(litellm
         ],
     );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/sdk_upstream_check.py");
-    let output = Command::new(python())
+    let output = Command::new(common::python(common::Venv::OpenAi))
         .arg(&script)
         .arg(&server.base_url)
         .arg(MOCK_REPLY)

@@ -21,19 +21,6 @@ pub const MODEL: &str = "mock-gpt";
 /// reply.
 pub const BRIDGED_MODEL: &str = "bridged-gpt";
 
-/// The Python of .venv (or `AGENTWALL_PYTHON`).
-pub fn python() -> PathBuf {
-    let path = std::env::var_os("AGENTWALL_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".venv/bin/python"));
-    assert!(
-        path.exists(),
-        "{} is missing: run scripts/python-env.sh (scripts/test.sh does)",
-        path.display()
-    );
-    path
-}
-
 /// A LiteLLM proxy on 127.0.0.1; killed on drop.
 pub struct LiteLlm {
     child: Child,
@@ -44,7 +31,7 @@ pub struct LiteLlm {
 impl LiteLlm {
     /// Starts the proxy in `dir`; its model answers every request with `mock_reply`.
     pub fn start(dir: &Path, mock_reply: &str) -> Self {
-        let litellm = python().with_file_name("litellm");
+        let litellm = super::python(super::Venv::OpenAi).with_file_name("litellm");
         assert!(
             litellm.exists(),
             "{} is missing: run scripts/python-env.sh (tests/python/requirements.txt has litellm[proxy])",

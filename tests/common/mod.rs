@@ -13,6 +13,36 @@ use std::time::{Duration, Instant};
 
 pub use testkit::process::{free_port, workspace_binary as binary};
 
+/// The virtualenvs `scripts/python-env.sh` makes, by the clients they hold.
+#[derive(Debug, Clone, Copy)]
+pub enum Venv {
+    /// `.venv`: the OpenAI SDK, LiteLLM's proxy, numpy (`AGENTWALL_PYTHON` names another).
+    OpenAi,
+    /// `.venv/agents`: the MCP SDK and the OpenAI Agents SDK.
+    Agents,
+    /// `.venv/a2a`: the A2A SDK.
+    A2a,
+}
+
+/// The Python interpreter of `venv`; panics, saying how to make it, when it is missing.
+pub fn python(venv: Venv) -> PathBuf {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = match venv {
+        Venv::OpenAi => std::env::var_os("AGENTWALL_PYTHON")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| workspace.join(".venv/bin/python")),
+        Venv::Agents => workspace.join(".venv/agents/bin/python"),
+        Venv::A2a => workspace.join(".venv/a2a/bin/python"),
+    };
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/python-env.sh (scripts/test.sh does) to install the {venv:?} \
+         clients (tests/python/*requirements.txt)",
+        path.display()
+    );
+    path
+}
+
 /// A running agent-server process; killed on drop if still running.
 pub struct Server {
     child: Child,
