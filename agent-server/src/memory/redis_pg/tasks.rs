@@ -151,17 +151,25 @@ mod tests {
     use super::*;
     use crate::memory::redis_pg::longterm;
 
+    const TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// A throwaway database with every migration applied (the tasks' table is migration 10's,
+    /// which the memory store applies at start), and a task store on it.
+    async fn migrated() -> (testkit::postgres::TestDb, PostgresResponses) {
+        let db = testkit::postgres::TestDb::create().await;
+        let pool = longterm::pool(&db.url, 1, TIMEOUT).unwrap();
+        longterm::migrate(&mut longterm::client(&pool).await.unwrap())
+            .await
+            .unwrap();
+        let store = PostgresResponses::connect(&db.url, TIMEOUT).await.unwrap();
+        (db, store)
+    }
+
     /// A message's lookup reads the message index, its order included: no sort, no walk of the
     /// session's tasks (sequential scans off, as a large table would have them).
     #[tokio::test]
     async fn a_message_is_looked_up_in_its_index_without_a_sort() {
-        let db = testkit::postgres::TestDb::create().await;
-        let timeout = Duration::from_secs(5);
-        let pool = longterm::pool(&db.url, 1, timeout).unwrap();
-        longterm::migrate(&mut longterm::client(&pool).await.unwrap())
-            .await
-            .unwrap();
-        let store = PostgresResponses::connect(&db.url, timeout).await.unwrap();
+        let (db, store) = migrated().await;
         for n in 0..50 {
             let task = crate::memory::tasks::contract::task(&format!("t{n}"), "s1", "m", n);
             store.put_task(&task).await.unwrap();
@@ -191,17 +199,10 @@ mod tests {
     /// Needs the test Postgres (`scripts/test-services.sh`).
     #[tokio::test]
     async fn keeps_the_task_store_contract_across_a_reconnect() {
-        let db = testkit::postgres::TestDb::create().await;
-        let timeout = Duration::from_secs(5);
-        // The table is migration 10's, which the memory store applies at start.
-        let pool = longterm::pool(&db.url, 1, timeout).unwrap();
-        longterm::migrate(&mut longterm::client(&pool).await.unwrap())
-            .await
-            .unwrap();
-        let store = PostgresResponses::connect(&db.url, timeout).await.unwrap();
+        let (db, store) = migrated().await;
         crate::memory::tasks::contract::run(&store).await;
         drop(store);
-        let again = PostgresResponses::connect(&db.url, timeout).await.unwrap();
+        let again = PostgresResponses::connect(&db.url, TIMEOUT).await.unwrap();
         assert_eq!(
             again.task("o1").await.unwrap(),
             Some(crate::memory::tasks::contract::task("o1", "s2", "m1", 3))
