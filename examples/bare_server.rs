@@ -6,10 +6,14 @@
 //! ```text
 //! cargo run --release --example bare_server -- --port 8091 --workers 1 --chunks 16
 //! ```
+//!
+//! `--delay-ms N` holds every reply N ms before its head, as a real model's time to first token
+//! (for a turn's latency with a model of 50-200 ms, where what agent-server adds is a share of it).
 
 use actix_web::http::header::ContentType;
 use actix_web::web::{self, Bytes};
 use actix_web::{App, HttpResponse, HttpServer};
+use std::time::Duration;
 
 const COMPLETION: &str = r#"{"id":"chatcmpl-bare","object":"chat.completion","created":0,"model":"bare","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"OK, noted."}}],"usage":{"prompt_tokens":8,"completion_tokens":4,"total_tokens":12}}"#;
 const MODELS: &str = r#"{"object":"list","data":[{"id":"bare","object":"model","created":0,"owned_by":"agentwall"}]}"#;
@@ -18,6 +22,7 @@ struct Options {
     port: u16,
     workers: usize,
     chunks: usize,
+    delay: Duration,
 }
 
 fn options() -> Options {
@@ -25,6 +30,7 @@ fn options() -> Options {
         port: 8091,
         workers: 1,
         chunks: 16,
+        delay: Duration::ZERO,
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     for pair in args.chunks(2) {
@@ -33,7 +39,10 @@ fn options() -> Options {
             "--port" => o.port = value().expect("--port N") as u16,
             "--workers" => o.workers = value().expect("--workers N"),
             "--chunks" => o.chunks = value().expect("--chunks N"),
-            other => panic!("unknown argument {other}; use --port, --workers, --chunks"),
+            "--delay-ms" => o.delay = Duration::from_millis(value().expect("--delay-ms N") as u64),
+            other => {
+                panic!("unknown argument {other}; use --port, --workers, --chunks, --delay-ms")
+            }
         }
     }
     o
@@ -66,6 +75,7 @@ fn wants_stream(body: &[u8]) -> bool {
 async fn main() -> std::io::Result<()> {
     let o = options();
     let sse = sse_reply(o.chunks);
+    let delay = o.delay;
     eprintln!(
         "bare_server on 127.0.0.1:{} ({} workers)",
         o.port, o.workers
@@ -86,6 +96,9 @@ async fn main() -> std::io::Result<()> {
                 web::post().to(move |body: Bytes| {
                     let sse = sse.clone();
                     async move {
+                        if !delay.is_zero() {
+                            actix_web::rt::time::sleep(delay).await;
+                        }
                         if wants_stream(&body) {
                             HttpResponse::Ok()
                                 .content_type("text/event-stream")

@@ -18,7 +18,9 @@
 # unpinned with 2), the turns are streamed at 16 connections, and each run also prints the time to
 # first token (TTFT) p50 and p99, with the model's own TTFT measured directly before the first run
 # and after the last (what agent-server adds is the difference); BENCH_RATE=N sends them open
-# loop at N requests/s instead (where no queue hides what a turn adds).
+# loop at N requests/s instead (where no queue hides what a turn adds), BENCH_CONCURRENCY=N streams
+# them at N connections instead of 16, and BENCH_MODEL_DELAY_MS=N makes the model wait N ms before
+# each reply (a real model's time to first token; agent-server's part is then a share of it).
 #
 #   scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 #   BENCH_WHOLE_MACHINE=1 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
@@ -26,6 +28,7 @@
 #     scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 #   BENCH_UPSTREAM=1 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
 #   BENCH_UPSTREAM=1 BENCH_RATE=200 scripts/bench/abba.sh /tmp/agent-server-before target/release/agent-server
+#   BENCH_UPSTREAM=1 BENCH_MODEL_DELAY_MS=100 BENCH_CONCURRENCY=64 scripts/bench/abba.sh A B
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source scripts/bench/lib.sh
@@ -62,10 +65,10 @@ model=()
 if [ "${BENCH_UPSTREAM:-0}" = 1 ]; then
   cargo build --release --quiet -p agentwall --example bare_server
   "${server_cpu[@]}" target/release/examples/bare_server --port "$upstream_port" \
-    --workers "$workers" --chunks 16 2>"$work/upstream.log" &
+    --workers "$workers" --chunks 16 --delay-ms "${BENCH_MODEL_DELAY_MS:-0}" 2>"$work/upstream.log" &
   upstream=$!
   wait_up "$upstream_port"
-  if [ -n "${BENCH_RATE:-}" ]; then load=(--rate "$BENCH_RATE" --stream); else load=(--concurrency 16 --stream); fi
+  if [ -n "${BENCH_RATE:-}" ]; then load=(--rate "$BENCH_RATE" --stream); else load=(--concurrency "${BENCH_CONCURRENCY:-16}" --stream); fi
   model=(--llm-base-url "http://127.0.0.1:$upstream_port/v1")
 fi
 
