@@ -319,6 +319,22 @@ impl RedisPostgresStore {
         })
     }
 
+    /// The value of a Postgres setting on one of the store's own connections, as its statements
+    /// run with it (for tests of the per-connection settings).
+    #[cfg(feature = "test-hooks")]
+    pub async fn connection_setting(&self, name: &str) -> Result<String, MemoryError> {
+        let inner = &self.inner;
+        inner
+            .on_pg(inner.deadline(), async |client| {
+                let row = client
+                    .query_one("SELECT current_setting($1)", &[&name])
+                    .await
+                    .map_err(longterm::pg_error)?;
+                Ok(row.get(0))
+            })
+            .await
+    }
+
     /// Runs a write in its own task: once started it finishes (or compensates) even if the caller
     /// stops waiting.
     async fn detached<T, F>(&self, work: impl FnOnce(Arc<Inner>) -> F) -> Result<T, MemoryError>
