@@ -210,16 +210,10 @@ async fn recall_reads_a_small_session_and_searches_a_large_one_through_its_index
     assert_eq!(fact_count("large-session").await, 5_000);
 }
 
-/// A group commit finds the facts it restates, retires or replaces, and recall the sessions it
-/// reads, through an index whatever the statistics say, so a batch costs what its own sessions
-/// hold, not what the tables hold. Checked on the generic plan of each statement (what a
-/// prepared statement settles on after a few runs), on tables without statistics (as every
-/// fresh database is until autovacuum's first `ANALYZE`; the plain joins of `unnest(...)` these
-/// statements once were scanned whole tables there) and after `ANALYZE`.
 /// The store's statements are planned once, when prepared: a recall planned at every execution
-/// spent 1.1 ms planning against 0.3 ms running (docs/results/added-latency.md). The plans it
-/// settles on are the generic ones the tests of this file check; and semantic recall's index
-/// walks keep the order they need.
+/// spent 1.1 ms planning against 0.3 ms running (docs/results/added-latency.md). Its plans are
+/// the generic ones the tests of this file check; and semantic recall's index walks keep the
+/// order they need.
 #[tokio::test]
 async fn the_stores_connections_plan_once_and_walk_vector_indexes_in_order() {
     let harness = Harness::new().await;
@@ -233,6 +227,12 @@ async fn the_stores_connections_plan_once_and_walk_vector_indexes_in_order() {
     }
 }
 
+/// A group commit finds the facts it restates, retires or replaces, and recall the sessions it
+/// reads, through an index whatever the statistics say, so a batch costs what its own sessions
+/// hold, not what the tables hold. Checked on the generic plan of each statement (the only plan
+/// the store's connections use: see the test above), on tables without statistics (as every
+/// fresh database is until autovacuum's first `ANALYZE`; the plain joins of `unnest(...)` these
+/// statements once were scanned whole tables there) and after `ANALYZE`.
 #[tokio::test]
 async fn batches_find_rows_through_an_index_with_or_without_statistics() {
     let harness = Harness::new().await;

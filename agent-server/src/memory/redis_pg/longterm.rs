@@ -80,7 +80,8 @@ const FACT_COLUMNS: &str =
 /// only stopwords (`to_tsquery` on such a recall), which
 /// `tokio_postgres` would log at INFO, one line each.
 ///
-/// `plan_cache_mode = force_generic_plan`: every statement is prepared once and planned once.
+/// `plan_cache_mode = force_generic_plan`: a statement is planned once per connection, when it
+/// is prepared.
 /// Left to Postgres, [`RECALL_SQL`] was planned anew at every execution (a custom plan looked
 /// cheaper than the generic one), and planning it took 1.1 ms against 0.3 ms to run it: most of
 /// what a recall added to a turn's time to first token. The statements are written for one plan
@@ -301,9 +302,10 @@ pub(super) const STORED_FORM: StoredForm = StoredForm {
 
 /// The statements of a group commit that find facts by id or key, by name. Each must reach them
 /// through an index whatever the statistics say, or a batch would cost as much as the whole table
-/// (a test checks their generic plans, which prepared statements settle on). A plain join of
-/// `unnest(...)` with the table let the planner scan the table while it had no statistics yet:
-/// every fresh database for its first minute, until autovacuum's first `ANALYZE`.
+/// (a test checks their generic plans, the only plans the store's connections use). A plain
+/// join of `unnest(...)` with the table let the planner scan the table while it had no
+/// statistics yet: every fresh database for its first minute, until autovacuum's first
+/// `ANALYZE`.
 #[cfg(feature = "test-hooks")]
 pub(super) const FACT_LOOKUPS: [(&str, &str); 5] = [
     ("current_keyed", CURRENT_KEYED_SQL),
