@@ -1498,7 +1498,7 @@ pub async fn a_reset_removes_episodes_and_standing_reads_skip_them(store: &dyn M
 /// and shorter texts score higher, a word in half the items or more counts a little, and neither
 /// another session's items nor the other list change a score. Every text matches the query and
 /// none holds a stopword: Postgres measures a text's length by its last word that is not one, and
-/// averages lengths over the matches only (`redis_pg::longterm::bm25_ranked`), which agree with
+/// averages lengths over the matches only (`redis_pg::matches`), which agree with
 /// the embedded index's word counts and session-wide average only then.
 pub async fn lexical_scores_are_bm25_over_the_session(store: &dyn MemoryStore) {
     let s = session();

@@ -21,12 +21,48 @@ use rustc_hash::FxHashMap;
 use super::distinct::{FirstSeen, TextHasher};
 
 /// BM25 term-frequency saturation, as FTS5's `bm25()` uses by default.
-pub(crate) const K1: f64 = 1.2;
+const K1: f64 = 1.2;
 /// BM25 length normalisation, as FTS5's `bm25()` uses by default.
-pub(crate) const B: f64 = 0.75;
+const B: f64 = 0.75;
 /// FTS5 floors a non-positive IDF (a term in more than half the documents) at this value, so a
 /// very common term still counts a little instead of subtracting.
-pub(crate) const MIN_IDF: f64 = 1e-6;
+const MIN_IDF: f64 = 1e-6;
+
+/// Okapi BM25 over one collection of documents (a session's items of one list): the formula both
+/// backends score lexical matches with, this index and the Postgres backend's ranking of the
+/// matches Postgres finds (`redis_pg::matches`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bm25 {
+    documents: f64,
+    average_len: f64,
+}
+
+impl Bm25 {
+    /// A collection of `documents` documents whose average length is `average_len` words
+    /// (floored at 1).
+    pub(crate) fn new(documents: f64, average_len: f64) -> Self {
+        Self {
+            documents,
+            average_len: average_len.max(1.0),
+        }
+    }
+
+    /// The inverse document frequency of a term `holders` documents hold, floored at
+    /// [`MIN_IDF`] (also when a document count behind its holders would make it undefined).
+    pub(crate) fn idf(&self, holders: f64) -> f64 {
+        // `max` returns the floor for a NaN (the logarithm of a negative ratio) too.
+        ((self.documents - holders + 0.5) / (holders + 0.5))
+            .ln()
+            .max(MIN_IDF)
+    }
+
+    /// What a term with inverse document frequency `idf` adds to the score of a document of `len`
+    /// words that holds it `tf` times.
+    pub(crate) fn term(&self, idf: f64, tf: f64, len: f64) -> f64 {
+        let norm = K1 * (1.0 - B + B * len / self.average_len);
+        idf * tf * (K1 + 1.0) / (tf + norm)
+    }
+}
 
 static ENGLISH: LazyLock<Stemmer> = LazyLock::new(|| Stemmer::create(Algorithm::English));
 
@@ -193,7 +229,7 @@ impl LexicalIndex {
             return Vec::new();
         }
         let documents = self.docs.len() as f64;
-        let average_len = (self.total_len as f64 / documents).max(1.0);
+        let bm25 = Bm25::new(documents, self.total_len as f64 / documents);
         // Two query words with one stem ("running", "runs") each add their score, as two
         // phrases of an FTS5 OR query do.
         let holders: Vec<&FxHashMap<DocId, (u32, u32)>> = query_terms
@@ -211,12 +247,9 @@ impl LexicalIndex {
         let mut scores: FxHashMap<DocId, f64> =
             FxHashMap::with_capacity_and_hasher(most, Default::default());
         for holders in holders {
-            let hits = holders.len() as f64;
-            let idf = ((documents - hits + 0.5) / (hits + 0.5)).ln().max(MIN_IDF);
+            let idf = bm25.idf(holders.len() as f64);
             for (id, &(count, len)) in holders {
-                let tf = f64::from(count);
-                let norm = K1 * (1.0 - B + B * f64::from(len) / average_len);
-                *scores.entry(*id).or_default() += idf * tf * (K1 + 1.0) / (tf + norm);
+                *scores.entry(*id).or_default() += bm25.term(idf, f64::from(count), f64::from(len));
             }
         }
         scores.into_iter().collect()

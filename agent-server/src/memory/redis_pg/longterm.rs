@@ -14,6 +14,7 @@ use protocol::control::{FactKind, FactSource};
 use tokio_postgres::{NoTls, Row};
 use uuid::Uuid;
 
+use super::matches::{self, Lexemes, Match};
 use crate::memory::writes::{FactUpdate, Resolved, StoredForm, StoredKeyed, StoredUnkeyed};
 use crate::memory::{Fact, MemoryError, Unembedded};
 
@@ -994,156 +995,97 @@ pub(super) struct RecallRows {
     pub episodes: Vec<(Fact, f64)>,
 }
 
-/// Sessions with more facts than this are searched through the full-text index with the query's
-/// words; smaller ones are read whole (see [`RECALL_SQL`]). About where the two cost the same: reading 1,000 facts
-/// took 1.3 ms against 0.3 ms for the search, 40 facts 0.09 ms against up to 0.3 ms.
-pub(super) const SEARCH_FROM_FACTS: i64 = 256;
+/// Sessions with more items of a list (facts, or episodes) than this are searched through the
+/// list's full-text index with the query's words; smaller ones are read whole (see
+/// [`RECALL_SQL`]). About where the two cost the same: reading 1,000 facts took 1.3 ms against
+/// 0.3 ms for the search, 40 facts 0.09 ms against up to 0.3 ms.
+pub(super) const SEARCH_FROM: i64 = 256;
 
 /// The statement of [`recall`]. Parameters, one array element per read: `$1` session ids, `$2`
 /// words for `to_tsquery('english', ...)`, OR-ed with ` | ` (NULL matches nothing), `$3` how many
-/// fact candidates each read takes at most, `$4` how many episode candidates. Standing items come
-/// back as part 1, ranked fact candidates as part 2 and ranked episode candidates as part 3
-/// (always through their index: a session's episodes are many, one per turn).
+/// fact candidates the read takes (0: none, and no search), `$4` how many episode candidates.
+/// Rows come in parts: part 0 is the query's own lexemes (`to_tsvector` of its words, in `tsv`:
+/// what the matches are scored against), part 1 the standing items (oldest first, numbered `pos`),
+/// part 2 every fact that holds a word of the query and part 3 every such episode, each with its
+/// row number `seq` and its `tsv`, unranked: [`recall`] ranks them ([`super::matches`]).
 ///
-/// One row per fact, each with its position `pos` in its part (oldest first for standing items,
-/// best first for candidates), tagged with the read's position `ord`; the LEFT JOIN keeps one
-/// row (with a NULL part) for a read that returns no facts, so every epoch and turn number comes
-/// back.
-///
-/// The fact candidates come through the session-scoped GIN index (migration 3), one of two ways
-/// chosen by the session's `fact_count` (a condition on the outer row only, so Postgres runs one
-/// branch and skips the other):
-/// - up to [`SEARCH_FROM_FACTS`] facts, all of them are read through the session's entry of the
-///   index and matched (the `OFFSET 0` fence keeps the query's words out of the index scan);
-/// - beyond, the index is searched with the session AND the query's words, so the cost follows
-///   the session's matches, not its size. For a small session that search costs more than reading
-///   it, when the query holds a word common in OTHER sessions: it walks that word's posting tree.
-///   The match is written against the query's expression itself, not the joined `t`, so that it
-///   is a restriction of the table, which the planner answers with the index.
+/// Each row is tagged with the read's position `ord` and the session's epoch, last turn number
+/// and counts of facts and episodes (BM25's document counts); the LEFT JOIN keeps one row (with a
+/// NULL part) for a read that returns nothing else, so every epoch and turn number comes back.
 ///
 /// The sessions' rows are read through the primary key, whatever the statistics say: the `ANY`
 /// repeats the join's ids for the planner, which otherwise scanned every session's row while
 /// the table had no statistics (a fresh database, until autovacuum's first `ANALYZE`).
-///
-/// Either way a recall's cost depends on its own session only. Every match is scored (see
-/// [`bm25_ranked`]), then cut to the pool before it is numbered, so only `pool` rows are sorted in
-/// full (a top-N heap).
-/// A read's tsquery: its words through `to_tsquery('english', ...)`; NULL matches nothing.
-const READ_QUERY: &str = "to_tsquery('english'::regconfig, q.tsquery)";
-
 pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
-    let facts = bm25_ranked(
-        2,
-        &format!(
-            "SELECT {FACT_COLUMNS}, seq, tsv
-             FROM (SELECT * FROM agentwall_facts
-                   WHERE session_id = q.session_id AND kind = 'fact'
-                   OFFSET 0) AS session_facts,
-                  {READ_QUERY} AS t
-             WHERE coalesce(s.fact_count, 0) <= {SEARCH_FROM_FACTS}
-               AND tsv @@ t
-             UNION ALL
-             SELECT {FACT_COLUMNS}, seq, tsv
-             FROM agentwall_facts
-             WHERE coalesce(s.fact_count, 0) > {SEARCH_FROM_FACTS}
-               AND session_id = q.session_id AND kind = 'fact'
-               AND tsv @@ {READ_QUERY}"
-        ),
-        "s.fact_count",
-        "q.pool",
-    );
-    let episodes = bm25_ranked(
-        3,
-        &format!(
-            "SELECT {FACT_COLUMNS}, seq, tsv
-             FROM agentwall_facts
-             WHERE q.episode_pool > 0
-               AND session_id = q.session_id AND kind = 'episode'
-               AND tsv @@ {READ_QUERY}"
-        ),
-        "s.episode_count",
-        "q.episode_pool",
-    );
+    let facts = matches_of(2, "fact", "s.fact_count", "q.pool");
+    let episodes = matches_of(3, "episode", "s.episode_count", "q.episode_pool");
     format!(
         "SELECT q.ord, coalesce(s.epoch, 0) AS epoch, coalesce(s.turn_seq, 0) AS turn_seq,
-                facts.*
+                coalesce(s.fact_count, 0) AS fact_count,
+                coalesce(s.episode_count, 0) AS episode_count,
+                items.*
          FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[]) WITH ORDINALITY
               AS q(session_id, tsquery, pool, episode_pool, ord)
          LEFT JOIN agentwall_sessions AS s
                 ON s.session_id = q.session_id AND s.session_id = ANY($1::text[])
          LEFT JOIN LATERAL (
-             (SELECT 1 AS part,
-                     row_number() OVER (ORDER BY observed_at, observed_ns, seq) AS pos,
-                     {FACT_COLUMNS}, 0::float8 AS rank
+             (SELECT 0 AS part, 0::bigint AS pos, {NO_FACT}, NULL::bigint AS seq,
+                     to_tsvector('english'::regconfig, q.tsquery) AS tsv
+              WHERE q.tsquery IS NOT NULL AND (q.pool > 0 OR q.episode_pool > 0))
+             UNION ALL
+             (SELECT 1, row_number() OVER (ORDER BY observed_at, observed_ns, seq),
+                     {FACT_COLUMNS}, seq, NULL
               FROM agentwall_facts
               WHERE session_id = q.session_id AND kind IN ('rule', 'reminder'))
              UNION ALL
              ({facts})
              UNION ALL
              ({episodes})
-         ) AS facts ON true
-         ORDER BY q.ord, facts.part, facts.pos"
+         ) AS items ON true
+         ORDER BY q.ord, items.part, items.pos"
     )
 });
 
-/// One part of [`RECALL_SQL`]: the items `matched` selects (with `seq` and `tsv`) scored by Okapi
-/// BM25 against the read's words, best first, at most `pool` of them, numbered `pos`.
+/// A read's tsquery: its words through `to_tsquery('english', ...)`; NULL matches nothing.
+const READ_QUERY: &str = "to_tsquery('english'::regconfig, q.tsquery)";
+
+/// One part of [`RECALL_SQL`]: the session's items of `kind` that hold a word of the query, when
+/// `pool` asks for any, through the list's session-scoped GIN index (migrations 3 and 8), one of
+/// two ways chosen by the session's count of them, `count` (a condition on the outer row only, so
+/// Postgres runs one branch and skips the other):
+/// - up to [`SEARCH_FROM`] items, all of them are read through the session's entry of the index
+///   and matched (the `OFFSET 0` fence keeps the query's words out of the index scan): a word is
+///   a key of the index across all sessions, and walking the posting trees of the query's common
+///   words costs more than reading a small session, the more so the more other sessions hold;
+/// - beyond, the index is searched with the session AND the query's words, so the cost follows
+///   the session's matches, not its size. The match is written against the query's expression
+///   itself, not the joined `t`, so that it is a restriction of the table, which the planner
+///   answers with the index.
 ///
-/// The same formula and constants as the embedded store's index ([`crate::memory::lexical`]), so
-/// both backends rank alike: term frequencies are the lexeme's positions in `tsv`, a document's
-/// length is its last position (the number of its words: stopwords are left out of `tsv` but
-/// take their positions, so a text's length counts them as the embedded index does, up to its
-/// last word that is not one; positions are sorted, the last of a lexeme's is its largest), the
-/// document frequency of a lexeme is the number of matches holding it (every item holding a query
-/// word is a match), and the document count is the session's own (`documents`, kept by triggers,
-/// migrations 3 and 8; a term in half the session's items or more is floored as there, and the
-/// `greatest` inside `ln` keeps a count behind its matches from failing the statement). Two query
-/// words with one lexeme each add their score, as in the embedded index (the query's words are
-/// parsed once, as one text: a lexeme's positions in it count its words). One difference: the
-/// average length is that of the matches, not of the whole session,
-/// which would mean reading every item of the session or keeping a total through every change of
-/// text; matches are most of what a query with several words reads in any case.
-fn bm25_ranked(part: u8, matched: &str, documents: &str, pool: &str) -> String {
-    use crate::memory::lexical::{B, K1, MIN_IDF};
+/// Either way a recall's cost depends on its own session only.
+fn matches_of(part: u8, kind: &str, count: &str, pool: &str) -> String {
     format!(
-        "WITH matched AS MATERIALIZED (
-                  SELECT found.*,
-                         (SELECT max(l.positions[cardinality(l.positions)]) FROM unnest(found.tsv) AS l)
-                             ::float8 AS len
-                  FROM ({matched}) AS found),
-              words AS (
-                  SELECT w.lexeme, cardinality(w.positions)::float8 AS times
-                  FROM unnest(to_tsvector('english'::regconfig, q.tsquery)) AS w),
-              hits AS (
-                  SELECT m.id, l.lexeme, cardinality(l.positions)::float8 AS tf, m.len
-                  FROM matched AS m, unnest(m.tsv) AS l
-                  WHERE l.lexeme IN (SELECT lexeme FROM words)),
-              frequencies AS (
-                  SELECT lexeme, count(*)::float8 AS df FROM hits GROUP BY lexeme),
-              average AS (
-                  SELECT greatest(avg(len), 1) AS len FROM matched),
-              scored AS (
-                  SELECT h.id,
-                         sum(greatest(ln(greatest((coalesce({documents}, 0) - f.df + 0.5)
-                                                  / (f.df + 0.5), 1)), {MIN_IDF:e})
-                             * h.tf * ({K1:?} + 1)
-                             / (h.tf + {K1:?} * (1 - {B:?} + {B:?} * h.len / a.len))
-                             * w.times) AS rank
-                  FROM hits AS h
-                       JOIN frequencies AS f ON f.lexeme = h.lexeme
-                       JOIN words AS w ON w.lexeme = h.lexeme,
-                       average AS a
-                  GROUP BY h.id)
-         SELECT {part} AS part,
-                row_number() OVER (
-                    ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC) AS pos,
-                {FACT_COLUMNS}, rank
-         FROM (SELECT m.*, coalesce(sc.rank, 0) AS rank
-               FROM matched AS m LEFT JOIN scored AS sc ON sc.id = m.id
-               ORDER BY rank DESC, observed_at DESC, observed_ns DESC, seq DESC
-               LIMIT {pool}) AS best"
+        "SELECT {part}, 0, {FACT_COLUMNS}, seq, tsv
+         FROM (SELECT * FROM agentwall_facts
+               WHERE session_id = q.session_id AND kind = '{kind}'
+               OFFSET 0) AS session_items,
+              {READ_QUERY} AS t
+         WHERE {pool} > 0 AND coalesce({count}, 0) <= {SEARCH_FROM}
+           AND tsv @@ t
+         UNION ALL
+         SELECT {part}, 0, {FACT_COLUMNS}, seq, tsv
+         FROM agentwall_facts
+         WHERE {pool} > 0 AND coalesce({count}, 0) > {SEARCH_FROM}
+           AND session_id = q.session_id AND kind = '{kind}'
+           AND tsv @@ {READ_QUERY}"
     )
 }
+
+/// [`FACT_COLUMNS`] as NULLs of their types, for a row that is no item.
+const NO_FACT: &str = "NULL::uuid AS id, NULL::text AS kind, NULL::text AS fact_key, \
+     NULL::text AS body, NULL::jsonb AS data, NULL::timestamptz AS observed_at, \
+     NULL::integer AS observed_ns, NULL::real AS importance, NULL::text AS source, \
+     NULL::text[] AS source_turn_ids";
 
 /// One recall's read of Postgres.
 pub(super) struct RecallRead {
@@ -1173,39 +1115,64 @@ pub(super) async fn recall(
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
         [&sessions, &queries, &pools, &episode_pools];
     let rows = client.query(&stmt, &params).await.map_err(pg_error)?;
-    let mut recalled: Vec<RecallRows> = reads
-        .iter()
-        .map(|_| RecallRows {
-            epoch: 0,
-            turn_seq: 0,
-            standing: Vec::new(),
-            candidates: Vec::new(),
-            episodes: Vec::new(),
-        })
-        .collect();
+    /// One read's rows, before its matches are ranked.
+    #[derive(Default)]
+    struct Read<'r> {
+        epoch: u64,
+        turn_seq: u64,
+        fact_count: u64,
+        episode_count: u64,
+        query: Lexemes<'r>,
+        standing: Vec<Fact>,
+        facts: Vec<Match<'r>>,
+        episodes: Vec<Match<'r>>,
+    }
+    let mut read_rows: Vec<Read<'_>> = reads.iter().map(|_| Read::default()).collect();
     for row in &rows {
         let ord: i64 = row.try_get("ord").map_err(corrupt)?;
         let read = usize::try_from(ord)
             .ok()
             .and_then(|o| o.checked_sub(1))
-            .and_then(|o| recalled.get_mut(o))
+            .and_then(|o| read_rows.get_mut(o))
             .ok_or_else(|| corrupt(format!("recall row for read {ord} of {}", reads.len())))?;
         read.epoch = unsigned(row.try_get("epoch").map_err(corrupt)?)?;
         read.turn_seq = unsigned(row.try_get("turn_seq").map_err(corrupt)?)?;
+        read.fact_count = unsigned(row.try_get("fact_count").map_err(corrupt)?)?;
+        read.episode_count = unsigned(row.try_get("episode_count").map_err(corrupt)?)?;
         match row.try_get::<_, Option<i32>>("part").map_err(corrupt)? {
+            Some(0) => read.query = row.try_get("tsv").map_err(corrupt)?,
             Some(1) => read.standing.push(fact_from_row(row)?),
-            Some(part) => {
-                let rank: f64 = row.try_get("rank").map_err(corrupt)?;
-                let ranked = (fact_from_row(row)?, rank);
-                match part {
-                    3 => read.episodes.push(ranked),
-                    _ => read.candidates.push(ranked),
-                }
-            }
+            Some(2) => read.facts.push(match_from_row(row)?),
+            Some(3) => read.episodes.push(match_from_row(row)?),
+            Some(part) => return Err(corrupt(format!("recall row of unknown part {part}"))),
             None => {}
         }
     }
-    Ok(recalled)
+    Ok(read_rows
+        .into_iter()
+        .zip(reads)
+        .map(|(read, asked)| RecallRows {
+            epoch: read.epoch,
+            turn_seq: read.turn_seq,
+            standing: read.standing,
+            candidates: matches::ranked(read.facts, &read.query, read.fact_count, asked.pool_size),
+            episodes: matches::ranked(
+                read.episodes,
+                &read.query,
+                read.episode_count,
+                asked.episode_pool_size,
+            ),
+        })
+        .collect())
+}
+
+/// A lexical match of [`RECALL_SQL`]: the item, its row number and its lexemes.
+fn match_from_row(row: &Row) -> Result<Match<'_>, MemoryError> {
+    Ok(Match {
+        fact: fact_from_row(row)?,
+        seq: row.try_get("seq").map_err(corrupt)?,
+        lexemes: row.try_get("tsv").map_err(corrupt)?,
+    })
 }
 
 /// Every long-term item of the session, newest `observed_at` first.

@@ -62,6 +62,7 @@
 
 mod batcher;
 mod longterm;
+mod matches;
 mod recent;
 pub mod responses;
 mod tasks;
