@@ -1124,8 +1124,8 @@ pub(super) async fn recall(
         episode_count: u64,
         query: Lexemes<'r>,
         standing: Vec<Fact>,
-        facts: Vec<Match<'r>>,
-        episodes: Vec<Match<'r>>,
+        facts: Vec<Match<'r, &'r Row>>,
+        episodes: Vec<Match<'r, &'r Row>>,
     }
     let mut read_rows: Vec<Read<'_>> = reads.iter().map(|_| Read::default()).collect();
     for row in &rows {
@@ -1148,28 +1148,43 @@ pub(super) async fn recall(
             None => {}
         }
     }
-    Ok(read_rows
+    // Only the best of each list are read into facts.
+    let facts = |ranked: Vec<(&Row, f64)>| -> Result<Vec<(Fact, f64)>, MemoryError> {
+        ranked
+            .into_iter()
+            .map(|(row, score)| Ok((fact_from_row(row)?, score)))
+            .collect()
+    };
+    read_rows
         .into_iter()
         .zip(reads)
-        .map(|(read, asked)| RecallRows {
-            epoch: read.epoch,
-            turn_seq: read.turn_seq,
-            standing: read.standing,
-            candidates: matches::ranked(read.facts, &read.query, read.fact_count, asked.pool_size),
-            episodes: matches::ranked(
-                read.episodes,
-                &read.query,
-                read.episode_count,
-                asked.episode_pool_size,
-            ),
+        .map(|(read, asked)| {
+            Ok(RecallRows {
+                epoch: read.epoch,
+                turn_seq: read.turn_seq,
+                standing: read.standing,
+                candidates: facts(matches::ranked(
+                    read.facts,
+                    &read.query,
+                    read.fact_count,
+                    asked.pool_size,
+                ))?,
+                episodes: facts(matches::ranked(
+                    read.episodes,
+                    &read.query,
+                    read.episode_count,
+                    asked.episode_pool_size,
+                ))?,
+            })
         })
-        .collect())
+        .collect()
 }
 
-/// A lexical match of [`RECALL_SQL`]: the item, its row number and its lexemes.
-fn match_from_row(row: &Row) -> Result<Match<'_>, MemoryError> {
+/// A lexical match of [`RECALL_SQL`]: its row, with its time, row number and lexemes.
+fn match_from_row(row: &Row) -> Result<Match<'_, &Row>, MemoryError> {
     Ok(Match {
-        fact: fact_from_row(row)?,
+        item: row,
+        observed_at: observed_at_of(row)?,
         seq: row.try_get("seq").map_err(corrupt)?,
         lexemes: row.try_get("tsv").map_err(corrupt)?,
     })

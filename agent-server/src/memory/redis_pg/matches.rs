@@ -21,7 +21,8 @@ use std::error::Error;
 
 use tokio_postgres::types::{FromSql, Type};
 
-use crate::memory::Fact;
+use chrono::{DateTime, Utc};
+
 use crate::memory::lexical::Bm25;
 
 /// A `tsvector` read from Postgres's binary form: each lexeme with its number of positions, and
@@ -95,9 +96,11 @@ impl<'a> FromSql<'a> for Lexemes<'a> {
     }
 }
 
-/// An item Postgres found for a query, with its lexemes and its row number (the last tie-break).
-pub(super) struct Match<'a> {
-    pub fact: Fact,
+/// An item Postgres found for a query (`item`: its row, read into a fact only once it is among
+/// the best), with what ranking needs: its lexemes, its time and its row number.
+pub(super) struct Match<'a, T> {
+    pub item: T,
+    pub observed_at: DateTime<Utc>,
     pub seq: i64,
     pub lexemes: Lexemes<'a>,
 }
@@ -105,18 +108,18 @@ pub(super) struct Match<'a> {
 /// `matches` scored with BM25 against `query` (the query's own lexemes: one that occurs twice in
 /// it counts twice) over a list of `documents` items, best first, at most `pool` of them. Ties
 /// go to the newer item, then to the later written one.
-pub(super) fn ranked(
-    matches: Vec<Match<'_>>,
+pub(super) fn ranked<T>(
+    matches: Vec<Match<'_, T>>,
     query: &Lexemes<'_>,
     documents: u64,
     pool: usize,
-) -> Vec<(Fact, f64)> {
+) -> Vec<(T, f64)> {
     if matches.is_empty() || pool == 0 {
         return Vec::new();
     }
     let total: f64 = matches.iter().map(|m| f64::from(m.lexemes.len)).sum();
     let bm25 = Bm25::new(documents as f64, total / matches.len() as f64);
-    let mut scored: Vec<(Match<'_>, f64)> = matches.into_iter().map(|m| (m, 0.0)).collect();
+    let mut scored: Vec<(Match<'_, T>, f64)> = matches.into_iter().map(|m| (m, 0.0)).collect();
     for &(word, times) in &query.counts {
         let holders = scored
             .iter()
@@ -137,13 +140,13 @@ pub(super) fn ranked(
     scored.sort_by(|(a, a_score), (b, b_score)| {
         b_score
             .total_cmp(a_score)
-            .then(b.fact.observed_at.cmp(&a.fact.observed_at))
+            .then(b.observed_at.cmp(&a.observed_at))
             .then(b.seq.cmp(&a.seq))
     });
     scored.truncate(pool);
     scored
         .into_iter()
-        .map(|(m, score)| (m.fact, score))
+        .map(|(m, score)| (m.item, score))
         .collect()
 }
 
@@ -185,20 +188,15 @@ mod tests {
     }
 
     /// A match of `text` at minute `minute`, row `seq`, with `lexemes` (text, positions).
-    fn found<'a>(text: &str, minute: i64, seq: i64, lexemes: &[(&'a str, &[u16])]) -> Match<'a> {
-        let at = chrono::DateTime::from_timestamp(1_700_000_000 + minute * 60, 0).unwrap();
+    fn found<'a>(
+        text: &'a str,
+        minute: i64,
+        seq: i64,
+        lexemes: &[(&'a str, &[u16])],
+    ) -> Match<'a, &'a str> {
         Match {
-            fact: Fact::from_new(crate::memory::NewFact {
-                embedding: None,
-                source_turn_ids: Vec::new(),
-                kind: protocol::control::FactKind::Episode,
-                key: None,
-                text: text.to_owned(),
-                data: None,
-                observed_at: at,
-                importance: 0.5,
-                source: protocol::control::FactSource::Extracted,
-            }),
+            item: text,
+            observed_at: DateTime::from_timestamp(1_700_000_000 + minute * 60, 0).unwrap(),
             seq,
             lexemes: Lexemes {
                 counts: lexemes.iter().map(|(l, p)| (*l, p.len() as u16)).collect(),
@@ -211,8 +209,8 @@ mod tests {
         }
     }
 
-    fn texts(ranked: &[(Fact, f64)]) -> Vec<&str> {
-        ranked.iter().map(|(f, _)| f.text.as_str()).collect()
+    fn texts<'a>(ranked: &[(&'a str, f64)]) -> Vec<&'a str> {
+        ranked.iter().map(|(text, _)| *text).collect()
     }
 
     #[test]
@@ -254,14 +252,15 @@ mod tests {
             counts: vec![("pie", 1)],
             len: 1,
         };
+        let names = ["pie 0", "pie 1", "pie 2", "pie 3", "pie 4"];
         let matches = || {
             (0..5)
-                .map(|i| found(&format!("pie {i}"), i, i, &[("pie", &[1]), ("x", &[2])]))
+                .map(|i| found(names[i], i as i64, i as i64, &[("pie", &[1]), ("x", &[2])]))
                 .collect::<Vec<_>>()
         };
         assert_eq!(texts(&ranked(matches(), &query, 5, 2)), ["pie 4", "pie 3"]);
         assert!(ranked(matches(), &query, 5, 0).is_empty());
-        assert!(ranked(Vec::new(), &query, 5, 3).is_empty());
+        assert!(ranked::<&str>(Vec::new(), &query, 5, 3).is_empty());
     }
 
     #[test]
