@@ -1017,6 +1017,12 @@ pub(super) const SEARCH_FROM: i64 = 256;
 /// repeats the join's ids for the planner, which otherwise scanned every session's row while
 /// the table had no statistics (a fresh database, until autovacuum's first `ANALYZE`).
 pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
+    // Part 0 is no item: NULL in every item column (typed by the parts below it).
+    let no_fact = FACT_COLUMNS
+        .split(", ")
+        .map(|column| format!("NULL AS {column}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let facts = matches_of(2, "fact", "s.fact_count", "q.pool");
     let episodes = matches_of(3, "episode", "s.episode_count", "q.episode_pool");
     format!(
@@ -1029,7 +1035,7 @@ pub(super) static RECALL_SQL: LazyLock<String> = LazyLock::new(|| {
          LEFT JOIN agentwall_sessions AS s
                 ON s.session_id = q.session_id AND s.session_id = ANY($1::text[])
          LEFT JOIN LATERAL (
-             (SELECT 0 AS part, 0::bigint AS pos, {NO_FACT}, NULL::bigint AS seq,
+             (SELECT 0 AS part, 0::bigint AS pos, {no_fact}, NULL::bigint AS seq,
                      to_tsvector('english'::regconfig, q.tsquery) AS tsv
               WHERE q.tsquery IS NOT NULL AND (q.pool > 0 OR q.episode_pool > 0))
              UNION ALL
@@ -1080,12 +1086,6 @@ fn matches_of(part: u8, kind: &str, count: &str, pool: &str) -> String {
            AND tsv @@ {READ_QUERY}"
     )
 }
-
-/// [`FACT_COLUMNS`] as NULLs of their types, for a row that is no item.
-const NO_FACT: &str = "NULL::uuid AS id, NULL::text AS kind, NULL::text AS fact_key, \
-     NULL::text AS body, NULL::jsonb AS data, NULL::timestamptz AS observed_at, \
-     NULL::integer AS observed_ns, NULL::real AS importance, NULL::text AS source, \
-     NULL::text[] AS source_turn_ids";
 
 /// One recall's read of Postgres.
 pub(super) struct RecallRead {

@@ -120,17 +120,17 @@ pub(super) fn ranked<T>(
     let total: f64 = matches.iter().map(|m| f64::from(m.lexemes.len)).sum();
     let bm25 = Bm25::new(documents as f64, total / matches.len() as f64);
     let mut scored: Vec<(Match<'_, T>, f64)> = matches.into_iter().map(|m| (m, 0.0)).collect();
+    let mut counts: Vec<u16> = Vec::with_capacity(scored.len());
     for &(word, times) in &query.counts {
-        let holders = scored
-            .iter()
-            .filter(|(m, _)| m.lexemes.count(word) > 0)
-            .count();
+        // Each match's count of the word, looked up once for its frequency and its score.
+        counts.clear();
+        counts.extend(scored.iter().map(|(m, _)| m.lexemes.count(word)));
+        let holders = counts.iter().filter(|&&tf| tf > 0).count();
         if holders == 0 {
             continue;
         }
         let idf = bm25.idf(holders as f64);
-        for (m, score) in &mut scored {
-            let tf = m.lexemes.count(word);
+        for ((m, score), &tf) in scored.iter_mut().zip(&counts) {
             if tf > 0 {
                 *score +=
                     f64::from(times) * bm25.term(idf, f64::from(tf), f64::from(m.lexemes.len));
