@@ -261,6 +261,7 @@ fn query(text: &str, episodes: bool, vector: Option<Arc<[f32]>>) -> RecallQuery 
         terms: Terms::of(text),
         limit: LIMIT,
         episode_limit: if episodes { LIMIT } else { 0 },
+        leave_out_working: false,
         vector,
     }
 }

@@ -97,6 +97,7 @@ async fn recall_texts(store: &EmbeddedStore, s: &SessionId, q: &str) -> Vec<Stri
                 terms: Terms::of(q),
                 limit: 10,
                 episode_limit: 0,
+                leave_out_working: false,
                 vector: None,
             },
         )
@@ -166,6 +167,7 @@ async fn data_survives_closing_and_reopening_the_file() {
                 terms: Terms::of("apiary"),
                 limit: 5,
                 episode_limit: 0,
+                leave_out_working: false,
                 vector: Some(Arc::from(vec![0.6_f32, 0.8])),
             },
         )
@@ -195,6 +197,7 @@ async fn data_survives_closing_and_reopening_the_file() {
                 terms: Terms::of(""),
                 limit: 1,
                 episode_limit: 0,
+                leave_out_working: false,
                 vector: None,
             },
         )
@@ -484,6 +487,7 @@ async fn odd_unicode_queries_never_fail() {
                     terms: Terms::of(q),
                     limit: 3,
                     episode_limit: 0,
+                    leave_out_working: false,
                     vector: None,
                 },
             )
@@ -699,6 +703,7 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
                 terms: Terms::of(&query),
                 limit: 4,
                 episode_limit: 0,
+                leave_out_working: false,
                 vector: None,
             };
             let a = cached.recall(s, q.clone()).await.unwrap();
@@ -721,6 +726,7 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
                 terms: Terms::of("tea boat lisbon red piano garden"),
                 limit: 10,
                 episode_limit: 0,
+                leave_out_working: false,
                 vector: None,
             };
             all.push(comparable(&cached.recall(s, q).await.unwrap()));
@@ -735,6 +741,7 @@ async fn the_session_cache_always_equals_a_reload_from_disk() {
             terms: Terms::of("tea boat lisbon red piano garden"),
             limit: 10,
             episode_limit: 0,
+            leave_out_working: false,
             vector: None,
         };
         assert_eq!(comparable(&reopened.recall(s, q).await.unwrap()), before);
@@ -785,6 +792,7 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
                     terms: Terms::of(&format!("kiwi{task}x{step}")),
                     limit: 3,
                     episode_limit: 0,
+                    leave_out_working: false,
                     vector: None,
                 };
                 let ctx = store.recall(s, q).await.unwrap();
@@ -812,6 +820,7 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
             terms: Terms::of(query),
             limit: 1000,
             episode_limit: 0,
+            leave_out_working: false,
             vector: None,
         };
         before.push(comparable(&store.recall(s, q).await.unwrap()));
@@ -826,6 +835,7 @@ async fn loads_racing_writes_never_cache_a_stale_session() {
             terms: Terms::of(query),
             limit: 1000,
             episode_limit: 0,
+            leave_out_working: false,
             vector: None,
         };
         assert_eq!(comparable(&reopened.recall(s, q).await.unwrap()), before);
@@ -880,6 +890,7 @@ async fn working_memory_is_trimmed_in_batches_and_read_exactly() {
                 terms: Terms::of("question"),
                 limit: 1,
                 episode_limit: 0,
+                leave_out_working: false,
                 vector: None,
             },
         )

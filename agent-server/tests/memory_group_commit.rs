@@ -68,6 +68,7 @@ async fn epoch(store: &EmbeddedStore, s: &SessionId) -> u64 {
         terms: Terms::of(""),
         limit: 1,
         episode_limit: 0,
+        leave_out_working: false,
         vector: None,
     };
     store.recall(s, query).await.unwrap().epoch

@@ -378,6 +378,7 @@ impl Agent {
                 terms: user_terms.clone(),
                 limit: self.recall_limit,
                 episode_limit: self.turn_episode_limit(),
+                leave_out_working: true,
                 vector: query_vector.clone(),
             };
             let started = Instant::now();
@@ -586,6 +587,7 @@ impl Agent {
             terms: Terms::of(text),
             limit,
             episode_limit: self.episode_limit(limit),
+            leave_out_working: false,
             vector: self.query_vector(text).await,
         };
         // With a query vector both backends fuse each list ([`ranking::fuse`]).
@@ -776,10 +778,15 @@ mod tests {
                 Arc::clone(&model) as Arc<dyn ChatModel>,
                 AgentOptions::default(),
             ));
-            for text in [
+            // The question a day later, once working memory (whose episodes a turn's recall
+            // leaves out) has expired.
+            for (day, text) in [
                 "We hiked up Mount Tam on Sunday.",
                 "Which mountain did we hike?",
-            ] {
+            ]
+            .into_iter()
+            .enumerate()
+            {
                 let request: ChatCompletionRequest = serde_json::from_value(serde_json::json!({
                     "model": "m",
                     "messages": [{"role": "user", "content": text}]
@@ -787,7 +794,7 @@ mod tests {
                 .unwrap();
                 let input = TurnInput {
                     session: Some(SessionId::parse("episodes-read").unwrap()),
-                    now: Utc::now(),
+                    now: Utc::now() + chrono::Duration::days(day as i64),
                     user_text: text.to_owned(),
                     history: Vec::new(),
                     request,

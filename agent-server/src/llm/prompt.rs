@@ -155,19 +155,9 @@ fn system_message(system_prompt: &str, prompt: &Prompt<'_>) -> String {
             );
         }
     }
-    // Episodes of turns still in working memory are in the messages already.
-    let episodes: Vec<_> = memory
-        .episodes
-        .iter()
-        .map(|r| &r.fact)
-        .filter(|e| {
-            !memory
-                .working
-                .iter()
-                .any(|w| w.at == e.observed_at && w.text == e.text)
-        })
-        .collect();
-    if !episodes.is_empty() {
+    // A turn's recall left out the episodes working memory holds: those are in the messages.
+    let episodes = memory.episodes.iter().map(|r| &r.fact);
+    if !memory.episodes.is_empty() {
         text.push_str(
             "\n\nWhat was said in earlier conversations that may be relevant (most relevant first):",
         );

@@ -78,6 +78,7 @@ macro_rules! memory_conformance_tests {
             a_reset_removes_episodes_and_standing_reads_skip_them,
             episodes_are_found_after_recalls_that_skipped_them,
             a_turns_episodes_outlive_its_working_items,
+            a_turns_recall_leaves_out_the_episodes_working_memory_holds,
         );
     };
     (@tests $make:expr; $($check:ident),+ $(,)?) => {
@@ -137,6 +138,7 @@ async fn recall(
                 terms: Terms::of(q),
                 limit: 10,
                 episode_limit: 0,
+                leave_out_working: false,
                 vector: None,
             },
         )
@@ -609,6 +611,7 @@ pub async fn recall_respects_limit_and_ignores_query_syntax(store: &dyn MemorySt
                 terms: Terms::of("lighthouse"),
                 limit: 4,
                 episode_limit: 0,
+                leave_out_working: false,
                 vector: None,
             },
         )
@@ -638,6 +641,7 @@ pub async fn recall_respects_limit_and_ignores_query_syntax(store: &dyn MemorySt
                     terms: Terms::of(hostile),
                     limit: 4,
                     episode_limit: 0,
+                    leave_out_working: false,
                     vector: None,
                 },
             )
@@ -1250,6 +1254,7 @@ async fn recall_episodes(
                 terms: Terms::of(q),
                 limit,
                 episode_limit: limit,
+                leave_out_working: false,
                 vector: None,
             },
         )
@@ -1470,6 +1475,181 @@ pub async fn a_turns_episodes_outlive_its_working_items(store: &dyn MemoryStore)
     assert!(ctx.working.is_empty() && ctx.episodes.is_empty());
 }
 
+/// A recall with [`RecallQuery::leave_out_working`] (a turn's) returns no episode that live
+/// working memory holds (the same role, text and time as one of its items), and fills its places
+/// with others even when the held ones rank first; an injected episode, one whose role differs,
+/// and the episodes of items working memory no longer holds (trimmed, or expired on the session
+/// clock) are recalled. Without it (the control plane's recall) every episode is.
+pub async fn a_turns_recall_leaves_out_the_episodes_working_memory_holds(store: &dyn MemoryStore) {
+    let config = *store.config();
+    let s = session();
+    // Two turns more than working memory holds: the first two turns' items are trimmed.
+    let turns = config.working_capacity / 2 + 2;
+    let at = |i: usize| t0() + minutes(i as i64);
+    let said = |i: usize| [format!("kayak trip {i}"), format!("noted kayak {i}")];
+    for i in 0..turns {
+        let [asked, answered] = said(i);
+        store
+            .commit_turn(
+                &s,
+                TurnWrite {
+                    items: vec![
+                        user(&asked, at(i)),
+                        WorkingItem::new(TurnRole::Assistant, answered.clone(), at(i)),
+                    ],
+                    facts: vec![
+                        episode(TurnRole::User, Some("Ana"), &asked, at(i)),
+                        episode(TurnRole::Assistant, None, &answered, at(i)),
+                    ],
+                    ..TurnWrite::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let last = turns - 1;
+    store
+        .inject(
+            &s,
+            vec![
+                episode(TurnRole::User, None, "an injected kayak story", at(last)),
+                // The last user item's text and time, said by the other role: not that item.
+                episode(TurnRole::Assistant, None, &said(last)[0], at(last)),
+            ],
+        )
+        .await
+        .unwrap();
+    let query = |now, limit, leave_out_working| RecallQuery {
+        now,
+        terms: Terms::of("kayak"),
+        limit,
+        episode_limit: limit,
+        leave_out_working,
+        vector: None,
+    };
+    let recalled = |ctx: &MemoryContext| -> Vec<(String, TurnRole)> {
+        let mut all: Vec<(String, TurnRole)> = ctx
+            .episodes
+            .iter()
+            .map(|r| {
+                let role = EpisodeData::of(&r.fact).expect("an episode").role;
+                (r.fact.text.clone(), role)
+            })
+            .collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.as_str().cmp(b.1.as_str())));
+        all
+    };
+
+    let now = at(turns);
+    let all = 2 * turns + 2;
+    let ctx = store.recall(&s, query(now, all, true)).await.unwrap();
+    assert_eq!(ctx.working.len(), config.working_capacity);
+    assert!(ctx.episodes.iter().all(|r| !ctx.working.holds(&r.fact)));
+    let mut expected: Vec<(String, TurnRole)> = [0, 1]
+        .into_iter()
+        .flat_map(|i| {
+            let [asked, answered] = said(i);
+            [(asked, TurnRole::User), (answered, TurnRole::Assistant)]
+        })
+        .chain([
+            ("an injected kayak story".to_owned(), TurnRole::User),
+            (said(last)[0].clone(), TurnRole::Assistant),
+        ])
+        .collect();
+    expected.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.as_str().cmp(b.1.as_str())));
+    assert_eq!(
+        recalled(&ctx),
+        expected,
+        "what working memory does not hold"
+    );
+
+    // Places are filled before the pool is cut. In a session whose held episodes are the best
+    // lexical matches (the newest of equal ones), then 30 old equal ones, then a recent one that
+    // matches a little less (a longer text), that recent one is in the pool only if the held
+    // ones left it first, and recency puts it first.
+    let pooled = session();
+    let old = t0() - chrono::Duration::days(400);
+    let mut injected: Vec<NewFact> = (0..30)
+        .map(|i| {
+            episode(
+                TurnRole::User,
+                None,
+                &format!("kayak trip {i}"),
+                old + minutes(i),
+            )
+        })
+        .collect();
+    injected.push(episode(
+        TurnRole::User,
+        None,
+        "kayak trip to the lake 7",
+        now - minutes(60),
+    ));
+    store.inject(&pooled, injected).await.unwrap();
+    for i in 0..config.working_capacity / 2 {
+        let (asked, answered) = (format!("kayak trip h{i}"), format!("noted kayak h{i}"));
+        store
+            .commit_turn(
+                &pooled,
+                TurnWrite {
+                    items: vec![
+                        user(&asked, at(i)),
+                        WorkingItem::new(TurnRole::Assistant, answered.clone(), at(i)),
+                    ],
+                    facts: vec![
+                        episode(TurnRole::User, None, &asked, at(i)),
+                        episode(TurnRole::Assistant, None, &answered, at(i)),
+                    ],
+                    ..TurnWrite::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let ctx = store.recall(&pooled, query(now, 3, true)).await.unwrap();
+    assert_eq!(ctx.episodes.len(), 3, "{:?}", recalled(&ctx));
+    assert!(ctx.episodes.iter().all(|r| !ctx.working.holds(&r.fact)));
+    if ctx.episodes.iter().all(|r| r.why.vector.is_none()) {
+        // Lexical recall (fused with similarity, the other list has a say too).
+        assert_eq!(ctx.episodes[0].fact.text, "kayak trip to the lake 7");
+    }
+
+    let ctx = store.recall(&s, query(now, all, false)).await.unwrap();
+    assert_eq!(ctx.episodes.len(), all, "the control plane's recall: all");
+
+    // Working memory expired on the session clock: every episode is recalled.
+    let later = now + chrono::Duration::from_std(config.working_ttl).unwrap() + minutes(1);
+    let ctx = store.recall(&s, query(later, all, true)).await.unwrap();
+    assert!(ctx.working.is_empty());
+    assert_eq!(ctx.episodes.len(), all);
+
+    // A session whose episodes working memory all holds recalls none.
+    let one = session();
+    let [asked, answered] = said(0);
+    store
+        .commit_turn(
+            &one,
+            TurnWrite {
+                items: vec![
+                    user(&asked, at(0)),
+                    WorkingItem::new(TurnRole::Assistant, answered.clone(), at(0)),
+                ],
+                facts: vec![
+                    episode(TurnRole::User, None, &asked, at(0)),
+                    episode(TurnRole::Assistant, None, &answered, at(0)),
+                ],
+                ..TurnWrite::default()
+            },
+        )
+        .await
+        .unwrap();
+    let ctx = store.recall(&one, query(at(1), 5, true)).await.unwrap();
+    assert_eq!(ctx.working.len(), 2);
+    assert!(ctx.episodes.is_empty(), "{:?}", recalled(&ctx));
+    let ctx = store.recall(&one, query(at(1), 5, false)).await.unwrap();
+    assert_eq!(ctx.episodes.len(), 2);
+}
+
 /// Reset removes a session's episodes with everything else, and episodes are never standing
 /// items (which every turn loads whole).
 pub async fn a_reset_removes_episodes_and_standing_reads_skip_them(store: &dyn MemoryStore) {
@@ -1591,6 +1771,7 @@ async fn recall_by_meaning(
                 terms: Terms::of(q),
                 limit: 5,
                 episode_limit: 5,
+                leave_out_working: false,
                 vector: Some(vector),
             },
         )

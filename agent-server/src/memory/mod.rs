@@ -169,6 +169,22 @@ impl WorkingItem {
     pub fn terms(&self) -> &[String] {
         self.terms.get_or_init(|| ranking::Terms::of(&self.text))
     }
+
+    /// Whether an episode of `text` at `at` records this item: the same text at the same time (to
+    /// the microsecond, the stores' precision), said by the same role (`role`: the episode's,
+    /// asked only when text and time match). The one rule for "this episode is that working
+    /// item": the embedded store keeps the two in one row, and a turn's recall leaves such
+    /// episodes out ([`RecallQuery::leave_out_working`]).
+    pub(crate) fn is_recorded_by(
+        &self,
+        text: &str,
+        at: DateTime<Utc>,
+        role: impl FnOnce() -> Option<TurnRole>,
+    ) -> bool {
+        self.at.timestamp_micros() == at.timestamp_micros()
+            && self.text == text
+            && role() == Some(self.role)
+    }
 }
 
 /// Equal when role, text and time are: whether the words were worked out yet does not count.
@@ -330,6 +346,12 @@ pub struct RecallQuery {
     /// embedded: items with an embedding are then also ranked by similarity and the two rankings
     /// fused ([`ranking::fuse`]). `None`: lexical recall only.
     pub vector: Option<Arc<[f32]>>,
+    /// Leave out the episodes that live working memory holds ([`WorkingMemory::holds`]): a
+    /// turn's prompt shows working memory already, and those episodes would take the places of
+    /// older ones. They are left out before the lexical candidate pool is cut (so the pool is
+    /// filled with others) and after the similarity pool is. Off for the control plane's recall,
+    /// which ranks the whole of long-term memory.
+    pub leave_out_working: bool,
 }
 
 /// Working memory as recall hands it out: a range of a list of items that the store may share with
@@ -351,6 +373,18 @@ impl WorkingMemory {
             items,
             range: start..end,
         }
+    }
+}
+
+impl WorkingMemory {
+    /// Whether one of the items is what `episode` records: the same text at the same time (to
+    /// the microsecond), said by the same role.
+    pub fn holds(&self, episode: &Fact) -> bool {
+        let role = || EpisodeData::of(episode).map(|data| data.role);
+        episode.kind == FactKind::Episode
+            && self
+                .iter()
+                .any(|item| item.is_recorded_by(&episode.text, episode.observed_at, role))
     }
 }
 

@@ -125,6 +125,7 @@ pub fn query(text: &str) -> RecallQuery {
         terms: Terms::of(text),
         limit: 10,
         episode_limit: 0,
+        leave_out_working: false,
         vector: None,
     }
 }

@@ -1,6 +1,7 @@
 //! What a server keeps in its process (working memory, facts) against what other servers write, resets and Redis's TTL; several servers on one store.
 
 use crate::harness::*;
+use agent_server::memory::{EpisodeData, MemoryContext};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_share_sessions_and_resets() {
@@ -301,4 +302,73 @@ async fn a_session_this_server_wrote_last_is_recalled_without_redis() {
             .working
             .is_empty()
     );
+}
+
+/// A turn's recall leaves out the episodes working memory holds whether this server's mirror of
+/// working memory is current (the held episodes are skipped before they are read) or not
+/// (another server wrote the session: as many more are read, then left out): both servers
+/// recall the same, and the held episodes, the best lexical matches, do not crowd out the
+/// recent one that recency puts first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turns_recall_leaves_out_held_episodes_with_or_without_the_mirror() {
+    let harness = Harness::new().await;
+    let other = harness.twin().await;
+    let s = session();
+    let episode = |text: &str, role: TurnRole, at: DateTime<Utc>| {
+        NewFact::episode(
+            EpisodeData {
+                role,
+                speaker: None,
+            },
+            text,
+            at,
+            FactSource::Injected,
+            Vec::new(),
+        )
+    };
+    let old = t0() - chrono::Duration::days(400);
+    let mut injected: Vec<NewFact> = (0..30)
+        .map(|i| {
+            let at = old + chrono::Duration::minutes(i);
+            episode(&format!("kayak trip {i}"), TurnRole::User, at)
+        })
+        .collect();
+    injected.push(episode("kayak trip to the lake 7", TurnRole::User, t0()));
+    harness.inject(&s, injected).await.unwrap();
+    for i in 0..harness.config().working_capacity / 2 {
+        let at = t0() + chrono::Duration::minutes(i as i64);
+        let (asked, answered) = (format!("kayak trip h{i}"), format!("noted kayak h{i}"));
+        harness
+            .commit_turn(
+                &s,
+                TurnWrite {
+                    items: vec![
+                        WorkingItem::new(TurnRole::User, asked.clone(), at),
+                        WorkingItem::new(TurnRole::Assistant, answered.clone(), at),
+                    ],
+                    facts: vec![
+                        episode(&asked, TurnRole::User, at),
+                        episode(&answered, TurnRole::Assistant, at),
+                    ],
+                    ..TurnWrite::default()
+                },
+            )
+            .await
+            .unwrap();
+    }
+    let query = RecallQuery {
+        now: t0() + chrono::Duration::minutes(10),
+        episode_limit: 3,
+        leave_out_working: true,
+        ..query("kayak")
+    };
+    let texts = |ctx: &MemoryContext| -> Vec<String> {
+        ctx.episodes.iter().map(|r| r.fact.text.clone()).collect()
+    };
+    let mirrored = harness.recall(&s, query.clone()).await.unwrap();
+    let read = other.recall(&s, query).await.unwrap();
+    assert_eq!(mirrored.working, read.working);
+    assert_eq!(texts(&mirrored), texts(&read));
+    assert_eq!(texts(&read)[0], "kayak trip to the lake 7");
+    assert!(read.episodes.iter().all(|r| !read.working.holds(&r.fact)));
 }

@@ -311,9 +311,22 @@ impl SessionMemory {
         let first_live =
             newest + keys[newest..].partition_point(|(at, _)| cutoff.is_some_and(|c| *at <= c));
         let working = WorkingMemory::shared(self.working.clone(), first_live..keys.len());
+        // The episodes live working memory holds, when the query leaves them out: by the rule
+        // that makes a turn's episode share its item's row (`ops::write_rows`), those whose
+        // `seq` is a live item's. Sorted, for lookups.
+        let mut held: Vec<i64> = Vec::new();
+        if query.leave_out_working && query.episode_limit > 0 {
+            held.extend(
+                keys[first_live..]
+                    .iter()
+                    .map(|&(_, seq)| seq)
+                    .filter(|seq| self.episodes.contains_key(seq)),
+            );
+            held.sort_unstable();
+        }
 
         let best = |searched: Searched<'_>, limit: usize| match &query.vector {
-            None => lexical_best(searched.index, searched.items, terms, limit, config, now),
+            None => lexical_best(&searched, terms, limit, config, now),
             Some(vector) => fused_best(searched, terms, vector, limit, config, now),
         };
         let facts = best(
@@ -321,17 +334,24 @@ impl SessionMemory {
                 index: &self.index,
                 items: &self.facts,
                 vectors: &self.vectors,
+                left_out: &[],
             },
             query.limit,
         );
-        let episodes = best(
-            Searched {
-                index: &self.episode_index,
-                items: &self.episodes,
-                vectors: &self.episode_vectors,
-            },
-            query.episode_limit,
-        );
+        // Every episode in working memory (a session's first turns): nothing to search.
+        let episodes = if !held.is_empty() && held.len() == self.episodes.len() {
+            Vec::new()
+        } else {
+            best(
+                Searched {
+                    index: &self.episode_index,
+                    items: &self.episodes,
+                    vectors: &self.episode_vectors,
+                    left_out: &held,
+                },
+                query.episode_limit,
+            )
+        };
 
         MemoryContext {
             working,
@@ -343,12 +363,11 @@ impl SessionMemory {
     }
 }
 
-/// The best `limit` items of `items` for `terms` (the query's content words): the lexical pool
+/// The best `limit` items of the list for `terms` (the query's content words): the lexical pool
 /// first (best match, then newest, then id: deterministic at the cut), then re-ranked with
 /// recency ([`ranking::lexical_recall`]).
 fn lexical_best(
-    index: &LexicalIndex,
-    items: &FxHashMap<i64, Fact>,
+    searched: &Searched<'_>,
     terms: &[String],
     limit: usize,
     config: &MemoryConfig,
@@ -357,10 +376,12 @@ fn lexical_best(
     if limit == 0 || terms.is_empty() {
         return Vec::new();
     }
-    let mut candidates: Vec<(&Fact, f64)> = index
+    let mut candidates: Vec<(&Fact, f64)> = searched
+        .index
         .search(terms)
         .into_iter()
-        .filter_map(|(pk, lexical)| items.get(&pk).map(|fact| (fact, lexical)))
+        .filter(|(pk, _)| !searched.leaves_out(*pk))
+        .filter_map(|(pk, lexical)| searched.items.get(&pk).map(|fact| (fact, lexical)))
         .collect();
     let pool = ranking::candidate_pool(limit.min(usize::MAX / 8));
     let by_lexical = |a: &(&Fact, f64), b: &(&Fact, f64)| {
@@ -402,6 +423,14 @@ struct Searched<'a> {
     items: &'a FxHashMap<i64, Fact>,
     /// The list's embeddings, by the same keys as `items`.
     vectors: &'a VectorSet,
+    /// Keys of items recall leaves out (see [`RecallQuery::leave_out_working`]), sorted.
+    left_out: &'a [i64],
+}
+
+impl Searched<'_> {
+    fn leaves_out(&self, pk: i64) -> bool {
+        !self.left_out.is_empty() && self.left_out.binary_search(&pk).is_ok()
+    }
 }
 
 /// The best `limit` items for the query's words and its embedding: the lexical pool and the
@@ -426,7 +455,7 @@ fn fused_best(
             .index
             .search(terms)
             .into_iter()
-            .filter(|(pk, _)| searched.items.contains_key(pk))
+            .filter(|(pk, _)| searched.items.contains_key(pk) && !searched.leaves_out(*pk))
             .collect();
         top(&mut lexical, pool);
         for (pk, score) in lexical {
@@ -444,7 +473,7 @@ fn fused_best(
         .vectors
         .nearest(vector, pool)
         .into_iter()
-        .filter(|(pk, _)| searched.items.contains_key(pk))
+        .filter(|(pk, _)| searched.items.contains_key(pk) && !searched.leaves_out(*pk))
         .collect();
     top(&mut similar, pool);
     for (pk, similarity) in similar {
@@ -674,6 +703,7 @@ mod tests {
             limit,
             episode_limit: limit,
             vector: None,
+            leave_out_working: false,
         }
     }
 

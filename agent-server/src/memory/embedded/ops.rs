@@ -249,12 +249,9 @@ fn write_rows(
     let mut planned: Vec<PlannedRow> = items
         .iter()
         .map(|item| {
-            let micros = item.at.timestamp_micros();
             let own = episodes.iter_mut().find(|episode| {
                 episode.as_ref().is_some_and(|(row, data)| {
-                    data.role == item.role
-                        && row.fact.text == item.text
-                        && row.fact.observed_at.timestamp_micros() == micros
+                    item.is_recorded_by(&row.fact.text, row.fact.observed_at, || Some(data.role))
                 })
             });
             PlannedRow::Item(item, own.and_then(Option::take))

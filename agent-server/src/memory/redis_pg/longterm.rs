@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::matches::{self, Lexemes, Match};
 use crate::memory::writes::{FactUpdate, Resolved, StoredForm, StoredKeyed, StoredUnkeyed};
-use crate::memory::{Fact, MemoryError, Unembedded};
+use crate::memory::{EpisodeData, Fact, MemoryError, Unembedded, WorkingMemory};
 
 pub(super) const DEPENDENCY: &str = "postgres";
 
@@ -1094,8 +1094,45 @@ pub(super) struct RecallRead {
     pub tsquery: Option<String>,
     /// How many lexical fact candidates to return at most.
     pub pool_size: usize,
-    /// How many lexical episode candidates to return at most.
+    /// How many lexical episode candidates to rank at most.
     pub episode_pool_size: usize,
+    /// Working memory as the recall expects to find it, when the recall leaves out the episodes
+    /// it holds.
+    pub held: Option<HeldEpisodes>,
+}
+
+/// What lets a recall that leaves out the episodes working memory holds
+/// ([`crate::memory::RecallQuery::leave_out_working`]) skip them before they are read into
+/// facts: working memory as the in-process mirror (`recent.rs`) has it for one `(epoch,
+/// turn_seq)` of the session, live at the recall's time. Used only when Postgres shows that
+/// same pair: working memory is then these items (or fewer, if Redis dropped the key since). The
+/// recall leaves the held episodes out again with the working memory it reads, so whatever
+/// this skipped or kept, the result holds none of them.
+pub(super) struct HeldEpisodes {
+    pub epoch: u64,
+    pub turn_seq: u64,
+    pub working: WorkingMemory,
+    /// How many of the other episodes to read at most (the pool the recall ranks).
+    pub pool: usize,
+}
+
+impl HeldEpisodes {
+    /// Whether the episode of `row` is one of `working`'s items, read from the row's columns
+    /// without making a fact of it.
+    fn holds(&self, row: &Row) -> Result<bool, MemoryError> {
+        let at = observed_at_of(row)?;
+        let text: &str = row.try_get("body").map_err(corrupt)?;
+        let role = || {
+            row.try_get::<_, Option<tokio_postgres::types::Json<EpisodeData>>>("data")
+                .ok()
+                .flatten()
+                .map(|data| data.0.role)
+        };
+        Ok(self
+            .working
+            .iter()
+            .any(|item| item.is_recorded_by(text, at, role)))
+    }
 }
 
 /// Reads, for each of `reads`, the epoch, the standing items and the lexical candidates, in ONE
@@ -1155,26 +1192,48 @@ pub(super) async fn recall(
             .map(|(row, score)| Ok((fact_from_row(row)?, score)))
             .collect()
     };
+    // The best episodes but those working memory holds, when that is known (see
+    // `HeldEpisodes`); else all, the recall leaving those out itself.
+    let episodes = |ranked: Vec<(&Row, f64)>, read: &Read<'_>, asked: &RecallRead| {
+        let Some(held) = asked
+            .held
+            .as_ref()
+            .filter(|held| (held.epoch, held.turn_seq) == (read.epoch, read.turn_seq))
+        else {
+            return facts(ranked);
+        };
+        let mut kept = Vec::with_capacity(held.pool.min(ranked.len()));
+        for (row, score) in ranked {
+            if kept.len() == held.pool {
+                break;
+            }
+            if !held.holds(row)? {
+                kept.push((fact_from_row(row)?, score));
+            }
+        }
+        Ok(kept)
+    };
     read_rows
         .into_iter()
         .zip(reads)
-        .map(|(read, asked)| {
+        .map(|(mut read, asked)| {
+            let ranked_episodes = matches::ranked(
+                std::mem::take(&mut read.episodes),
+                &read.query,
+                read.episode_count,
+                asked.episode_pool_size,
+            );
             Ok(RecallRows {
-                epoch: read.epoch,
-                turn_seq: read.turn_seq,
-                standing: read.standing,
+                episodes: episodes(ranked_episodes, &read, asked)?,
                 candidates: facts(matches::ranked(
                     read.facts,
                     &read.query,
                     read.fact_count,
                     asked.pool_size,
                 ))?,
-                episodes: facts(matches::ranked(
-                    read.episodes,
-                    &read.query,
-                    read.episode_count,
-                    asked.episode_pool_size,
-                ))?,
+                epoch: read.epoch,
+                turn_seq: read.turn_seq,
+                standing: read.standing,
             })
         })
         .collect()

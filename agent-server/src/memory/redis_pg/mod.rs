@@ -90,7 +90,7 @@ use super::{
     ResetCounts, Snapshot, StoredFact, TurnWrite, Unembedded, ranking,
 };
 use batcher::{Batcher, Job};
-use longterm::{RecallRead, RecallRows};
+use longterm::{HeldEpisodes, RecallRead, RecallRows};
 use recent::RecentWorking;
 use working::Working;
 
@@ -928,19 +928,34 @@ impl MemoryStore for RedisPostgresStore {
         } else {
             0
         };
-        let episode_pool_size = if query.episode_limit > 0 {
-            ranking::candidate_pool(query.episode_limit)
-        } else {
-            0
+        // Episodes working memory holds are left out before the cut to the pool. Which they are
+        // is known for sure only once working memory is read, after Postgres: unless the mirror
+        // of working memory turns out current (`HeldEpisodes`), as many more are read as working
+        // memory can hold.
+        let episode_pool = ranking::candidate_pool(query.episode_limit);
+        let episode_pool_size = match (query.episode_limit, query.leave_out_working) {
+            (0, _) => 0,
+            (_, false) => episode_pool,
+            (_, true) => episode_pool.saturating_add(inner.memory.working_capacity),
         };
 
         // Postgres first: see "Resets racing turns" in the module documentation. The read joins
         // the recall batch; its own deadline starts when the batch does.
+        let held = (query.leave_out_working && query.episode_limit > 0)
+            .then(|| inner.recent.peek(session.as_str()))
+            .flatten()
+            .map(|peeked| HeldEpisodes {
+                epoch: peeked.epoch,
+                turn_seq: peeked.turn_seq,
+                working: recent::live(peeked.items, &inner.memory, query.now),
+                pool: episode_pool,
+            });
         let read = RecallRead {
             session: session.clone(),
             tsquery,
             pool_size,
             episode_pool_size,
+            held,
         };
         let rows = self.recalls.submit(read).await?;
         let RecallRows {
@@ -948,7 +963,7 @@ impl MemoryStore for RedisPostgresStore {
             turn_seq,
             standing,
             candidates,
-            episodes,
+            mut episodes,
         } = rows;
         let items = match inner.recent.get(session.as_str(), epoch, turn_seq) {
             Some(items) => items,
@@ -959,6 +974,11 @@ impl MemoryStore for RedisPostgresStore {
             }
         };
         let working = recent::live(items, &inner.memory, query.now);
+        if query.leave_out_working {
+            // Still in lexical order: the pool is the best of the rest.
+            episodes.retain(|(episode, _)| !working.holds(episode));
+            episodes.truncate(episode_pool);
+        }
 
         let half_life = inner.memory.recency_half_life;
         if let Some(vector) = &query.vector {
@@ -977,7 +997,10 @@ impl MemoryStore for RedisPostgresStore {
             if similar.large {
                 inner.index_vectors(vector.len());
             }
-            let (similar_facts, similar_episodes) = (similar.facts, similar.episodes);
+            let (similar_facts, mut similar_episodes) = (similar.facts, similar.episodes);
+            if query.leave_out_working {
+                similar_episodes.retain(|(episode, _)| !working.holds(episode));
+            }
             let fuse = |lexical: Vec<(Fact, f64)>, similar: Vec<(Fact, f64)>, limit| {
                 ranking::fuse(
                     ranking::candidates(lexical, similar),

@@ -44,6 +44,14 @@ pub(super) type Order = (i64, u64, usize);
 /// An item with its place in the set.
 pub(super) type Placed = (Order, Arc<WorkingItem>);
 
+/// A session's entry as [`RecentWorking::peek`] hands it out: its items, and the turn they are current
+/// for.
+pub(super) struct Peeked {
+    pub epoch: u64,
+    pub turn_seq: u64,
+    pub items: Arc<Vec<Arc<WorkingItem>>>,
+}
+
 /// What one committed batch of this process did to one session.
 pub(super) struct CommittedTurns {
     pub epoch: u64,
@@ -146,6 +154,18 @@ impl RecentWorking {
             return None;
         }
         Some(entry.items.clone())
+    }
+
+    /// The session's entry whatever turn it is current for: what working memory will be if
+    /// Postgres then shows the same `(epoch, turn_seq)` (see `longterm::HeldEpisodes`).
+    pub(super) fn peek(&self, session: &str) -> Option<Peeked> {
+        let mut lru = lru::lock(&self.inner);
+        let entry = lru.get(session)?;
+        (entry.expires > Instant::now()).then(|| Peeked {
+            epoch: entry.epoch,
+            turn_seq: entry.turn_seq,
+            items: entry.items.clone(),
+        })
     }
 
     /// Remembers what Redis held for the session when recall read `(epoch, turn_seq)` from
