@@ -1475,6 +1475,21 @@ pub async fn a_turns_episodes_outlive_its_working_items(store: &dyn MemoryStore)
     assert!(ctx.working.is_empty() && ctx.episodes.is_empty());
 }
 
+/// A turn of `asked` (by the user, named `speaker`) and `answered` at `at`, each with its episode.
+fn said_turn(asked: &str, answered: &str, at: DateTime<Utc>, speaker: Option<&str>) -> TurnWrite {
+    TurnWrite {
+        items: vec![
+            user(asked, at),
+            WorkingItem::new(TurnRole::Assistant, answered, at),
+        ],
+        facts: vec![
+            episode(TurnRole::User, speaker, asked, at),
+            episode(TurnRole::Assistant, None, answered, at),
+        ],
+        ..TurnWrite::default()
+    }
+}
+
 /// A recall with [`RecallQuery::leave_out_working`] (a turn's) returns no episode that live
 /// working memory holds (the same role, text and time as one of its items), and fills its places
 /// with others even when the held ones rank first; an injected episode, one whose role differs,
@@ -1490,20 +1505,7 @@ pub async fn a_turns_recall_leaves_out_the_episodes_working_memory_holds(store: 
     for i in 0..turns {
         let [asked, answered] = said(i);
         store
-            .commit_turn(
-                &s,
-                TurnWrite {
-                    items: vec![
-                        user(&asked, at(i)),
-                        WorkingItem::new(TurnRole::Assistant, answered.clone(), at(i)),
-                    ],
-                    facts: vec![
-                        episode(TurnRole::User, Some("Ana"), &asked, at(i)),
-                        episode(TurnRole::Assistant, None, &answered, at(i)),
-                    ],
-                    ..TurnWrite::default()
-                },
-            )
+            .commit_turn(&s, said_turn(&asked, &answered, at(i), Some("Ana")))
             .await
             .unwrap();
     }
@@ -1589,20 +1591,7 @@ pub async fn a_turns_recall_leaves_out_the_episodes_working_memory_holds(store: 
     for i in 0..config.working_capacity / 2 {
         let (asked, answered) = (format!("kayak trip h{i}"), format!("noted kayak h{i}"));
         store
-            .commit_turn(
-                &pooled,
-                TurnWrite {
-                    items: vec![
-                        user(&asked, at(i)),
-                        WorkingItem::new(TurnRole::Assistant, answered.clone(), at(i)),
-                    ],
-                    facts: vec![
-                        episode(TurnRole::User, None, &asked, at(i)),
-                        episode(TurnRole::Assistant, None, &answered, at(i)),
-                    ],
-                    ..TurnWrite::default()
-                },
-            )
+            .commit_turn(&pooled, said_turn(&asked, &answered, at(i), None))
             .await
             .unwrap();
     }
@@ -1627,20 +1616,7 @@ pub async fn a_turns_recall_leaves_out_the_episodes_working_memory_holds(store: 
     let one = session();
     let [asked, answered] = said(0);
     store
-        .commit_turn(
-            &one,
-            TurnWrite {
-                items: vec![
-                    user(&asked, at(0)),
-                    WorkingItem::new(TurnRole::Assistant, answered.clone(), at(0)),
-                ],
-                facts: vec![
-                    episode(TurnRole::User, None, &asked, at(0)),
-                    episode(TurnRole::Assistant, None, &answered, at(0)),
-                ],
-                ..TurnWrite::default()
-            },
-        )
+        .commit_turn(&one, said_turn(&asked, &answered, at(0), None))
         .await
         .unwrap();
     let ctx = store.recall(&one, query(at(1), 5, true)).await.unwrap();
