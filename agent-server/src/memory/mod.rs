@@ -382,9 +382,19 @@ impl WorkingMemory {
     pub fn holds(&self, episode: &Fact) -> bool {
         let role = || EpisodeData::of(episode).map(|data| data.role);
         episode.kind == FactKind::Episode
-            && self
-                .iter()
-                .any(|item| item.is_recorded_by(&episode.text, episode.observed_at, role))
+            && self.holds_said(&episode.text, episode.observed_at, role)
+    }
+
+    /// Whether one of the items is what an episode of `text` at `at` records
+    /// ([`WorkingItem::is_recorded_by`]; `role` is asked only when text and time match), for a
+    /// store that has the episode's parts rather than a [`Fact`].
+    pub(crate) fn holds_said(
+        &self,
+        text: &str,
+        at: DateTime<Utc>,
+        role: impl Fn() -> Option<TurnRole>,
+    ) -> bool {
+        self.iter().any(|item| item.is_recorded_by(text, at, &role))
     }
 }
 

@@ -1105,9 +1105,8 @@ pub(super) struct RecallRead {
 /// ([`crate::memory::RecallQuery::leave_out_working`]) skip them before they are read into
 /// facts: working memory as the in-process mirror (`recent.rs`) has it for one `(epoch,
 /// turn_seq)` of the session, live at the recall's time. Used only when Postgres shows that
-/// same pair: working memory is then these items (or fewer, if Redis dropped the key since). The
-/// recall leaves the held episodes out again with the working memory it reads, so whatever
-/// this skipped or kept, the result holds none of them.
+/// same pair, and then the recall takes these items as its working memory; otherwise it reads
+/// working memory and leaves the held episodes out itself.
 pub(super) struct HeldEpisodes {
     pub epoch: u64,
     pub turn_seq: u64,
@@ -1128,10 +1127,7 @@ impl HeldEpisodes {
                 .flatten()
                 .map(|data| data.0.role)
         };
-        Ok(self
-            .working
-            .iter()
-            .any(|item| item.is_recorded_by(text, at, role)))
+        Ok(self.working.holds_said(text, at, role))
     }
 }
 

@@ -939,8 +939,6 @@ impl MemoryStore for RedisPostgresStore {
             (_, true) => episode_pool.saturating_add(inner.memory.working_capacity),
         };
 
-        // Postgres first: see "Resets racing turns" in the module documentation. The read joins
-        // the recall batch; its own deadline starts when the batch does.
         let held = (query.leave_out_working && query.episode_limit > 0)
             .then(|| inner.recent.peek(session.as_str()))
             .flatten()
@@ -950,6 +948,12 @@ impl MemoryStore for RedisPostgresStore {
                 working: recent::live(peeked.items, &inner.memory, query.now),
                 pool: episode_pool,
             });
+        // What the batch skipped the held episodes by: working memory itself, if it was current.
+        let mirrored = held
+            .as_ref()
+            .map(|held| (held.epoch, held.turn_seq, held.working.clone()));
+        // Postgres first: see "Resets racing turns" in the module documentation. The read joins
+        // the recall batch; its own deadline starts when the batch does.
         let read = RecallRead {
             session: session.clone(),
             tsquery,
@@ -965,20 +969,29 @@ impl MemoryStore for RedisPostgresStore {
             candidates,
             mut episodes,
         } = rows;
-        let items = match inner.recent.get(session.as_str(), epoch, turn_seq) {
-            Some(items) => items,
-            None => {
-                let (set, expires) = deadline.run(REDIS, inner.working.read_set(session)).await?;
-                let recent = &inner.recent;
-                recent.fill(session.as_str(), epoch, turn_seq, set, expires)
+        let working = match mirrored {
+            Some((at_epoch, at_turn, working)) if (at_epoch, at_turn) == (epoch, turn_seq) => {
+                working
+            }
+            _ => {
+                let items = match inner.recent.get(session.as_str(), epoch, turn_seq) {
+                    Some(items) => items,
+                    None => {
+                        let (set, expires) =
+                            deadline.run(REDIS, inner.working.read_set(session)).await?;
+                        let recent = &inner.recent;
+                        recent.fill(session.as_str(), epoch, turn_seq, set, expires)
+                    }
+                };
+                let working = recent::live(items, &inner.memory, query.now);
+                if query.leave_out_working {
+                    // Still in lexical order: the pool is the best of the rest.
+                    episodes.retain(|(episode, _)| !working.holds(episode));
+                    episodes.truncate(episode_pool);
+                }
+                working
             }
         };
-        let working = recent::live(items, &inner.memory, query.now);
-        if query.leave_out_working {
-            // Still in lexical order: the pool is the best of the rest.
-            episodes.retain(|(episode, _)| !working.holds(episode));
-            episodes.truncate(episode_pool);
-        }
 
         let half_life = inner.memory.recency_half_life;
         if let Some(vector) = &query.vector {
