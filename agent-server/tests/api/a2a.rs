@@ -438,28 +438,41 @@ async fn the_stream_is_the_task_its_reply_in_chunks_then_the_completion_after_th
     assert_eq!(memory.body["working_memory"].as_array().unwrap().len(), 4);
 }
 
-/// Starts a server on `data` (embedded store, builtin model); its address and its handle.
-async fn start_on(data: &Path) -> (TestApp, actix_web::dev::ServerHandle) {
+/// A server started by [`start_on`]: its address, its handle, and the task that runs it (which
+/// drops the server, and so lets go of its data directory, only when it ends).
+struct Started {
+    app: TestApp,
+    handle: actix_web::dev::ServerHandle,
+    running: actix_web::rt::task::JoinHandle<std::io::Result<()>>,
+}
+
+/// Starts a server on `data` (embedded store, builtin model).
+async fn start_on(data: &Path) -> Started {
     let mut config = Config::for_tests(data);
     config.workers = Some(1);
     let app = Application::build(config).await.expect("server starts");
     let handle = app.handle();
     let address = format!("http://127.0.0.1:{}", app.port());
-    actix_web::rt::spawn(app.run_until_stopped());
-    (TestApp::at(address), handle)
+    let running = actix_web::rt::spawn(app.run_until_stopped());
+    Started {
+        app: TestApp::at(address),
+        handle,
+        running,
+    }
 }
 
 #[actix_web::test]
 async fn a_task_is_got_after_a_restart_on_the_embedded_store() {
     let data = tempfile::tempdir().unwrap();
-    let (app, handle) = start_on(data.path()).await;
+    let first = start_on(data.path()).await;
     let context = session();
-    let task = send(&app, "My locker code is 4512.", &context, &[]).await;
+    let task = send(&first.app, "My locker code is 4512.", &context, &[]).await;
     let id = task["id"].as_str().unwrap().to_owned();
-    handle.stop(true).await;
-    drop(app);
+    first.handle.stop(true).await;
+    // The embedded store has one owner at a time: wait until the first server is dropped.
+    first.running.await.unwrap().unwrap();
 
-    let (app, _handle) = start_on(data.path()).await;
+    let app = start_on(data.path()).await.app;
     let got = rpc(&app, "GetTask", json!({"id": id}), &[]).await;
     assert_eq!(
         got.body["result"], task,
